@@ -1,0 +1,64 @@
+# rof - top-level build.  The README's two commands:
+#   make demo    boot the test VM and show rofd/rofctl serving the device status
+#   make check   every test: lint, unit tests, fuzz smoke, VM end-to-end tests
+# Both install missing Debian packages first (as root), then build.
+#
+# Other targets: build (default), deps, kmod, userspace, progs, unit, vmtest,
+# lint, fuzz, clean.  BUILD=dir picks the out-of-tree build directory;
+# KVER=version the kernel (default: packaging/kver).
+
+BUILD ?= $(CURDIR)/build
+FUZZ_BUILD ?= $(CURDIR)/build-fuzz
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 300
+export ROF_SRC := $(CURDIR)
+export ROF_BUILD := $(BUILD)
+
+.PHONY: all build deps kmod userspace progs check demo unit vmtest lint fuzz fuzz-build clean
+
+all: build
+
+deps:
+	@packaging/install-deps
+
+build: kmod userspace progs
+
+# Kbuild writes its objects beside the sources, so build a copy in $(BUILD)
+# and keep the source tree clean.
+kmod: deps
+	@mkdir -p $(BUILD)/kmod
+	@cd kmod && find . -name '*.[ch]' -o -name Kbuild -o -name Makefile | \
+		cpio -pdmu --quiet $(BUILD)/kmod
+	$(MAKE) -C /usr/src/linux-headers-$$(packaging/kver) M=$(BUILD)/kmod modules
+
+userspace: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j $(JOBS)
+
+progs: deps
+	$(MAKE) -C selftests/progs O=$(BUILD)/selftests
+
+unit: userspace
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+vmtest: build
+	selftests/vm/run
+
+demo: build
+	selftests/vm/run --mode demo --timeout 300
+
+lint: deps
+	selftests/lint
+
+fuzz-build: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DROF_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz: fuzz-build
+	libclient/prog/fuzz/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BUILD)
+
+check: build
+	@selftests/check
+
+clean:
+	rm -rf $(BUILD) $(FUZZ_BUILD)

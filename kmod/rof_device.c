@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rof_device.c - the RDMA devices rof serves.
+ *
+ * An ib_client tracks devices as the RDMA core adds and removes them
+ * (including "rdma link add/delete" for soft-RoCE).  The list is the
+ * source of truth for ROF_IOC_LIST_DEVICES and, later, for the objects
+ * (protection domains, sessions) that live on a device.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "rof_core.h"
+
+static LIST_HEAD(rof_devices);
+static DEFINE_MUTEX(rof_devices_lock);
+static unsigned int rof_devices_count;
+
+static struct ib_client rof_ib_client;
+
+static void rof_device_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct rof_device, ref));
+}
+
+void rof_device_put(struct rof_device *dev)
+{
+	kref_put(&dev->ref, rof_device_release);
+}
+
+static int rof_add_one(struct ib_device *ibdev)
+{
+	struct rof_device *dev;
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return -ENOMEM;
+	kref_init(&dev->ref);
+	dev->ibdev = ibdev;
+
+	mutex_lock(&rof_devices_lock);
+	list_add_tail(&dev->node, &rof_devices);
+	rof_devices_count++;
+	mutex_unlock(&rof_devices_lock);
+
+	ib_set_client_data(ibdev, &rof_ib_client, dev);
+	pr_info("device %s added\n", dev_name(&ibdev->dev));
+	return 0;
+}
+
+static void rof_remove_one(struct ib_device *ibdev, void *client_data)
+{
+	struct rof_device *dev = client_data;
+
+	mutex_lock(&rof_devices_lock);
+	list_del(&dev->node);
+	rof_devices_count--;
+	dev->removed = true;
+	dev->ibdev = NULL;
+	mutex_unlock(&rof_devices_lock);
+
+	pr_info("device %s removed\n", dev_name(&ibdev->dev));
+	rof_device_put(dev);
+}
+
+static struct ib_client rof_ib_client = {
+	.name	= "rof",
+	.add	= rof_add_one,
+	.remove	= rof_remove_one,
+};
+
+static void rof_fill_info(struct rof_device *dev, struct rof_device_info *info)
+{
+	struct ib_device *ibdev = dev->ibdev;
+	u32 port;
+
+	memset(info, 0, sizeof(*info));
+	strscpy(info->name, dev_name(&ibdev->dev), sizeof(info->name));
+	info->node_guid = be64_to_cpu(ibdev->node_guid);
+	info->index = ibdev->index;
+	info->num_ports = rdma_end_port(ibdev) - rdma_start_port(ibdev) + 1;
+	if (info->num_ports > ROF_MAX_PORTS)
+		info->flags |= ROF_DEVICE_PORTS_TRUNCATED;
+
+	rdma_for_each_port(ibdev, port) {
+		struct rof_port_info *pi;
+		struct ib_port_attr attr;
+		u32 i = port - rdma_start_port(ibdev);
+
+		if (i >= ROF_MAX_PORTS)
+			break;
+		pi = &info->ports[i];
+		pi->port_num = port;
+		if (ib_query_port(ibdev, port, &attr))
+			continue;	/* reported as ROF_PORT_NOP, mtu 0 */
+		pi->state = attr.state;
+		pi->active_mtu = ib_mtu_enum_to_int(attr.active_mtu);
+		if ((int)pi->active_mtu < 0)
+			pi->active_mtu = 0;
+	}
+}
+
+int rof_device_list(struct rof_list *req)
+{
+	struct rof_device_info __user *uelems = u64_to_user_ptr(req->elems);
+	struct rof_device_info *info;
+	struct rof_device *dev;
+	u32 n = 0;
+	int ret = 0;
+
+	if (req->flags || req->reserved)
+		return -EINVAL;
+	if (req->elem_size != sizeof(struct rof_device_info))
+		return -EINVAL;
+	if (req->capacity > ROF_LIST_MAX)
+		return -E2BIG;
+
+	info = kmalloc(sizeof(*info), GFP_KERNEL);
+	if (!info)
+		return -ENOMEM;
+
+	mutex_lock(&rof_devices_lock);
+	list_for_each_entry(dev, &rof_devices, node) {
+		if (n >= req->capacity)
+			break;
+		rof_fill_info(dev, info);
+		if (copy_to_user(&uelems[n], info, sizeof(*info))) {
+			ret = -EFAULT;
+			break;
+		}
+		n++;
+	}
+	req->count = n;
+	req->total = rof_devices_count;
+	mutex_unlock(&rof_devices_lock);
+
+	kfree(info);
+	return ret;
+}
+
+int rof_device_init(void)
+{
+	return ib_register_client(&rof_ib_client);
+}
+
+void rof_device_exit(void)
+{
+	/* Calls rof_remove_one for every device still present. */
+	ib_unregister_client(&rof_ib_client);
+	WARN_ON(!list_empty(&rof_devices));
+}

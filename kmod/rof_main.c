@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rof_main.c - module init/exit and the /dev/rof misc device.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+
+#include "rof_core.h"
+
+static const struct file_operations rof_fops = {
+	.owner		= THIS_MODULE,
+	.unlocked_ioctl	= rof_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice rof_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= "rof",
+	.fops	= &rof_fops,
+	.mode	= 0600,
+};
+
+static int __init rof_init(void)
+{
+	int ret;
+
+	ret = rof_device_init();
+	if (ret)
+		return ret;
+
+	ret = misc_register(&rof_misc);
+	if (ret)
+		goto err_device;
+
+	pr_info("loaded, ABI %u.%u\n", ROF_ABI_MAJOR, ROF_ABI_MINOR);
+	return 0;
+
+err_device:
+	rof_device_exit();
+	return ret;
+}
+
+static void __exit rof_exit(void)
+{
+	misc_deregister(&rof_misc);
+	rof_device_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(rof_init);
+module_exit(rof_exit);
+
+MODULE_DESCRIPTION("rof: RDMA offload service, kernel owner of RDMA resources");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(ROF_MODULE_VERSION);

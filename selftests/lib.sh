@@ -1,0 +1,111 @@
+# shellcheck shell=bash
+# selftests/lib.sh - helpers for the end-to-end test scripts: TAP output,
+# the soft-RoCE set-up, rof.ko and rofd.  Sourced; works in the VM and on
+# a real RDMA host (set ROF_NETDEV to use an existing device's netdev).
+
+ROF_SRC=${ROF_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+ROF_BUILD=${ROF_BUILD:-$ROF_SRC/build}
+ROF_SCRATCH=${ROF_SCRATCH:-${TMPDIR:-/tmp}}
+ROF_KO=${ROF_KO:-$ROF_BUILD/kmod/rof.ko}
+ROF_RXE=${ROF_RXE:-rxe0}
+# RFC 2544's benchmarking range: never routed, and the VM has no NIC anyway.
+ROF_ADDR=${ROF_ADDR:-198.18.0.1}
+ROF_PEER_ADDR=${ROF_PEER_ADDR:-198.18.0.2}
+ROF_SOCKET=${ROF_SOCKET:-/run/rof/rofd.sock}
+export ROF_SRC ROF_BUILD ROF_SCRATCH ROF_KO ROF_RXE ROF_ADDR ROF_PEER_ADDR ROF_SOCKET
+
+# --- TAP ------------------------------------------------------------------
+_tap_n=0
+_tap_failed=0
+
+tap_plan() { echo "1..$1"; }
+tap_ok() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*"; }
+tap_fail() {
+	_tap_n=$((_tap_n + 1))
+	_tap_failed=$((_tap_failed + 1))
+	echo "not ok $_tap_n - $*"
+}
+tap_skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP ${2:-}"; }
+tap_diag() { sed 's/^/# /'; }
+
+# tap_check DESCRIPTION COMMAND...: ok if COMMAND succeeds; its output is
+# shown as diagnostics when it does not.
+tap_check() {
+	local desc=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		tap_ok "$desc"
+	else
+		tap_fail "$desc"
+		printf '%s\n' "$out" | tap_diag
+	fi
+}
+
+# tap_done: exit status for the script (non-zero when anything failed).
+tap_done() { [ "$_tap_failed" -eq 0 ]; exit $?; }
+
+# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+	local deadline=$(($(date +%s) + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -ge "$deadline" ] && return 1
+		sleep 0.1
+	done
+}
+
+# --- soft-RoCE and the module --------------------------------------------
+rxe_present() { rdma link show "$ROF_RXE/1" >/dev/null 2>&1; }
+
+rxe_up() {
+	rxe_present && return 0
+	modprobe rdma_rxe && modprobe veth || return 1
+	modprobe rdma_ucm 2>/dev/null
+	if ! ip link show rofva >/dev/null 2>&1; then
+		ip link add rofva type veth peer name rofvb || return 1
+		ip addr add "$ROF_ADDR/24" dev rofva || return 1
+		ip link set rofvb up && ip link set rofva up || return 1
+	fi
+	ip link set lo up
+	rdma link add "$ROF_RXE" type rxe netdev "${ROF_NETDEV:-rofva}" || return 1
+	wait_for 10 rxe_present
+}
+
+rxe_down() { rxe_present && rdma link delete "$ROF_RXE"; }
+
+rof_loaded() { [ -d /sys/module/rof ]; }
+rof_load() { rof_loaded || { modprobe ib_core && modprobe rdma_cm && insmod "$ROF_KO" "$@"; }; }
+rof_unload() { ! rof_loaded || rmmod rof; }
+
+rof_env_up() { rxe_up && rof_load; }
+
+# --- rofd -----------------------------------------------------------------
+ROFD_PID=
+rofd_start() {
+	rofd --socket "$ROF_SOCKET" "$@" >"$ROF_SCRATCH/rofd.log" 2>&1 &
+	ROFD_PID=$!
+	if ! wait_for 20 test -S "$ROF_SOCKET"; then
+		echo "rofd did not create $ROF_SOCKET:" >&2
+		cat "$ROF_SCRATCH/rofd.log" >&2
+		return 1
+	fi
+}
+
+# rofd_stop: SIGTERM, and its exit status (0 for a clean shutdown).
+rofd_stop() {
+	[ -n "$ROFD_PID" ] || return 0
+	kill -TERM "$ROFD_PID" 2>/dev/null
+	wait "$ROFD_PID"
+	local rc=$?
+	ROFD_PID=
+	return $rc
+}
+
+# --- leaks ----------------------------------------------------------------
+# rof_slab_objects: live slab objects allocated by code in rof.ko, from
+# SLUB's per-call-site tracking (the VM boots with slub_debug=U).  Equal
+# numbers before and after create/destroy cycles mean nothing leaked.
+rof_slab_objects() {
+	cat /sys/kernel/debug/slab/*/alloc_traces 2>/dev/null |
+		awk '/\[rof\]/ { n += $1 } END { print n + 0 }'
+}
