@@ -29,7 +29,8 @@ tap_skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP ${2:-}"; }
 tap_diag() { sed 's/^/# /'; }
 
 # tap_check DESCRIPTION COMMAND...: ok if COMMAND succeeds; its output is
-# shown as diagnostics when it does not.
+# shown as diagnostics when it does not.  COMMAND runs in a subshell, so
+# it cannot change this shell's variables (use if/tap_ok for rofd_start).
 tap_check() {
 	local desc=$1 out
 	shift

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "print.h"
+#include "rof/status.h"
+
+namespace rofctl {
+
+// `rofctl status`: the module, the daemon, and a table of devices and ports.
+void print_status(Printer& p, const rof::Status& s);
+
+}  // namespace rofctl

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "listener.h"
+#include "peers.h"
+#include "test_util.h"
+
+namespace {
+
+using rofd::UniqueFd;
+using rofd::UnixListener;
+
+UniqueFd unix_socket() {
+    return UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+}
+
+sockaddr_un addr_of(const std::string& path) {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+    return a;
+}
+
+bool connect_to(int fd, const std::string& path) {
+    const sockaddr_un a = addr_of(path);
+    return ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
+}
+
+std::string error_of(const std::string& path) {
+    try {
+        UnixListener::bind(path);
+    } catch (const std::system_error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+mode_t mode_of(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    return st.st_mode;
+}
+
+TEST(UnixListener, CreatesParentDirectoryAndSocketWithTheirModes) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.file("run/rof/rofd.sock");
+    const UnixListener l = UnixListener::bind(path);
+
+    EXPECT_TRUE(S_ISDIR(mode_of(dir.file("run/rof"))));
+    EXPECT_EQ(mode_of(dir.file("run/rof")) & 07777, 0755U);
+    EXPECT_TRUE(S_ISSOCK(mode_of(path)));
+    EXPECT_EQ(mode_of(path) & 07777, 0660U);
+}
+
+TEST(UnixListener, RemovesItsSocketOnDestruction) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+
+    {
+        const UnixListener l = UnixListener::bind(path);
+        EXPECT_TRUE(std::filesystem::exists(path));
+    }
+    EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(UnixListener, LeavesASocketThatReplacedItsOwn) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+    std::optional<UnixListener> l(UnixListener::bind(path));
+
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    std::ofstream(path) << "someone else's\n";
+    l.reset();
+    EXPECT_TRUE(std::filesystem::exists(path));
+}
+
+TEST(UnixListener, ReplacesAStaleSocket) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+    {
+        // A socket file whose owner is gone: bound, never listening.
+        const UniqueFd fd = unix_socket();
+        const sockaddr_un a = addr_of(path);
+        ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof(a)), 0);
+    }
+    ASSERT_TRUE(std::filesystem::exists(path));
+
+    const UnixListener l = UnixListener::bind(path);
+    const UniqueFd client = unix_socket();
+    EXPECT_TRUE(connect_to(client.get(), path));
+}
+
+TEST(UnixListener, RefusesToTakeOverALiveDaemon) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+    const UnixListener first = UnixListener::bind(path);
+
+    EXPECT_EQ(error_of(path),
+              "socket " + path + ": another rofd is listening there: Address already in use");
+    // The first daemon still has its socket.
+    const UniqueFd client = unix_socket();
+    EXPECT_TRUE(connect_to(client.get(), path));
+}
+
+TEST(UnixListener, RefusesToRemoveSomethingThatIsNotASocket) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.regular_file("rofd.sock");
+
+    EXPECT_EQ(error_of(path), "socket " + path + ": exists and is not a socket: File exists");
+    EXPECT_TRUE(S_ISREG(mode_of(path)));
+}
+
+TEST(UnixListener, RefusesAPathTooLongForSunPath) {
+    const std::string path = "/tmp/" + std::string(200, 'x');
+
+    EXPECT_NE(error_of(path).find("longer than 107 bytes"), std::string::npos) << error_of(path);
+}
+
+TEST(UnixListener, AcceptReportsThePeersCredentials) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+    const UnixListener l = UnixListener::bind(path);
+
+    EXPECT_FALSE(l.accept().has_value()) << "nothing pending yet";
+    const UniqueFd client = unix_socket();
+    ASSERT_TRUE(connect_to(client.get(), path));
+
+    const auto conn = l.accept();
+    ASSERT_TRUE(conn.has_value());
+    EXPECT_TRUE(conn->fd);
+    EXPECT_EQ(conn->cred.pid, ::getpid());
+    EXPECT_EQ(conn->cred.uid, ::getuid());
+    EXPECT_EQ(conn->cred.gid, ::getgid());
+}
+
+TEST(PeerTable, FindsCredentialsByGrpcPeerName) {
+    rofd::PeerTable peers;
+    peers.add(7, rofd::PeerCred{123, 1000, 100});
+    peers.add(7, rofd::PeerCred{456, 0, 0});  // fd 7 reused: the newest wins
+
+    const auto cred = peers.find("fd:7");
+    ASSERT_TRUE(cred.has_value());
+    EXPECT_EQ(cred->pid, 456);
+    EXPECT_FALSE(peers.find("fd:8").has_value());
+    EXPECT_FALSE(peers.find("fd:7x").has_value());
+    EXPECT_FALSE(peers.find("fd:").has_value());
+    EXPECT_FALSE(peers.find("unix:/run/rof/rofd.sock").has_value());
+}
+
+}  // namespace

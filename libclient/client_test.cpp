@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "rof/client.h"
+
+namespace {
+
+class TempDir {
+  public:
+    TempDir() {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "rof-client-XXXXXX");
+        if (!::mkdtemp(tmpl.data())) {
+            throw std::runtime_error("mkdtemp failed");
+        }
+        path_ = tmpl;
+    }
+    ~TempDir() { std::filesystem::remove_all(path_); }
+    std::string file(const std::string& name) const { return path_ / name; }
+
+  private:
+    std::filesystem::path path_;
+};
+
+// A unix socket bound at @path; listening only if @listen.
+int bound_socket(const std::string& path, bool listen) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 ||
+        (listen && ::listen(fd, 8) < 0)) {
+        throw std::runtime_error("cannot set up " + path);
+    }
+    return fd;
+}
+
+rof::Error status_error(rof::Client& client) {
+    try {
+        client.status();
+    } catch (const rof::Error& e) {
+        return e;
+    }
+    ADD_FAILURE() << "status() succeeded without a daemon";
+    return rof::Error(rof::ErrorKind::daemon, "");
+}
+
+TEST(Client, MissingSocketIsUnreachableAndSaysWhy) {
+    TempDir dir;
+    rof::Client client(dir.file("rofd.sock"));
+
+    const rof::Error e = status_error(client);
+    EXPECT_EQ(e.kind(), rof::ErrorKind::unreachable);
+    EXPECT_EQ(std::string(e.what()), "cannot reach rofd at " + dir.file("rofd.sock") +
+                                         ": No such file or directory (is rofd running?)");
+}
+
+TEST(Client, SocketWithoutListenerIsUnreachable) {
+    TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+    const int fd = bound_socket(path, false);
+    rof::Client client(path);
+
+    const rof::Error e = status_error(client);
+    ::close(fd);
+    EXPECT_EQ(e.kind(), rof::ErrorKind::unreachable);
+    EXPECT_NE(std::string(e.what()).find("Connection refused"), std::string::npos) << e.what();
+}
+
+TEST(Client, ListenerThatNeverAnswersTimesOutAsUnreachable) {
+    TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+    // Connections complete in the kernel's backlog but nobody speaks HTTP/2.
+    const int fd = bound_socket(path, true);
+    rof::Client client(path, std::chrono::milliseconds(300));
+
+    const rof::Error e = status_error(client);
+    ::close(fd);
+    EXPECT_EQ(e.kind(), rof::ErrorKind::unreachable);
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+}
+
+TEST(Client, DefaultSocketComesFromTheEnvironment) {
+    ::setenv("ROF_SOCKET", "/tmp/elsewhere.sock", 1);
+    EXPECT_EQ(rof::Client::default_socket(), "/tmp/elsewhere.sock");
+    EXPECT_EQ(rof::Client().socket_path(), "/tmp/elsewhere.sock");
+    ::setenv("ROF_SOCKET", "", 1);
+    EXPECT_EQ(rof::Client::default_socket(), rof::default_socket_path);
+    ::unsetenv("ROF_SOCKET");
+    EXPECT_EQ(rof::Client::default_socket(), "/run/rof/rofd.sock");
+}
+
+}  // namespace
