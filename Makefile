@@ -52,7 +52,7 @@ lint: deps
 
 fuzz-build: deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DROF_FUZZ=ON
-	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target rof_fuzz rof_prog_test
 
 fuzz: fuzz-build
 	libclient/prog/fuzz/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BUILD)

@@ -21,6 +21,8 @@
 #include <linux/types.h>
 #include <linux/ioctl.h>
 
+#include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
+
 #define ROF_ABI_MAJOR		0
 #define ROF_ABI_MINOR		1
 

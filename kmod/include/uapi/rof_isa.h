@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
+/*
+ * rof_isa.h - the binary encoding of rof offload programs.
+ *
+ * docs/isa.md is the specification; this header is its machine-readable
+ * half and is compiled by rof.ko, rofd, rofctl and librof alike.
+ *
+ * An image is: struct rof_isa_hdr, then hdr.slot_cnt struct rof_isa_slot,
+ * then hdr.insn_cnt 8-byte instruction slots.  Every multi-byte field is
+ * little-endian (the host order of every supported target; rof_exec.h
+ * refuses to build elsewhere).
+ */
+#ifndef _UAPI_ROF_ISA_H
+#define _UAPI_ROF_ISA_H
+
+#include <linux/types.h>
+
+#define ROF_ISA_MAGIC		0x50464f52	/* "ROFP" read as LE */
+#define ROF_ISA_VERSION		1
+
+/* Hard limits of the encoding; policy may only lower them. */
+#define ROF_ISA_MAX_INSNS	16384		/* instruction slots */
+#define ROF_ISA_MAX_SLOTS	16		/* region slots */
+#define ROF_ISA_NAME_MAX	32		/* slot name, with its NUL */
+#define ROF_ISA_MAX_ARGS	(1U << 20)
+#define ROF_ISA_MAX_SCRATCH	(1U << 20)
+#define ROF_ISA_MAX_RESP	(1U << 20)
+#define ROF_ISA_MAX_BULK	(1U << 20)	/* bytes per COPY/CRC64/HASH */
+#define ROF_ISA_MAX_TRIP	(1U << 20)	/* trip limit of one LOOP */
+#define ROF_ISA_MAX_CAS_WIDTH	32		/* bytes */
+#define ROF_ISA_NREGS		16
+
+/* The "no block / no pointer" value: ALLOC on an empty list returns it. */
+#define ROF_ISA_NULL		(~(__u64)0)
+
+/*
+ * Rights of a region slot, declared by the image and granted by policy,
+ * are the ABI's region access bits: ROF_ACCESS_READ, ROF_ACCESS_WRITE and
+ * ROF_ACCESS_ATOMIC of rof.h.
+ */
+
+struct rof_isa_hdr {
+	__u32 magic;		/* ROF_ISA_MAGIC */
+	__u16 version;		/* ROF_ISA_VERSION */
+	__u16 hdr_size;		/* sizeof(struct rof_isa_hdr) == 64 */
+	__u32 insn_cnt;		/* 8-byte instruction slots, >= 1 */
+	__u32 slot_cnt;		/* region slots, <= ROF_ISA_MAX_SLOTS */
+	__u32 args_min;		/* shorter requests are refused unrun */
+	__u32 args_max;		/* longer requests are refused unrun */
+	__u32 scratch_size;	/* bytes of per-session scratch */
+	__u32 resp_max;		/* bytes the response buffer must hold */
+	__u32 flags;		/* must be 0 */
+	__u32 reserved0;	/* must be 0 */
+	__u64 tag;		/* CRC-64/XZ of the image, this field as 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+struct rof_isa_slot {
+	char name[ROF_ISA_NAME_MAX];	/* NUL-terminated, [A-Za-z_][A-Za-z0-9_]* */
+	__u32 rights;			/* ROF_ACCESS_* the program uses */
+	__u32 flags;			/* ROF_SLOT_* */
+	__u64 len;			/* the slot's window: region bytes [0, len) */
+};
+
+/* rof_isa_slot.flags */
+#define ROF_SLOT_FREELIST	(1U << 0)	/* ALLOC/FREE use this slot */
+
+/* Address spaces named by the space byte of a memory operand. */
+#define ROF_SPACE_ARGS		0x80	/* the request, read-only */
+#define ROF_SPACE_SCRATCH	0x81	/* per session, kept across calls */
+#define ROF_SPACE_RESP		0x82	/* the response */
+/* 0 .. ROF_ISA_MAX_SLOTS - 1: region slot number */
+
+/* The one 8-byte instruction slot. */
+struct rof_insn {
+	__u8 op;
+	__u8 regs;	/* bits 0-3: dst register, bits 4-7: src register */
+	__s16 off;
+	__s32 imm;
+};
+
+#define ROF_INSN_DST(i)		((i)->regs & 0xf)
+#define ROF_INSN_SRC(i)		(((i)->regs >> 4) & 0xf)
+#define ROF_REGS(dst, src)	((__u8)(((dst) & 0xf) | (((src) & 0xf) << 4)))
+
+/*
+ * Memory reference carried in imm by LD, ST, FAA, CRC64 and HASH:
+ * bits 0-7 space, bit 8 "a base register is used", bits 12-15 the
+ * auxiliary register (FAA: old value; CRC64/HASH: length).  Other bits 0.
+ */
+#define ROF_MEM_SPACE(imm)	((__u32)(imm) & 0xff)
+#define ROF_MEM_BASE		0x100
+#define ROF_MEM_AUX(imm)	(((__u32)(imm) >> 12) & 0xf)
+#define ROF_MEM_AUX_SHIFT	12
+#define ROF_MEM_MASK		(0xffU | ROF_MEM_BASE | (0xfU << 12))
+
+/* Opcodes.  The second slot of a wide instruction has op ROF_OP_EXT. */
+enum rof_isa_op {
+	ROF_OP_EXT	= 0x00,	/* never valid as the first slot */
+	ROF_OP_LDIMM64	= 0x01,	/* wide */
+	ROF_OP_COPY	= 0x02,	/* wide, struct rof_insn_copy */
+	ROF_OP_CAS	= 0x03,	/* wide, struct rof_insn_cas */
+	ROF_OP_FAA	= 0x04,
+	ROF_OP_ALLOC	= 0x05,
+	ROF_OP_FREE	= 0x06,
+	ROF_OP_CRC64	= 0x07,
+	ROF_OP_HASH	= 0x08,
+	ROF_OP_EXIT	= 0x09,	/* status = imm */
+	ROF_OP_EXIT_REG	= 0x0a,	/* status = low 32 bits of src */
+	ROF_OP_RESPOND	= 0x0b,	/* length = src, status = imm */
+	ROF_OP_LOOP	= 0x0c,
+	ROF_OP_JA	= 0x0d,
+
+	ROF_OP_LD	= 0x10,	/* + log2(size): 0x10 .. 0x13 */
+	ROF_OP_ST	= 0x14,	/* + log2(size): 0x14 .. 0x17 */
+
+	ROF_OP_ALU64_IMM = 0x20, /* + enum rof_alu */
+	ROF_OP_ALU64_REG = 0x30,
+	ROF_OP_ALU32_IMM = 0x40,
+	ROF_OP_ALU32_REG = 0x50,
+
+	ROF_OP_JMP64_IMM = 0x60, /* + enum rof_jmp */
+	ROF_OP_JMP64_REG = 0x70,
+	ROF_OP_JMP32_IMM = 0x80,
+	ROF_OP_JMP32_REG = 0x90,
+};
+
+enum rof_alu {
+	ROF_ALU_ADD	= 0,
+	ROF_ALU_SUB	= 1,
+	ROF_ALU_MUL	= 2,
+	ROF_ALU_DIV	= 3,
+	ROF_ALU_MOD	= 4,
+	ROF_ALU_AND	= 5,
+	ROF_ALU_OR	= 6,
+	ROF_ALU_XOR	= 7,
+	ROF_ALU_LSH	= 8,
+	ROF_ALU_RSH	= 9,
+	ROF_ALU_ARSH	= 10,
+	ROF_ALU_MOV	= 11,
+	ROF_ALU_NEG	= 12,	/* only as ALU64_IMM/ALU32_IMM, imm 0 */
+	ROF_ALU_COUNT	= 13,
+};
+
+enum rof_jmp {
+	ROF_JMP_JEQ	= 0,
+	ROF_JMP_JNE	= 1,
+	ROF_JMP_JGT	= 2,
+	ROF_JMP_JGE	= 3,
+	ROF_JMP_JLT	= 4,
+	ROF_JMP_JLE	= 5,
+	ROF_JMP_JSGT	= 6,
+	ROF_JMP_JSGE	= 7,
+	ROF_JMP_JSLT	= 8,
+	ROF_JMP_JSLE	= 9,
+	ROF_JMP_JSET	= 10,
+	ROF_JMP_COUNT	= 11,
+};
+
+/* COPY: two slots. */
+struct rof_insn_copy {
+	__u8 op;		/* ROF_OP_COPY */
+	__u8 regs;		/* bits 0-3 dst base, bits 4-7 src base */
+	__s16 dst_off;
+	__u8 dst_space;
+	__u8 src_space;
+	__u8 mode;		/* ROF_COPY_* */
+	__u8 lregs;		/* bits 0-3 length register, 4-7 out register */
+	__u8 ext;		/* ROF_OP_EXT */
+	__u8 src_tspace;	/* target space of an indirect source */
+	__s16 src_off;
+	__u32 len;		/* length, or its cap with ROF_COPY_LEN_REG */
+};
+
+#define ROF_COPY_DST_BASE	(1U << 0)
+#define ROF_COPY_SRC_BASE	(1U << 1)
+#define ROF_COPY_SRC_MASK	(3U << 2)
+#define ROF_COPY_SRC_DIRECT	(0U << 2)
+#define ROF_COPY_SRC_INDIRECT	(1U << 2)	/* u64 pointer at src */
+#define ROF_COPY_SRC_BOUNDED	(2U << 2)	/* u64 pointer, u64 bound */
+#define ROF_COPY_DST_INDIRECT	(1U << 4)	/* u64 pointer at dst */
+#define ROF_COPY_LEN_REG	(1U << 5)
+#define ROF_COPY_OUT		(1U << 6)	/* bytes copied -> out reg */
+#define ROF_COPY_MODE_MASK	0x7fU
+
+/* CAS: two slots. */
+struct rof_insn_cas {
+	__u8 op;		/* ROF_OP_CAS */
+	__u8 regs;		/* bits 0-3 target base, bits 4-7 out register */
+	__s16 off;
+	__u8 space;		/* target: a region slot */
+	__u8 flags;		/* ROF_CAS_* */
+	__u8 width;		/* 8, 16, 24 or 32 bytes */
+	__u8 mode;		/* enum rof_cmp */
+	__u8 ext;		/* ROF_OP_EXT */
+	__u8 oregs;		/* bits 0-3 operand block base, bits 4-7 0 */
+	__s16 op_off;
+	__u8 op_space;		/* args, scratch or resp */
+	__u8 reserved[3];	/* must be 0 */
+};
+
+#define ROF_CAS_BASE		(1U << 0)
+#define ROF_CAS_OPBASE		(1U << 1)
+#define ROF_CAS_OLD		(1U << 2)	/* old value -> block + 4w */
+#define ROF_CAS_FLAGS_MASK	0x7U
+
+enum rof_cmp {
+	ROF_CMP_EQ	= 0,
+	ROF_CMP_NE	= 1,
+	ROF_CMP_LT	= 2,
+	ROF_CMP_LE	= 3,
+	ROF_CMP_GT	= 4,
+	ROF_CMP_GE	= 5,
+	ROF_CMP_COUNT	= 6,
+};
+
+/*
+ * Free list header, inside a region with ROF_SLOT_FREELIST, at offset 0.
+ * A LIFO of equal-sized blocks: head holds a generation (bits 32-63)
+ * against ABA and the 1-based index of the first free block (bits 0-31,
+ * 0 = empty); the first 8 bytes of a free block hold the 1-based index
+ * of the next free block (0 = last).
+ */
+struct rof_isa_freelist {
+	__u64 magic;		/* ROF_FREELIST_MAGIC */
+	__u64 head;		/* generation << 32 | index; atomic */
+	__u64 block_size;	/* multiple of 8, >= 8 */
+	__u64 first;		/* offset of block 1, multiple of 8 */
+	__u64 nblocks;		/* blocks in the pool, < 2^32 */
+	__u64 reserved[3];
+};
+
+#define ROF_FREELIST_MAGIC	0x5453494c45455246ULL	/* "FREELIST" */
+
+/* What the executor returns; program-chosen statuses are separate. */
+enum rof_isa_status {
+	ROF_ISA_OK		= 0,	/* EXIT or RESPOND reached */
+	ROF_ISA_EINSN		= 1,	/* malformed instruction */
+	ROF_ISA_EPC		= 2,	/* control left the program */
+	ROF_ISA_EBUDGET		= 3,	/* instruction or byte budget spent */
+	ROF_ISA_EBOUNDS		= 4,	/* access outside its buffer/region */
+	ROF_ISA_EPTR		= 5,	/* loaded pointer outside its space */
+	ROF_ISA_ERIGHTS		= 6,	/* slot lacks the right / args write */
+	ROF_ISA_ESLOT		= 7,	/* slot not bound */
+	ROF_ISA_EALIGN		= 8,	/* atomic not 8-byte aligned */
+	ROF_ISA_EDIVZERO	= 9,	/* DIV or MOD by zero */
+	ROF_ISA_ELEN		= 10,	/* length above its cap */
+	ROF_ISA_EFREELIST	= 11,	/* no or corrupt free list */
+	ROF_ISA_EFREE		= 12,	/* FREE of something not a block */
+	ROF_ISA_ECONTENDED	= 13,	/* lock-free retry limit reached */
+	ROF_ISA_ENOLOCK		= 14,	/* wide CAS on a slot without lock */
+	ROF_ISA_EARGS		= 15,	/* args length outside the header's */
+	ROF_ISA_EINVAL		= 16,	/* bad executor context */
+	ROF_ISA_STATUS_COUNT	= 17,
+};
+
+#endif /* _UAPI_ROF_ISA_H */

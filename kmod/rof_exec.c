@@ -1,0 +1,1129 @@
+// SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT)
+/*
+ * The interpreter of rof offload programs.
+ *
+ * The same file is built into rof.ko and into the userspace library
+ * rof_exec_user; rof_exec.h hides the differences.  docs/isa.md is the
+ * specification.  The verifier (libclient/prog) runs before this, but
+ * nothing here relies on it: every instruction is decoded defensively,
+ * every access is bounds- and rights-checked, and the instruction budget
+ * is enforced, so a verifier bug becomes an error status, never a stray
+ * access.
+ */
+#include "rof_exec.h"
+
+/* A cmpxchg that keeps failing means others make progress; give up. */
+#define ROF_EXEC_RETRIES	64
+
+#define ROF_SLOT_SIZE		sizeof(struct rof_isa_slot)
+#define ROF_HDR_SIZE		sizeof(struct rof_isa_hdr)
+
+/* CRC-64/XZ, reflected polynomial 0xC96C5795D7870F42, a nibble at a time */
+static const u64 rof_crc64_nibble[16] = {
+	0x0000000000000000ULL, 0x7d9ba13851336649ULL,
+	0xfb374270a266cc92ULL, 0x86ace348f355aadbULL,
+	0x64b62bcaebc387a1ULL, 0x192d8af2baf0e1e8ULL,
+	0x9f8169ba49a54b33ULL, 0xe21ac88218962d7aULL,
+	0xc96c5795d7870f42ULL, 0xb4f7f6ad86b4690bULL,
+	0x325b15e575e1c3d0ULL, 0x4fc0b4dd24d2a599ULL,
+	0xadda7c5f3c4488e3ULL, 0xd041dd676d77eeaaULL,
+	0x56ed3e2f9e224471ULL, 0x2b769f17cf112238ULL,
+};
+
+u64 rof_exec_crc64(u64 crc, const void *buf, u64 len)
+{
+	const u8 *p = buf;
+	u64 i;
+
+	crc = ~crc;
+	for (i = 0; i < len; i++) {
+		crc ^= p[i];
+		crc = (crc >> 4) ^ rof_crc64_nibble[crc & 0xf];
+		crc = (crc >> 4) ^ rof_crc64_nibble[crc & 0xf];
+	}
+	return ~crc;
+}
+
+u64 rof_exec_hash64(u64 seed, const void *buf, u64 len)
+{
+	const u8 *p = buf;
+	u64 h = 0xcbf29ce484222325ULL ^ seed;
+	u64 i;
+
+	for (i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+u64 rof_exec_image_tag(const void *image, u64 len)
+{
+	static const u8 zero[8];
+	const u8 *p = image;
+	u64 tag_off = 40;	/* offsetof(struct rof_isa_hdr, tag) */
+	u64 crc;
+
+	if (len < tag_off + 8)
+		return rof_exec_crc64(0, p, len);
+	crc = rof_exec_crc64(0, p, tag_off);
+	crc = rof_exec_crc64(crc, zero, 8);
+	return rof_exec_crc64(crc, p + tag_off + 8, len - tag_off - 8);
+}
+
+const char *rof_exec_status_name(int status)
+{
+	static const char * const names[ROF_ISA_STATUS_COUNT] = {
+		[ROF_ISA_OK] = "OK",
+		[ROF_ISA_EINSN] = "EINSN",
+		[ROF_ISA_EPC] = "EPC",
+		[ROF_ISA_EBUDGET] = "EBUDGET",
+		[ROF_ISA_EBOUNDS] = "EBOUNDS",
+		[ROF_ISA_EPTR] = "EPTR",
+		[ROF_ISA_ERIGHTS] = "ERIGHTS",
+		[ROF_ISA_ESLOT] = "ESLOT",
+		[ROF_ISA_EALIGN] = "EALIGN",
+		[ROF_ISA_EDIVZERO] = "EDIVZERO",
+		[ROF_ISA_ELEN] = "ELEN",
+		[ROF_ISA_EFREELIST] = "EFREELIST",
+		[ROF_ISA_EFREE] = "EFREE",
+		[ROF_ISA_ECONTENDED] = "ECONTENDED",
+		[ROF_ISA_ENOLOCK] = "ENOLOCK",
+		[ROF_ISA_EARGS] = "EARGS",
+		[ROF_ISA_EINVAL] = "EINVAL",
+	};
+
+	if (status < 0 || status >= ROF_ISA_STATUS_COUNT)
+		return "UNKNOWN";
+	return names[status];
+}
+
+int rof_exec_insn_wide(u8 op)
+{
+	return op == ROF_OP_LDIMM64 || op == ROF_OP_COPY || op == ROF_OP_CAS;
+}
+
+static int rof_space_valid(u32 space)
+{
+	return space < ROF_ISA_MAX_SLOTS || space == ROF_SPACE_ARGS ||
+	       space == ROF_SPACE_SCRATCH || space == ROF_SPACE_RESP;
+}
+
+/* Checks a LD/ST/FAA/CRC64/HASH memory reference; @base is its base reg. */
+static int rof_memref_ok(s32 imm, u32 base, int aux_used)
+{
+	u32 m = (u32)imm;
+
+	if (m & ~ROF_MEM_MASK)
+		return 0;
+	if (!rof_space_valid(ROF_MEM_SPACE(m)))
+		return 0;
+	if (!(m & ROF_MEM_BASE) && base)
+		return 0;
+	if (!aux_used && ROF_MEM_AUX(m))
+		return 0;
+	return 1;
+}
+
+/* A jump target must be inside the program and the first slot of an insn. */
+static int rof_target_ok(const struct rof_insn *insns, u32 cnt, s64 t)
+{
+	return t >= 0 && t < cnt && insns[t].op != ROF_OP_EXT;
+}
+
+int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
+{
+	const struct rof_insn *in;
+	u8 op, dst, src;
+	s64 target;
+
+	if (pc >= cnt)
+		return -EINVAL;
+	in = &insns[pc];
+	op = in->op;
+	dst = ROF_INSN_DST(in);
+	src = ROF_INSN_SRC(in);
+	if (rof_exec_insn_wide(op) &&
+	    (pc + 1 >= cnt || insns[pc + 1].op != ROF_OP_EXT))
+		return -EINVAL;
+	target = (s64)pc + 1 + in->off;
+
+	switch (op) {
+	case ROF_OP_LDIMM64:
+		if (src || in->off || insns[pc + 1].regs || insns[pc + 1].off)
+			return -EINVAL;
+		return 0;
+	case ROF_OP_COPY: {
+		const struct rof_insn_copy *c = (const void *)in;
+		u32 sm = c->mode & ROF_COPY_SRC_MASK;
+
+		if (c->mode & ~ROF_COPY_MODE_MASK || sm == (3U << 2))
+			return -EINVAL;
+		if (!rof_space_valid(c->dst_space) ||
+		    !rof_space_valid(c->src_space))
+			return -EINVAL;
+		if (sm == ROF_COPY_SRC_DIRECT ? c->src_tspace != 0 :
+		    !rof_space_valid(c->src_tspace))
+			return -EINVAL;
+		if (!(c->mode & ROF_COPY_DST_BASE) && (c->regs & 0xf))
+			return -EINVAL;
+		if (!(c->mode & ROF_COPY_SRC_BASE) && (c->regs >> 4))
+			return -EINVAL;
+		if (!(c->mode & ROF_COPY_LEN_REG) && (c->lregs & 0xf))
+			return -EINVAL;
+		if (!(c->mode & ROF_COPY_OUT) && (c->lregs >> 4))
+			return -EINVAL;
+		if (c->len > ROF_ISA_MAX_BULK)
+			return -EINVAL;
+		return 0;
+	}
+	case ROF_OP_CAS: {
+		const struct rof_insn_cas *c = (const void *)in;
+
+		if (c->flags & ~ROF_CAS_FLAGS_MASK || c->mode >= ROF_CMP_COUNT)
+			return -EINVAL;
+		if (c->width != 8 && c->width != 16 && c->width != 24 &&
+		    c->width != 32)
+			return -EINVAL;
+		if (c->space >= ROF_ISA_MAX_SLOTS || !rof_space_valid(c->op_space))
+			return -EINVAL;
+		if (!(c->flags & ROF_CAS_BASE) && (c->regs & 0xf))
+			return -EINVAL;
+		if ((c->oregs >> 4) ||
+		    (!(c->flags & ROF_CAS_OPBASE) && (c->oregs & 0xf)))
+			return -EINVAL;
+		if (c->reserved[0] || c->reserved[1] || c->reserved[2])
+			return -EINVAL;
+		return 0;
+	}
+	case ROF_OP_FAA:
+		if (!rof_memref_ok(in->imm, dst, 1) ||
+		    ROF_MEM_SPACE(in->imm) >= ROF_ISA_MAX_SLOTS)
+			return -EINVAL;
+		return 0;
+	case ROF_OP_CRC64:
+	case ROF_OP_HASH:
+		return rof_memref_ok(in->imm, src, 1) ? 0 : -EINVAL;
+	case ROF_OP_ALLOC:
+		if (src || in->off || (u32)in->imm >= ROF_ISA_MAX_SLOTS)
+			return -EINVAL;
+		return 0;
+	case ROF_OP_FREE:
+		if (dst || in->off || (u32)in->imm >= ROF_ISA_MAX_SLOTS)
+			return -EINVAL;
+		return 0;
+	case ROF_OP_EXIT:
+		return (in->regs || in->off) ? -EINVAL : 0;
+	case ROF_OP_EXIT_REG:
+		return (dst || in->off || in->imm) ? -EINVAL : 0;
+	case ROF_OP_RESPOND:
+		return (dst || in->off) ? -EINVAL : 0;
+	case ROF_OP_LOOP:
+		if (src || in->imm < 1 || (u32)in->imm > ROF_ISA_MAX_TRIP)
+			return -EINVAL;
+		if (in->off >= 0 || !rof_target_ok(insns, cnt, target))
+			return -EINVAL;
+		return 0;
+	case ROF_OP_JA:
+		if (in->regs || in->imm || in->off < 0 ||
+		    !rof_target_ok(insns, cnt, target))
+			return -EINVAL;
+		return 0;
+	case ROF_OP_LD ... ROF_OP_LD + 3:
+		return (rof_memref_ok(in->imm, src, 0)) ? 0 : -EINVAL;
+	case ROF_OP_ST ... ROF_OP_ST + 3:
+		return (rof_memref_ok(in->imm, dst, 0)) ? 0 : -EINVAL;
+	case ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1:
+	case ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1:
+		if (src || in->off)
+			return -EINVAL;
+		if ((op & 0xf) == ROF_ALU_NEG && in->imm)
+			return -EINVAL;
+		return 0;
+	case ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1:
+	case ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1:
+		/* neg has one encoding: the immediate form */
+		if (in->imm || in->off || (op & 0xf) == ROF_ALU_NEG)
+			return -EINVAL;
+		return 0;
+	case ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1:
+	case ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1:
+		if (src || in->off < 0 || !rof_target_ok(insns, cnt, target))
+			return -EINVAL;
+		return 0;
+	case ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1:
+	case ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1:
+		if (in->imm || in->off < 0 ||
+		    !rof_target_ok(insns, cnt, target))
+			return -EINVAL;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int rof_slot_name_ok(const char *name)
+{
+	u32 i;
+
+	if (!((name[0] >= 'A' && name[0] <= 'Z') ||
+	      (name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'))
+		return 0;
+	for (i = 1; i < ROF_ISA_NAME_MAX; i++) {
+		char ch = name[i];
+
+		if (!ch)
+			break;
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_'))
+			return 0;
+	}
+	if (i == ROF_ISA_NAME_MAX)
+		return 0;
+	for (; i < ROF_ISA_NAME_MAX; i++)	/* padding is zero: one tag */
+		if (name[i])
+			return 0;
+	return 1;
+}
+
+/* Rights each memory operand of @in needs, as (space, right) pairs. */
+static u32 rof_insn_uses(const struct rof_insn *in, u8 *space, u32 *right)
+{
+	u32 n = 0;
+
+	switch (in->op) {
+	case ROF_OP_LD ... ROF_OP_LD + 3:
+	case ROF_OP_CRC64:
+	case ROF_OP_HASH:
+		space[n] = ROF_MEM_SPACE(in->imm);
+		right[n++] = ROF_ACCESS_READ;
+		break;
+	case ROF_OP_ST ... ROF_OP_ST + 3:
+		space[n] = ROF_MEM_SPACE(in->imm);
+		right[n++] = ROF_ACCESS_WRITE;
+		break;
+	case ROF_OP_FAA:
+		space[n] = ROF_MEM_SPACE(in->imm);
+		right[n++] = ROF_ACCESS_ATOMIC;
+		break;
+	case ROF_OP_ALLOC:
+	case ROF_OP_FREE:
+		space[n] = (u8)in->imm;
+		right[n++] = ROF_ACCESS_ATOMIC;
+		break;
+	case ROF_OP_COPY: {
+		const struct rof_insn_copy *c = (const void *)in;
+
+		space[n] = c->src_space;
+		right[n++] = ROF_ACCESS_READ;
+		if ((c->mode & ROF_COPY_SRC_MASK) != ROF_COPY_SRC_DIRECT) {
+			space[n] = c->src_tspace;
+			right[n++] = ROF_ACCESS_READ;
+		}
+		if (c->mode & ROF_COPY_DST_INDIRECT) {
+			space[n] = c->dst_space;
+			right[n++] = ROF_ACCESS_READ;
+		}
+		space[n] = c->dst_space;
+		right[n++] = ROF_ACCESS_WRITE;
+		break;
+	}
+	case ROF_OP_CAS: {
+		const struct rof_insn_cas *c = (const void *)in;
+
+		space[n] = c->space;
+		right[n++] = ROF_ACCESS_ATOMIC;
+		space[n] = c->op_space;
+		right[n++] = ROF_ACCESS_READ;
+		if (c->flags & ROF_CAS_OLD) {
+			space[n] = c->op_space;
+			right[n++] = ROF_ACCESS_WRITE;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	return n;
+}
+
+int rof_exec_check_image(const void *image, u64 len, u32 *bad_insn)
+{
+	const struct rof_isa_hdr *h = image;
+	const struct rof_isa_slot *slots;
+	const struct rof_insn *insns;
+	u32 i, j, pc;
+
+	*bad_insn = ~0U;
+	if (!image || len < ROF_HDR_SIZE)
+		return -EINVAL;
+	if (h->magic != ROF_ISA_MAGIC || h->version != ROF_ISA_VERSION ||
+	    h->hdr_size != ROF_HDR_SIZE || h->flags || h->reserved0 ||
+	    h->reserved[0] || h->reserved[1])
+		return -EINVAL;
+	if (h->insn_cnt < 1 || h->insn_cnt > ROF_ISA_MAX_INSNS ||
+	    h->slot_cnt > ROF_ISA_MAX_SLOTS)
+		return -EINVAL;
+	if (len != ROF_HDR_SIZE + (u64)h->slot_cnt * ROF_SLOT_SIZE +
+		   (u64)h->insn_cnt * sizeof(struct rof_insn))
+		return -EINVAL;
+	if (h->args_min > h->args_max || h->args_max > ROF_ISA_MAX_ARGS ||
+	    h->scratch_size > ROF_ISA_MAX_SCRATCH ||
+	    h->resp_max > ROF_ISA_MAX_RESP)
+		return -EINVAL;
+	if (h->tag != rof_exec_image_tag(image, len))
+		return -EBADMSG;
+
+	slots = (const void *)((const u8 *)image + ROF_HDR_SIZE);
+	for (i = 0; i < h->slot_cnt; i++) {
+		const struct rof_isa_slot *s = &slots[i];
+
+		if (!rof_slot_name_ok(s->name))
+			return -EINVAL;
+		if (!s->rights || (s->rights & ~ROF_ACCESS_ALL))
+			return -EINVAL;
+		if (s->flags & ~ROF_SLOT_FREELIST)
+			return -EINVAL;
+		if ((s->flags & ROF_SLOT_FREELIST) &&
+		    !(s->rights & ROF_ACCESS_ATOMIC))
+			return -EINVAL;
+		for (j = 0; j < i; j++)
+			if (!strncmp(s->name, slots[j].name, ROF_ISA_NAME_MAX))
+				return -EINVAL;
+	}
+
+	insns = (const void *)(slots + h->slot_cnt);
+	for (pc = 0; pc < h->insn_cnt;
+	     pc += rof_exec_insn_wide(insns[pc].op) ? 2 : 1) {
+		u8 space[4];
+		u32 right[4], n;
+
+		*bad_insn = pc;
+		if (rof_exec_check_insn(insns, h->insn_cnt, pc))
+			return -EINVAL;
+		n = rof_insn_uses(&insns[pc], space, right);
+		for (j = 0; j < n; j++) {
+			if (space[j] == ROF_SPACE_ARGS &&
+			    right[j] != ROF_ACCESS_READ)
+				return -EACCES;
+			if (space[j] >= ROF_ISA_MAX_SLOTS)
+				continue;
+			if (space[j] >= h->slot_cnt)
+				return -ENOENT;
+			if (!(slots[space[j]].rights & right[j]))
+				return -EACCES;
+		}
+		if ((insns[pc].op == ROF_OP_ALLOC ||
+		     insns[pc].op == ROF_OP_FREE) &&
+		    !(slots[insns[pc].imm].flags & ROF_SLOT_FREELIST))
+			return -EACCES;
+	}
+	*bad_insn = ~0U;
+	return 0;
+}
+
+/* ---- execution ---- */
+
+struct rof_run {
+	struct rof_exec_ctx *ctx;
+	u64 *r;
+	u32 resp_hw;		/* bytes of resp written so far, from 0 */
+};
+
+static u64 rof_ld_le(const u8 *p, u32 size)
+{
+	u64 v = 0;
+
+	memcpy(&v, p, size);	/* little-endian host, see rof_exec.h */
+	return v;
+}
+
+static void rof_st_le(u8 *p, u64 v, u32 size)
+{
+	memcpy(p, &v, size);
+}
+
+/* base + sign-extended displacement, refusing wrap-around. */
+static int rof_ea(u64 base, s64 off, u64 *ea)
+{
+	if (off >= 0) {
+		if (base + (u64)off < base)
+			return ROF_ISA_EBOUNDS;
+		*ea = base + (u64)off;
+	} else {
+		if (base < (u64)(-off))
+			return ROF_ISA_EBOUNDS;
+		*ea = base - (u64)(-off);
+	}
+	return 0;
+}
+
+/*
+ * Resolves (space, off, size) to a pointer with @right checked.  @fault is
+ * returned for a range outside the space: EBOUNDS for an address the
+ * program computed, EPTR for one it read from memory.
+ */
+static int rof_mem(struct rof_run *run, u32 space, u64 off, u64 size,
+		   u32 right, int fault, u8 **out)
+{
+	struct rof_exec_ctx *ctx = run->ctx;
+	u8 *base;
+	u64 len;
+
+	if (space < ROF_ISA_MAX_SLOTS) {
+		const struct rof_exec_region *rg;
+
+		if (space >= ctx->region_cnt || !ctx->regions[space].base)
+			return ROF_ISA_ESLOT;
+		rg = &ctx->regions[space];
+		if (!(rg->rights & right))
+			return ROF_ISA_ERIGHTS;
+		base = rg->base;
+		len = rg->len;
+	} else if (space == ROF_SPACE_ARGS) {
+		if (right != ROF_ACCESS_READ)
+			return ROF_ISA_ERIGHTS;
+		base = (u8 *)ctx->args;
+		len = ctx->args_len;
+	} else if (space == ROF_SPACE_SCRATCH) {
+		if (right == ROF_ACCESS_ATOMIC)
+			return ROF_ISA_ERIGHTS;
+		base = ctx->scratch;
+		len = ctx->scratch_len;
+	} else if (space == ROF_SPACE_RESP) {
+		if (right == ROF_ACCESS_ATOMIC)
+			return ROF_ISA_ERIGHTS;
+		base = ctx->resp;
+		len = ctx->resp_cap;
+	} else {
+		return ROF_ISA_EINSN;
+	}
+	if (off > len || size > len - off)
+		return fault;
+	if (!base && size)
+		return fault;
+	*out = base + off;
+	if (space == ROF_SPACE_RESP && right == ROF_ACCESS_WRITE &&
+	    off + size > run->resp_hw)
+		run->resp_hw = (u32)(off + size);
+	return 0;
+}
+
+static int rof_bytes(struct rof_run *run, u64 n)
+{
+	struct rof_exec_ctx *ctx = run->ctx;
+
+	if (n > ROF_ISA_MAX_BULK)
+		return ROF_ISA_ELEN;
+	if (n > ctx->byte_budget - ctx->bytes)
+		return ROF_ISA_EBUDGET;
+	ctx->bytes += n;
+	return 0;
+}
+
+static int rof_do_copy(struct rof_run *run, const struct rof_insn_copy *c)
+{
+	u64 *r = run->r;
+	u32 sm = c->mode & ROF_COPY_SRC_MASK;
+	u64 len = c->len, sa, da;
+	u8 *src, *dst, *p;
+	u32 sspace = c->src_space;
+	int err, sfault = ROF_ISA_EBOUNDS, dfault = ROF_ISA_EBOUNDS;
+
+	if (c->mode & ROF_COPY_LEN_REG) {
+		len = r[c->lregs & 0xf];
+		if (len > c->len)
+			return ROF_ISA_ELEN;
+	}
+	err = rof_ea((c->mode & ROF_COPY_SRC_BASE) ? r[c->regs >> 4] : 0,
+		     c->src_off, &sa);
+	if (err)
+		return err;
+	if (sm != ROF_COPY_SRC_DIRECT) {
+		u64 psize = sm == ROF_COPY_SRC_BOUNDED ? 16 : 8;
+
+		err = rof_mem(run, sspace, sa, psize, ROF_ACCESS_READ,
+			      ROF_ISA_EBOUNDS, &p);
+		if (err)
+			return err;
+		sa = rof_ld_le(p, 8);
+		if (sm == ROF_COPY_SRC_BOUNDED) {
+			u64 bound = rof_ld_le(p + 8, 8);
+
+			if (bound < len)
+				len = bound;
+		}
+		sspace = c->src_tspace;
+		sfault = ROF_ISA_EPTR;
+	}
+	err = rof_ea((c->mode & ROF_COPY_DST_BASE) ? r[c->regs & 0xf] : 0,
+		     c->dst_off, &da);
+	if (err)
+		return err;
+	if (c->mode & ROF_COPY_DST_INDIRECT) {
+		err = rof_mem(run, c->dst_space, da, 8, ROF_ACCESS_READ,
+			      ROF_ISA_EBOUNDS, &p);
+		if (err)
+			return err;
+		da = rof_ld_le(p, 8);
+		dfault = ROF_ISA_EPTR;
+	}
+	err = rof_mem(run, sspace, sa, len, ROF_ACCESS_READ, sfault, &src);
+	if (err)
+		return err;
+	err = rof_mem(run, c->dst_space, da, len, ROF_ACCESS_WRITE, dfault,
+		      &dst);
+	if (err)
+		return err;
+	err = rof_bytes(run, len);
+	if (err)
+		return err;
+	if (len)
+		memmove(dst, src, len);
+	if (c->mode & ROF_COPY_OUT)
+		r[c->lregs >> 4] = len;
+	return 0;
+}
+
+/* Compares two little-endian integers of @words 64-bit words. */
+static int rof_cmp_words(const u64 *a, const u64 *b, u32 words)
+{
+	while (words--) {
+		if (a[words] != b[words])
+			return a[words] < b[words] ? -1 : 1;
+	}
+	return 0;
+}
+
+static int rof_cmp_holds(u32 mode, int c)
+{
+	switch (mode) {
+	case ROF_CMP_EQ:
+		return c == 0;
+	case ROF_CMP_NE:
+		return c != 0;
+	case ROF_CMP_LT:
+		return c < 0;
+	case ROF_CMP_LE:
+		return c <= 0;
+	case ROF_CMP_GT:
+		return c > 0;
+	default:
+		return c >= 0;
+	}
+}
+
+static int rof_do_cas(struct rof_run *run, const struct rof_insn_cas *c)
+{
+	struct rof_exec_ctx *ctx = run->ctx;
+	u64 *r = run->r;
+	u64 cmpv[4], swp[4], cm[4], smk[4], cur[4], mc[4], mv[4];
+	u32 w = c->width / 8, i, tries;
+	u64 ta, oa;
+	u8 *t, *blk, *old = NULL;
+	unsigned long fl = 0;
+	int err, swapped = 0;
+
+	err = rof_ea((c->flags & ROF_CAS_BASE) ? r[c->regs & 0xf] : 0,
+		     c->off, &ta);
+	if (err)
+		return err;
+	err = rof_ea((c->flags & ROF_CAS_OPBASE) ? r[c->oregs & 0xf] : 0,
+		     c->op_off, &oa);
+	if (err)
+		return err;
+	err = rof_mem(run, c->space, ta, c->width, ROF_ACCESS_ATOMIC,
+		      ROF_ISA_EBOUNDS, &t);
+	if (err)
+		return err;
+	if ((unsigned long)t & 7)
+		return ROF_ISA_EALIGN;
+	err = rof_mem(run, c->op_space, oa, 4U * c->width, ROF_ACCESS_READ,
+		      ROF_ISA_EBOUNDS, &blk);
+	if (err)
+		return err;
+	/* Resolved before the swap: a fault must leave memory untouched. */
+	if (c->flags & ROF_CAS_OLD) {
+		err = rof_mem(run, c->op_space, oa + 4U * c->width, c->width,
+			      ROF_ACCESS_WRITE, ROF_ISA_EBOUNDS, &old);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < w; i++) {
+		cmpv[i] = rof_ld_le(blk + 8 * i, 8);
+		swp[i] = rof_ld_le(blk + c->width + 8 * i, 8);
+		cm[i] = rof_ld_le(blk + 2 * c->width + 8 * i, 8);
+		smk[i] = rof_ld_le(blk + 3 * c->width + 8 * i, 8);
+		mc[i] = cmpv[i] & cm[i];
+	}
+
+	if (w == 1) {
+		u64 *word = (u64 *)t;
+
+		cur[0] = rof_exec_load64(word);
+		for (tries = 0;; tries++) {
+			u64 seen, nv;
+
+			mv[0] = cur[0] & cm[0];
+			if (!rof_cmp_holds(c->mode, rof_cmp_words(mv, mc, 1)))
+				break;
+			nv = (cur[0] & ~smk[0]) | (swp[0] & smk[0]);
+			seen = rof_exec_cmpxchg64(word, cur[0], nv);
+			if (seen == cur[0]) {
+				swapped = 1;
+				break;
+			}
+			if (tries == ROF_EXEC_RETRIES)
+				return ROF_ISA_ECONTENDED;
+			cur[0] = seen;
+		}
+	} else {
+		struct rof_exec_lock *lock;
+
+		lock = ctx->regions[c->space].lock;
+		if (!lock)
+			return ROF_ISA_ENOLOCK;
+		rof_exec_spin_lock(lock, fl);
+		for (i = 0; i < w; i++) {
+			cur[i] = rof_exec_load64((u64 *)t + i);
+			mv[i] = cur[i] & cm[i];
+		}
+		if (rof_cmp_holds(c->mode, rof_cmp_words(mv, mc, w))) {
+			for (i = 0; i < w; i++)
+				rof_exec_store64((u64 *)t + i,
+						 (cur[i] & ~smk[i]) |
+						 (swp[i] & smk[i]));
+			swapped = 1;
+		}
+		rof_exec_spin_unlock(lock, fl);
+	}
+
+	if (c->flags & ROF_CAS_OLD)
+		for (i = 0; i < w; i++)
+			rof_st_le(old + 8 * i, cur[i], 8);
+	r[c->regs >> 4] = swapped;
+	return 0;
+}
+
+struct rof_fl {
+	u64 *head;
+	u8 *base;
+	u64 block_size, first, nblocks;
+};
+
+/* Reads the free-list header once; the tenant may scribble on it. */
+static int rof_fl_get(struct rof_run *run, u32 slot, struct rof_fl *fl)
+{
+	struct rof_exec_ctx *ctx = run->ctx;
+	const struct rof_exec_region *rg;
+	struct rof_isa_freelist *h;
+	u8 *p;
+	int err;
+
+	err = rof_mem(run, slot, 0, 0, ROF_ACCESS_ATOMIC, ROF_ISA_EBOUNDS, &p);
+	if (err)
+		return err;
+	rg = &ctx->regions[slot];
+	if (((unsigned long)rg->base & 7) || rg->freelist == ROF_ISA_NULL ||
+	    rg->freelist > rg->len ||
+	    rg->len - rg->freelist < sizeof(*h) || (rg->freelist & 7))
+		return ROF_ISA_EFREELIST;
+	h = (struct rof_isa_freelist *)(rg->base + rg->freelist);
+	if ((unsigned long)h & 7)
+		return ROF_ISA_EFREELIST;
+	if (rof_exec_load64(&h->magic) != ROF_FREELIST_MAGIC)
+		return ROF_ISA_EFREELIST;
+	fl->head = &h->head;
+	fl->base = rg->base;
+	fl->block_size = rof_exec_load64(&h->block_size);
+	fl->first = rof_exec_load64(&h->first);
+	fl->nblocks = rof_exec_load64(&h->nblocks);
+	if (fl->block_size < 8 || (fl->block_size & 7) || (fl->first & 7) ||
+	    fl->nblocks >= (1ULL << 32) || fl->first > rg->len ||
+	    fl->block_size > rg->len ||
+	    fl->nblocks > (rg->len - fl->first) / fl->block_size)
+		return ROF_ISA_EFREELIST;
+	return 0;
+}
+
+static int rof_do_alloc(struct rof_run *run, u32 slot, u64 *dst)
+{
+	struct rof_fl fl;
+	u32 tries;
+	int err;
+
+	err = rof_fl_get(run, slot, &fl);
+	if (err)
+		return err;
+	for (tries = 0; tries <= ROF_EXEC_RETRIES; tries++) {
+		u64 h = rof_exec_load64(fl.head);
+		u64 idx = h & 0xffffffffULL, next, off;
+
+		if (!idx) {
+			*dst = ROF_ISA_NULL;
+			return 0;
+		}
+		if (idx > fl.nblocks)
+			return ROF_ISA_EFREELIST;
+		off = fl.first + (idx - 1) * fl.block_size;
+		next = rof_exec_load64((u64 *)(fl.base + off)) & 0xffffffffULL;
+		if (next > fl.nblocks)
+			return ROF_ISA_EFREELIST;
+		if (rof_exec_cmpxchg64(fl.head, h,
+				       (((h >> 32) + 1) << 32) | next) == h) {
+			*dst = off;
+			return 0;
+		}
+	}
+	return ROF_ISA_ECONTENDED;
+}
+
+static int rof_do_free(struct rof_run *run, u32 slot, u64 off)
+{
+	struct rof_fl fl;
+	u64 idx;
+	u32 tries;
+	int err;
+
+	err = rof_fl_get(run, slot, &fl);
+	if (err)
+		return err;
+	if (off < fl.first || (off - fl.first) % fl.block_size)
+		return ROF_ISA_EFREE;
+	idx = (off - fl.first) / fl.block_size + 1;
+	if (idx > fl.nblocks)
+		return ROF_ISA_EFREE;
+	for (tries = 0; tries <= ROF_EXEC_RETRIES; tries++) {
+		u64 h = rof_exec_load64(fl.head);
+
+		rof_exec_store64((u64 *)(fl.base + off), h & 0xffffffffULL);
+		if (rof_exec_cmpxchg64(fl.head, h,
+				       (((h >> 32) + 1) << 32) | idx) == h)
+			return 0;
+	}
+	return ROF_ISA_ECONTENDED;
+}
+
+static int rof_alu(u32 aop, int is32, u64 *dst, u64 src)
+{
+	u64 d = *dst;
+
+	if (is32) {
+		d = (u32)d;
+		src = (u32)src;
+	}
+	switch (aop) {
+	case ROF_ALU_ADD:
+		d += src;
+		break;
+	case ROF_ALU_SUB:
+		d -= src;
+		break;
+	case ROF_ALU_MUL:
+		d *= src;
+		break;
+	case ROF_ALU_DIV:
+		if (!src)
+			return ROF_ISA_EDIVZERO;
+		d /= src;
+		break;
+	case ROF_ALU_MOD:
+		if (!src)
+			return ROF_ISA_EDIVZERO;
+		d %= src;
+		break;
+	case ROF_ALU_AND:
+		d &= src;
+		break;
+	case ROF_ALU_OR:
+		d |= src;
+		break;
+	case ROF_ALU_XOR:
+		d ^= src;
+		break;
+	case ROF_ALU_LSH:
+		d <<= src & (is32 ? 31 : 63);
+		break;
+	case ROF_ALU_RSH:
+		d >>= src & (is32 ? 31 : 63);
+		break;
+	case ROF_ALU_ARSH:
+		if (is32)
+			d = (u32)((s32)d >> (src & 31));
+		else
+			d = (u64)((s64)d >> (src & 63));
+		break;
+	case ROF_ALU_MOV:
+		d = src;
+		break;
+	case ROF_ALU_NEG:
+		d = -d;
+		break;
+	default:
+		return ROF_ISA_EINSN;
+	}
+	*dst = is32 ? (u32)d : d;
+	return 0;
+}
+
+static int rof_jmp(u32 jop, int is32, u64 a, u64 b)
+{
+	s64 sa = (s64)a, sb = (s64)b;
+
+	if (is32) {
+		a = (u32)a;
+		b = (u32)b;
+		sa = (s32)a;
+		sb = (s32)b;
+	}
+	switch (jop) {
+	case ROF_JMP_JEQ:
+		return a == b;
+	case ROF_JMP_JNE:
+		return a != b;
+	case ROF_JMP_JGT:
+		return a > b;
+	case ROF_JMP_JGE:
+		return a >= b;
+	case ROF_JMP_JLT:
+		return a < b;
+	case ROF_JMP_JLE:
+		return a <= b;
+	case ROF_JMP_JSGT:
+		return sa > sb;
+	case ROF_JMP_JSGE:
+		return sa >= sb;
+	case ROF_JMP_JSLT:
+		return sa < sb;
+	case ROF_JMP_JSLE:
+		return sa <= sb;
+	default:
+		return (a & b) != 0;
+	}
+}
+
+static int rof_step(struct rof_run *run, u32 *pcp, int *done)
+{
+	struct rof_exec_ctx *ctx = run->ctx;
+	const struct rof_insn *in;
+	u64 *r = run->r;
+	u32 pc = *pcp, next, size;
+	u8 op, dst, src;
+	u64 ea, v;
+	u8 *p;
+	int err;
+
+	if (rof_exec_check_insn(ctx->insns, ctx->insn_cnt, pc))
+		return ROF_ISA_EINSN;
+	in = &ctx->insns[pc];
+	op = in->op;
+	dst = ROF_INSN_DST(in);
+	src = ROF_INSN_SRC(in);
+	next = pc + (rof_exec_insn_wide(op) ? 2 : 1);
+
+	switch (op) {
+	case ROF_OP_LDIMM64:
+		r[dst] = (u64)(u32)in->imm | ((u64)(u32)in[1].imm << 32);
+		break;
+	case ROF_OP_COPY:
+		err = rof_do_copy(run, (const struct rof_insn_copy *)in);
+		if (err)
+			return err;
+		break;
+	case ROF_OP_CAS:
+		err = rof_do_cas(run, (const struct rof_insn_cas *)in);
+		if (err)
+			return err;
+		break;
+	case ROF_OP_FAA:
+		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[dst] : 0, in->off,
+			     &ea);
+		if (err)
+			return err;
+		err = rof_mem(run, ROF_MEM_SPACE(in->imm), ea, 8,
+			      ROF_ACCESS_ATOMIC, ROF_ISA_EBOUNDS, &p);
+		if (err)
+			return err;
+		if ((unsigned long)p & 7)
+			return ROF_ISA_EALIGN;
+		r[ROF_MEM_AUX(in->imm)] = rof_exec_fetch_add64((u64 *)p,
+							       r[src]);
+		break;
+	case ROF_OP_CRC64:
+	case ROF_OP_HASH:
+		v = r[ROF_MEM_AUX(in->imm)];
+		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[src] : 0, in->off,
+			     &ea);
+		if (err)
+			return err;
+		if (v > ROF_ISA_MAX_BULK)
+			return ROF_ISA_ELEN;
+		err = rof_mem(run, ROF_MEM_SPACE(in->imm), ea, v,
+			      ROF_ACCESS_READ, ROF_ISA_EBOUNDS, &p);
+		if (err)
+			return err;
+		err = rof_bytes(run, v);
+		if (err)
+			return err;
+		if (op == ROF_OP_CRC64)
+			r[dst] = rof_exec_crc64(r[dst], p, v);
+		else
+			r[dst] = rof_exec_hash64(r[dst], p, v);
+		break;
+	case ROF_OP_ALLOC:
+		err = rof_do_alloc(run, (u32)in->imm, &r[dst]);
+		if (err)
+			return err;
+		break;
+	case ROF_OP_FREE:
+		err = rof_do_free(run, (u32)in->imm, r[src]);
+		if (err)
+			return err;
+		break;
+	case ROF_OP_EXIT:
+	case ROF_OP_EXIT_REG:
+		ctx->prog_status = op == ROF_OP_EXIT ? (u32)in->imm :
+						       (u32)r[src];
+		ctx->resp_len = run->resp_hw;
+		*done = 1;
+		return 0;
+	case ROF_OP_RESPOND:
+		v = r[src];
+		if (v > ctx->resp_cap)
+			return ROF_ISA_ELEN;
+		if (v > run->resp_hw)
+			memset(ctx->resp + run->resp_hw, 0, v - run->resp_hw);
+		ctx->prog_status = (u32)in->imm;
+		ctx->resp_len = (u32)v;
+		*done = 1;
+		return 0;
+	case ROF_OP_LOOP:
+		if (r[dst] < (u64)(u32)in->imm - 1) {
+			r[dst]++;
+			next = pc + 1 + in->off;
+		}
+		break;
+	case ROF_OP_JA:
+		next = pc + 1 + in->off;
+		break;
+	case ROF_OP_LD ... ROF_OP_LD + 3:
+		size = 1U << (op - ROF_OP_LD);
+		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[src] : 0, in->off,
+			     &ea);
+		if (err)
+			return err;
+		err = rof_mem(run, ROF_MEM_SPACE(in->imm), ea, size,
+			      ROF_ACCESS_READ, ROF_ISA_EBOUNDS, &p);
+		if (err)
+			return err;
+		r[dst] = rof_ld_le(p, size);
+		break;
+	case ROF_OP_ST ... ROF_OP_ST + 3:
+		size = 1U << (op - ROF_OP_ST);
+		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[dst] : 0, in->off,
+			     &ea);
+		if (err)
+			return err;
+		err = rof_mem(run, ROF_MEM_SPACE(in->imm), ea, size,
+			      ROF_ACCESS_WRITE, ROF_ISA_EBOUNDS, &p);
+		if (err)
+			return err;
+		rof_st_le(p, r[src], size);
+		break;
+	case ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1:
+		err = rof_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
+		if (err)
+			return err;
+		break;
+	case ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1:
+		err = rof_alu(op & 0xf, 0, &r[dst], r[src]);
+		if (err)
+			return err;
+		break;
+	case ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1:
+		err = rof_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
+		if (err)
+			return err;
+		break;
+	case ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1:
+		err = rof_alu(op & 0xf, 1, &r[dst], r[src]);
+		if (err)
+			return err;
+		break;
+	case ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1:
+		if (rof_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
+			next = pc + 1 + in->off;
+		break;
+	case ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1:
+		if (rof_jmp(op & 0xf, 0, r[dst], r[src]))
+			next = pc + 1 + in->off;
+		break;
+	case ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1:
+		if (rof_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
+			next = pc + 1 + in->off;
+		break;
+	case ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1:
+		if (rof_jmp(op & 0xf, 1, r[dst], r[src]))
+			next = pc + 1 + in->off;
+		break;
+	default:
+		return ROF_ISA_EINSN;
+	}
+	*pcp = next;
+	return 0;
+}
+
+int rof_exec_run(struct rof_exec_ctx *ctx)
+{
+	struct rof_run run;
+	u32 pc = 0;
+	int done = 0, err = 0;
+
+	if (!ctx)
+		return ROF_ISA_EINVAL;
+	memset(ctx->regs, 0, sizeof(ctx->regs));
+	ctx->resp_len = 0;
+	ctx->prog_status = 0;
+	ctx->executed = 0;
+	ctx->bytes = 0;
+	ctx->fault_pc = 0;
+	if (!ctx->insns || !ctx->insn_cnt ||
+	    ctx->insn_cnt > ROF_ISA_MAX_INSNS ||
+	    (!ctx->args && ctx->args_len) ||
+	    (!ctx->scratch && ctx->scratch_len) ||
+	    (!ctx->resp && ctx->resp_cap) ||
+	    (!ctx->regions && ctx->region_cnt) ||
+	    ctx->region_cnt > ROF_ISA_MAX_SLOTS)
+		return ROF_ISA_EINVAL;
+
+	run.ctx = ctx;
+	run.r = ctx->regs;
+	run.resp_hw = 0;
+	ctx->regs[1] = ctx->args_len;
+
+	while (!done) {
+		if (pc >= ctx->insn_cnt) {
+			err = ROF_ISA_EPC;
+			break;
+		}
+		if (ctx->executed >= ctx->budget) {
+			err = ROF_ISA_EBUDGET;
+			break;
+		}
+		ctx->executed++;
+		err = rof_step(&run, &pc, &done);
+		if (err)
+			break;
+	}
+	if (err) {
+		ctx->fault_pc = pc;
+		ctx->resp_len = 0;
+		ctx->prog_status = 0;
+	}
+	return err;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
+/*
+ * The rof program executor, one source for both sides.
+ *
+ * rof_exec.c is compiled into rof.ko and, unchanged, into the userspace
+ * library rof_exec_user (libclient/prog).  This header hides the few
+ * differences: integer types, byte copies, 64-bit atomics and the lock
+ * that serialises wide CAS.  docs/isa.md is the specification.
+ */
+#ifndef ROF_EXEC_H
+#define ROF_EXEC_H
+
+#ifdef __KERNEL__
+#include <linux/errno.h>
+#include <linux/types.h>
+#include <linux/string.h>
+#include <linux/spinlock.h>
+#include <linux/atomic.h>
+#include <asm/byteorder.h>
+#include "include/uapi/rof.h"	/* ROF_ACCESS_*: the slot rights */
+#include "include/uapi/rof_isa.h"
+
+#ifndef __LITTLE_ENDIAN
+#error "rof programs address memory as little-endian"
+#endif
+
+struct rof_exec_lock {
+	spinlock_t lock;	/* serialises wide CAS on one region */
+};
+
+#define ROF_EXEC_LOCK_INIT(l)	spin_lock_init(&(l)->lock)
+#define rof_exec_spin_lock(l, fl)	spin_lock_irqsave(&(l)->lock, fl)
+#define rof_exec_spin_unlock(l, fl)	spin_unlock_irqrestore(&(l)->lock, fl)
+#define rof_exec_load64(p)	READ_ONCE(*(p))
+#define rof_exec_store64(p, v)	WRITE_ONCE(*(p), (v))
+/* both return the value found at @p before the operation */
+#define rof_exec_cmpxchg64(p, o, n)	cmpxchg64((p), (o), (n))
+#define rof_exec_fetch_add64(p, v) \
+	((u64)atomic64_fetch_add((s64)(v), (atomic64_t *)(p)))
+
+#else /* userspace */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include "uapi/rof.h"	/* ROF_ACCESS_*: the slot rights */
+#include "uapi/rof_isa.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "rof programs address memory as little-endian"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* the kernel's names, on the uapi types the ABI header uses */
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s16 s16;
+typedef __s32 s32;
+typedef __s64 s64;
+
+/* A test-and-set spinlock; wide CAS holds it for a few dozen bytes. */
+struct rof_exec_lock {
+	int locked;
+};
+
+#define ROF_EXEC_LOCK_INIT(l)	((l)->locked = 0)
+#define rof_exec_spin_lock(l, fl) \
+	do { \
+		(void)(fl); \
+		while (__atomic_exchange_n(&(l)->locked, 1, __ATOMIC_ACQUIRE)) \
+			; \
+	} while (0)
+#define rof_exec_spin_unlock(l, fl) \
+	__atomic_store_n(&(l)->locked, 0, __ATOMIC_RELEASE)
+#define rof_exec_load64(p)	__atomic_load_n((p), __ATOMIC_RELAXED)
+#define rof_exec_store64(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+static inline u64 rof_exec_cmpxchg64(u64 *p, u64 old, u64 new_val)
+{
+	__atomic_compare_exchange_n(p, &old, new_val, 0, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+	return old;
+}
+
+#define rof_exec_fetch_add64(p, v) \
+	__atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#endif /* __KERNEL__ */
+
+/*
+ * struct rof_exec_region - one region slot as bound for this invocation.
+ *
+ * @base points at @len bytes mapped contiguously (vmap'd pages in the
+ * module).  @rights are what policy granted, intersected with what the
+ * image declared.  @freelist is the offset of the struct rof_isa_freelist
+ * header inside the region, or ROF_ISA_NULL when the region has none.
+ * @lock serialises wide CAS on this region; it may be NULL when the slot
+ * has no ROF_ACCESS_ATOMIC.  A slot with @base NULL is unbound.
+ */
+struct rof_exec_region {
+	u8 *base;
+	u64 len;
+	u32 rights;
+	u32 flags;		/* 0 */
+	u64 freelist;
+	struct rof_exec_lock *lock;
+};
+
+/*
+ * struct rof_exec_ctx - one invocation.
+ *
+ * In: the instruction array of an image that passed rof_exec_check_image()
+ * (and, before that, the verifier; the executor trusts neither), the
+ * buffers with their sizes, the bound slots and the budgets.
+ * Out: the response length, the program's status (valid when the run
+ * returned ROF_ISA_OK), the instructions executed, where a fault happened
+ * and the final registers.
+ */
+struct rof_exec_ctx {
+	const struct rof_insn *insns;
+	u32 insn_cnt;
+	u32 args_len;
+	const u8 *args;
+	u8 *scratch;
+	u8 *resp;
+	u32 scratch_len;
+	u32 resp_cap;
+	const struct rof_exec_region *regions;
+	u32 region_cnt;
+	u32 pad;
+	u64 budget;		/* instructions */
+	u64 byte_budget;	/* bytes moved by COPY, CRC64 and HASH */
+
+	/* out */
+	u32 resp_len;
+	u32 prog_status;
+	u64 executed;
+	u64 bytes;
+	u32 fault_pc;		/* slot index of the faulting instruction */
+	u32 pad2;
+	u64 regs[ROF_ISA_NREGS];
+};
+
+/* Runs the program; returns an enum rof_isa_status. */
+int rof_exec_run(struct rof_exec_ctx *ctx);
+
+/*
+ * Structural check of a whole image of @len bytes, as the module does at
+ * load: header, sizes, tag, slot table, every instruction's encoding, every
+ * jump target in range and on an instruction boundary.  Returns 0, or a
+ * negative errno and the failing slot index in *@bad_insn (or ~0U when the
+ * header or slot table is at fault).  It proves nothing about behaviour.
+ */
+int rof_exec_check_image(const void *image, u64 len, u32 *bad_insn);
+
+/* Structural check of one instruction at @pc of @cnt; 0 or -EINVAL. */
+int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc);
+
+/* 1 when @op takes two slots. */
+int rof_exec_insn_wide(u8 op);
+
+/* CRC-64/XZ (ECMA-182 reflected); pass 0 to start, chainable. */
+u64 rof_exec_crc64(u64 crc, const void *buf, u64 len);
+
+/* The ISA's HASH: FNV-1a 64 seeded, then the murmur3 fmix64 finaliser. */
+u64 rof_exec_hash64(u64 seed, const void *buf, u64 len);
+
+/* The image tag: CRC-64 of the image with hdr.tag read as zero. */
+u64 rof_exec_image_tag(const void *image, u64 len);
+
+/* A static name for an enum rof_isa_status, "EBOUNDS" style. */
+const char *rof_exec_status_name(int status);
+
+#if !defined(__KERNEL__) && defined(__cplusplus)
+}
+#endif
+
+#endif /* ROF_EXEC_H */

@@ -1,0 +1,973 @@
+#include "rof/prog/asm.h"
+
+#include <cinttypes>
+#include <cstring>
+#include <map>
+
+#include "strf.h"
+
+namespace rof::prog {
+namespace {
+
+using i128 = __int128;
+
+constexpr size_t kMaxErrors = 100;
+
+const char* const kAlu[ROF_ALU_COUNT] = {"add", "sub", "mul", "div",  "mod", "and", "or",
+                                         "xor", "lsh", "rsh", "arsh", "mov", "neg"};
+const char* const kJmp[ROF_JMP_COUNT] = {"jeq",  "jne",  "jgt",  "jge",  "jlt", "jle",
+                                         "jsgt", "jsge", "jslt", "jsle", "jset"};
+const char* const kCmp[ROF_CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
+
+struct Tok {
+    enum Type { Ident, Num, Punct, End } type = End;
+    std::string s;
+    uint64_t num = 0;
+    uint32_t col = 0;
+};
+
+// Thrown inside one line's parse; caught per line so scanning goes on.
+struct LineError {
+    uint32_t col;
+    std::string msg;
+};
+
+bool is_ident_start(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.';
+}
+bool is_ident_char(char c) {
+    return is_ident_start(c) || (c >= '0' && c <= '9');
+}
+
+std::vector<Tok> lex(std::string_view line) {
+    std::vector<Tok> out;
+    size_t i = 0;
+    while (i < line.size()) {
+        char c = line[i];
+        uint32_t col = static_cast<uint32_t>(i + 1);
+        if (c == ' ' || c == '\t' || c == '\r') {
+            i++;
+            continue;
+        }
+        if (c == ';' || c == '#')
+            break;
+        if (is_ident_start(c)) {
+            size_t j = i;
+            while (j < line.size() && is_ident_char(line[j]))
+                j++;
+            out.push_back({Tok::Ident, std::string(line.substr(i, j - i)), 0, col});
+            i = j;
+            continue;
+        }
+        if (c >= '0' && c <= '9') {
+            size_t j = i;
+            uint64_t v = 0;
+            unsigned base = 10;
+            if (c == '0' && i + 1 < line.size() && (line[i + 1] == 'x' || line[i + 1] == 'X')) {
+                base = 16;
+                j += 2;
+            }
+            size_t digits = 0;
+            for (; j < line.size(); j++) {
+                char d = line[j];
+                unsigned dv;
+                if (d >= '0' && d <= '9')
+                    dv = d - '0';
+                else if (base == 16 && d >= 'a' && d <= 'f')
+                    dv = d - 'a' + 10;
+                else if (base == 16 && d >= 'A' && d <= 'F')
+                    dv = d - 'A' + 10;
+                else if (is_ident_char(d))
+                    throw LineError{col, strf("malformed number '%.*s'",
+                                              static_cast<int>(j + 1 - i), line.data() + i)};
+                else
+                    break;
+                if (v > (UINT64_MAX - dv) / base)
+                    throw LineError{col, "number does not fit in 64 bits"};
+                v = v * base + dv;
+                digits++;
+            }
+            if (!digits)
+                throw LineError{col, "malformed number"};
+            out.push_back({Tok::Num, std::string(line.substr(i, j - i)), v, col});
+            i = j;
+            continue;
+        }
+        if (c == '-' && i + 1 < line.size() && line[i + 1] == '>') {
+            out.push_back({Tok::Punct, "->", 0, col});
+            i += 2;
+            continue;
+        }
+        if (std::strchr(",[]+-*:", c)) {
+            out.push_back({Tok::Punct, std::string(1, c), 0, col});
+            i++;
+            continue;
+        }
+        throw LineError{col, strf("unexpected character '%c'", c)};
+    }
+    out.push_back({Tok::End, "", 0, static_cast<uint32_t>(line.size() + 1)});
+    return out;
+}
+
+struct Fixup {
+    size_t insn;  // index into Assembler::items
+    std::string label;
+    uint32_t line, col;
+};
+
+struct Item {
+    Insn in;
+    uint32_t pc;
+    uint32_t line;
+    bool raw = false;
+    uint64_t raw_value = 0;
+};
+
+class Assembler {
+  public:
+    Assembler(std::string_view file) : file_(file) {}
+
+    AsmResult run(std::string_view text) {
+        uint32_t lineno = 0;
+        size_t pos = 0;
+        while (pos <= text.size() && errors_.size() < kMaxErrors) {
+            size_t nl = text.find('\n', pos);
+            std::string_view line =
+                text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+            lineno++;
+            try {
+                line_ = lineno;
+                toks_ = lex(line);
+                at_ = 0;
+                statement();
+            } catch (const LineError& e) {
+                error(lineno, e.col, e.msg);
+            }
+            if (nl == std::string_view::npos)
+                break;
+            pos = nl + 1;
+        }
+        resolve();
+        AsmResult res;
+        if (items_.empty() && errors_.empty())
+            error(1, 1, "program has no instructions");
+        if (!errors_.empty()) {
+            res.errors = std::move(errors_);
+            return res;
+        }
+        if (prog_.insns.size() > ROF_ISA_MAX_INSNS) {
+            error(items_.back().line, 1,
+                  strf("program has %zu instruction slots, more than %u", prog_.insns.size(),
+                       ROF_ISA_MAX_INSNS));
+            res.errors = std::move(errors_);
+            return res;
+        }
+        prog_.file = file_;
+        res.program = std::move(prog_);
+        return res;
+    }
+
+  private:
+    void error(uint32_t line, uint32_t col, std::string msg) {
+        if (errors_.size() < kMaxErrors)
+            errors_.push_back(Diagnostic{file_, line, col, std::move(msg)});
+    }
+
+    const Tok& peek() const { return toks_[at_]; }
+    const Tok& next() {
+        const Tok& t = toks_[at_];
+        if (t.type != Tok::End)
+            at_++;
+        return t;
+    }
+    [[noreturn]] void fail(const Tok& t, std::string msg) {
+        throw LineError{t.col, std::move(msg)};
+    }
+    bool accept(const char* p) {
+        if (peek().type == Tok::Punct && peek().s == p) {
+            at_++;
+            return true;
+        }
+        return false;
+    }
+    void expect(const char* p) {
+        if (!accept(p))
+            fail(peek(), strf("expected '%s'%s", p, describe(peek()).c_str()));
+    }
+    static std::string describe(const Tok& t) {
+        if (t.type == Tok::End)
+            return " at end of line";
+        return strf(", found '%s'", t.s.c_str());
+    }
+    bool accept_word(const char* w) {
+        if (peek().type == Tok::Ident && peek().s == w) {
+            at_++;
+            return true;
+        }
+        return false;
+    }
+    void end() {
+        if (peek().type != Tok::End)
+            fail(peek(), strf("unexpected '%s' after the operands", peek().s.c_str()));
+    }
+
+    static std::optional<uint8_t> reg_of(const std::string& s) {
+        if (s.size() < 2 || s.size() > 3 || s[0] != 'r')
+            return std::nullopt;
+        for (size_t i = 1; i < s.size(); i++)
+            if (s[i] < '0' || s[i] > '9')
+                return std::nullopt;
+        if (s.size() == 3 && s[1] == '0')
+            return std::nullopt;
+        int v = std::stoi(s.substr(1));
+        if (v > 15)
+            return std::nullopt;
+        return static_cast<uint8_t>(v);
+    }
+    bool peek_reg() const { return peek().type == Tok::Ident && reg_of(peek().s).has_value(); }
+    uint8_t reg() {
+        const Tok& t = peek();
+        if (t.type == Tok::Ident) {
+            if (auto r = reg_of(t.s)) {
+                at_++;
+                return *r;
+            }
+            if (t.s.size() >= 2 && t.s[0] == 'r' && t.s[1] >= '0' && t.s[1] <= '9')
+                fail(t, strf("no register '%s': registers are r0..r15", t.s.c_str()));
+        }
+        fail(t, strf("expected a register%s", describe(t).c_str()));
+    }
+
+    // A number, a constant name, optionally negated.
+    i128 value() {
+        const Tok& t = peek();
+        bool neg = accept("-");
+        const Tok& v = next();
+        i128 r;
+        if (v.type == Tok::Num) {
+            r = v.num;
+        } else if (v.type == Tok::Ident && consts_.count(v.s)) {
+            r = consts_[v.s];
+        } else if (v.type == Tok::Ident) {
+            fail(v, strf("unknown constant '%s'", v.s.c_str()));
+        } else {
+            fail(t, strf("expected a number%s", describe(v).c_str()));
+        }
+        return neg ? -r : r;
+    }
+    int64_t ranged(i128 lo, i128 hi, const char* what) {
+        const Tok& t = peek();
+        i128 v = value();
+        if (v < lo || v > hi) {
+            fail(t, strf("%s %s out of range %s..%s", what, str128(v).c_str(), str128(lo).c_str(),
+                         str128(hi).c_str()));
+        }
+        return static_cast<int64_t>(v);
+    }
+    static std::string str128(i128 v) {
+        if (v < 0)
+            return "-" + str128(-v);
+        if (v > UINT64_MAX)
+            return "huge";
+        return strf("%" PRIu64, static_cast<uint64_t>(v));
+    }
+
+    // A space name: args, scratch, resp or a declared region.
+    uint8_t space() {
+        const Tok& t = next();
+        if (t.type != Tok::Ident)
+            fail(t, strf("expected an address space%s", describe(t).c_str()));
+        if (t.s == "args")
+            return ROF_SPACE_ARGS;
+        if (t.s == "scratch")
+            return ROF_SPACE_SCRATCH;
+        if (t.s == "resp")
+            return ROF_SPACE_RESP;
+        if (auto s = prog_.find_slot(t.s))
+            return static_cast<uint8_t>(*s);
+        fail(t, strf("unknown region '%s' (declare it with .region first)", t.s.c_str()));
+    }
+    uint8_t region() {
+        const Tok& t = peek();
+        uint8_t s = space();
+        if (s >= ROF_ISA_MAX_SLOTS)
+            fail(t, strf("'%s' is not a region", t.s.c_str()));
+        return s;
+    }
+
+    // The inside of [...]: rB, rB+off, rB-off, off.
+    void address(Mem& m) {
+        if (peek_reg()) {
+            m.has_base = true;
+            m.base = reg();
+            if (peek().type == Tok::Punct && (peek().s == "+" || peek().s == "-")) {
+                bool minus = peek().s == "-";
+                at_++;
+                const Tok& t = peek();
+                i128 v = value();
+                if (minus)
+                    v = -v;
+                if (v < INT16_MIN || v > INT16_MAX)
+                    fail(t, strf("offset %s out of range -32768..32767", str128(v).c_str()));
+                m.off = static_cast<int16_t>(v);
+            }
+        } else {
+            m.off = static_cast<int16_t>(ranged(INT16_MIN, INT16_MAX, "offset"));
+        }
+    }
+    Mem mem() {
+        Mem m;
+        m.space = space();
+        expect("[");
+        address(m);
+        expect("]");
+        return m;
+    }
+
+    void add(const Insn& in) {
+        Item it{in, static_cast<uint32_t>(prog_.insns.size()), line_};
+        encode_insn(in, prog_.insns);
+        prog_.lines.resize(prog_.insns.size(), line_);
+        items_.push_back(it);
+    }
+    void add_with_label(const Insn& in, const Tok& label) {
+        if (label.type != Tok::Ident || reg_of(label.s))
+            fail(label, strf("expected a label%s", describe(label).c_str()));
+        fixups_.push_back(Fixup{items_.size(), label.s, line_, label.col});
+        add(in);
+    }
+
+    void statement() {
+        while (peek().type == Tok::Ident && toks_[at_ + 1].type == Tok::Punct &&
+               toks_[at_ + 1].s == ":") {
+            const Tok& t = next();
+            at_++;
+            if (t.s[0] == '.' || reg_of(t.s))
+                fail(t, strf("'%s' cannot be a label", t.s.c_str()));
+            if (labels_.count(t.s))
+                fail(t,
+                     strf("label '%s' already defined on line %u", t.s.c_str(), label_lines_[t.s]));
+            labels_[t.s] = static_cast<uint32_t>(prog_.insns.size());
+            label_lines_[t.s] = line_;
+        }
+        if (peek().type == Tok::End)
+            return;
+        const Tok& m = next();
+        if (m.type != Tok::Ident)
+            fail(m, strf("expected a mnemonic or directive, found '%s'", m.s.c_str()));
+        if (m.s[0] == '.')
+            directive(m);
+        else
+            instruction(m);
+        end();
+    }
+
+    void directive(const Tok& d) {
+        if (d.s == ".args") {
+            prog_.args_min = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_ARGS, "args minimum"));
+            expect(",");
+            prog_.args_max = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_ARGS, "args maximum"));
+            if (prog_.args_min > prog_.args_max)
+                fail(d, "args minimum is above the maximum");
+        } else if (d.s == ".scratch") {
+            prog_.scratch_size =
+                static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_SCRATCH, "scratch size"));
+        } else if (d.s == ".resp") {
+            prog_.resp_max = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_RESP, "resp size"));
+        } else if (d.s == ".const") {
+            const Tok& n = next();
+            if (n.type != Tok::Ident || n.s[0] == '.' || reg_of(n.s))
+                fail(n, "expected a constant name");
+            if (consts_.count(n.s))
+                fail(n, strf("constant '%s' already defined", n.s.c_str()));
+            expect(",");
+            consts_[n.s] = value();
+        } else if (d.s == ".raw") {
+            uint64_t v = static_cast<uint64_t>(ranged(0, UINT64_MAX, "raw slot"));
+            rof_insn r;
+            std::memcpy(&r, &v, 8);
+            Item it{Insn{}, static_cast<uint32_t>(prog_.insns.size()), line_, true, v};
+            prog_.insns.push_back(r);
+            prog_.lines.push_back(line_);
+            items_.push_back(it);
+        } else if (d.s == ".region") {
+            region_directive();
+        } else {
+            fail(d, strf("unknown directive '%s'", d.s.c_str()));
+        }
+    }
+
+    void region_directive() {
+        const Tok& n = next();
+        if (n.type != Tok::Ident || n.s[0] == '.')
+            fail(n, strf("expected a region name%s", describe(n).c_str()));
+        if (n.s == "args" || n.s == "scratch" || n.s == "resp" || reg_of(n.s))
+            fail(n, strf("'%s' is reserved and cannot name a region", n.s.c_str()));
+        if (n.s.size() >= ROF_ISA_NAME_MAX)
+            fail(n, strf("region name '%s' is longer than %u characters", n.s.c_str(),
+                         ROF_ISA_NAME_MAX - 1));
+        if (prog_.find_slot(n.s))
+            fail(n, strf("region '%s' already declared", n.s.c_str()));
+        if (prog_.slots.size() >= ROF_ISA_MAX_SLOTS)
+            fail(n, strf("more than %u regions", ROF_ISA_MAX_SLOTS));
+        Slot s;
+        s.name = n.s;
+        expect(",");
+        const Tok& r = peek();
+        if (r.type == Tok::Num) {
+            s.rights = static_cast<uint32_t>(ranged(0, UINT32_MAX, "rights"));
+        } else if (r.type == Tok::Ident) {
+            at_++;
+            for (char c : r.s) {
+                uint32_t bit = c == 'r'   ? ROF_ACCESS_READ
+                               : c == 'w' ? ROF_ACCESS_WRITE
+                               : c == 'a' ? ROF_ACCESS_ATOMIC
+                                          : 0;
+                if (!bit || (s.rights & bit))
+                    fail(r, strf("rights '%s': use each of r, w, a at most once", r.s.c_str()));
+                s.rights |= bit;
+            }
+        } else {
+            fail(r, "expected rights (a subset of 'rwa')");
+        }
+        expect(",");
+        s.len = static_cast<uint64_t>(ranged(0, UINT64_MAX, "minimum length"));
+        while (accept(",")) {
+            const Tok& f = next();
+            if (f.type == Tok::Ident && f.s == "freelist")
+                s.flags |= ROF_SLOT_FREELIST;
+            else if (f.type == Tok::Num)
+                s.flags |= static_cast<uint32_t>(f.num);
+            else
+                fail(f, strf("unknown region flag '%s'", f.s.c_str()));
+        }
+        prog_.slots.push_back(s);
+    }
+
+    // "add64" -> (ROF_ALU_ADD, false); also the jumps.
+    static bool split_width(const std::string& m, const char* const* names, int count, uint8_t& sub,
+                            bool& is32, bool need_width) {
+        for (int i = 0; i < count; i++) {
+            size_t n = std::strlen(names[i]);
+            if (m.compare(0, n, names[i]) != 0)
+                continue;
+            std::string rest = m.substr(n);
+            if (rest == "64" || (rest.empty() && !need_width)) {
+                sub = static_cast<uint8_t>(i);
+                is32 = false;
+                return true;
+            }
+            if (rest == "32") {
+                sub = static_cast<uint8_t>(i);
+                is32 = true;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    void instruction(const Tok& m) {
+        Insn in;
+        const std::string& s = m.s;
+        if (s == "ldimm64") {
+            in.kind = Kind::LdImm64;
+            in.dst = reg();
+            expect(",");
+            in.imm64 = static_cast<uint64_t>(ranged(-(i128(1) << 63), UINT64_MAX, "immediate"));
+            add(in);
+            return;
+        }
+        if (split_width(s, kAlu, ROF_ALU_COUNT, in.sub, in.is32, true)) {
+            in.kind = Kind::Alu;
+            in.dst = reg();
+            if (in.sub == ROF_ALU_NEG) {
+                in.use_imm = true;  // neg's one encoding
+                add(in);
+                return;
+            }
+            expect(",");
+            if (peek_reg()) {
+                in.src = reg();
+            } else {
+                in.use_imm = true;
+                const Tok& t = peek();
+                i128 v = value();
+                if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX))
+                    fail(t, in.is32
+                                ? strf("immediate %s does not fit in 32 bits", str128(v).c_str())
+                                : strf("immediate %s out of range for a 64-bit "
+                                       "operation (a sign-extended 32-bit value); use "
+                                       "ldimm64",
+                                       str128(v).c_str()));
+                in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
+            }
+            add(in);
+            return;
+        }
+        if (s == "ja") {
+            in.kind = Kind::Ja;
+            add_with_label(in, next());
+            return;
+        }
+        if (split_width(s, kJmp, ROF_JMP_COUNT, in.sub, in.is32, false)) {
+            in.kind = Kind::Jmp;
+            in.dst = reg();
+            expect(",");
+            if (peek_reg()) {
+                in.src = reg();
+            } else {
+                in.use_imm = true;
+                const Tok& t = peek();
+                i128 v = value();
+                if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX))
+                    fail(t, strf("immediate %s out of range for a %s comparison", str128(v).c_str(),
+                                 in.is32 ? "32-bit" : "64-bit (sign-extended 32-bit)"));
+                in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
+            }
+            expect(",");
+            add_with_label(in, next());
+            return;
+        }
+        if (s == "loop") {
+            in.kind = Kind::Loop;
+            in.dst = reg();
+            expect(",");
+            const Tok& label = next();
+            expect(",");
+            in.imm = static_cast<int32_t>(ranged(INT32_MIN, INT32_MAX, "trip limit"));
+            add_with_label(in, label);
+            return;
+        }
+        if (s == "ld8" || s == "ld16" || s == "ld32" || s == "ld64") {
+            in.kind = Kind::Ld;
+            in.size = static_cast<uint32_t>(std::stoi(s.substr(2)) / 8);
+            in.dst = reg();
+            expect(",");
+            in.mem = mem();
+            add(in);
+            return;
+        }
+        if (s == "st8" || s == "st16" || s == "st32" || s == "st64") {
+            in.kind = Kind::St;
+            in.size = static_cast<uint32_t>(std::stoi(s.substr(2)) / 8);
+            in.mem = mem();
+            expect(",");
+            in.src = reg();
+            add(in);
+            return;
+        }
+        if (s == "faa") {
+            in.kind = Kind::Faa;
+            in.aux = reg();
+            expect(",");
+            const Tok& t = peek();
+            in.mem = mem();
+            if (in.mem.space >= ROF_ISA_MAX_SLOTS)
+                fail(t, "faa needs a region, not args, scratch or resp");
+            expect(",");
+            in.src = reg();
+            add(in);
+            return;
+        }
+        if (s == "crc64" || s == "hash") {
+            in.kind = s == "hash" ? Kind::Hash : Kind::Crc64;
+            in.dst = reg();
+            expect(",");
+            in.mem = mem();
+            expect(",");
+            in.aux = reg();
+            add(in);
+            return;
+        }
+        if (s == "alloc") {
+            in.kind = Kind::Alloc;
+            in.dst = reg();
+            expect(",");
+            in.slot = region();
+            add(in);
+            return;
+        }
+        if (s == "free") {
+            in.kind = Kind::Free;
+            in.slot = region();
+            expect(",");
+            in.src = reg();
+            add(in);
+            return;
+        }
+        if (s == "exit") {
+            if (peek_reg()) {
+                in.kind = Kind::ExitReg;
+                in.src = reg();
+            } else {
+                in.kind = Kind::Exit;
+                in.imm = static_cast<int32_t>(
+                    static_cast<uint32_t>(ranged(INT32_MIN, UINT32_MAX, "status")));
+            }
+            add(in);
+            return;
+        }
+        if (s == "respond") {
+            in.kind = Kind::Respond;
+            in.src = reg();
+            expect(",");
+            in.imm = static_cast<int32_t>(
+                static_cast<uint32_t>(ranged(INT32_MIN, UINT32_MAX, "status")));
+            add(in);
+            return;
+        }
+        if (s == "copy") {
+            copy(in);
+            return;
+        }
+        if (s == "cas64" || s == "cas128" || s == "cas192" || s == "cas256") {
+            in.kind = Kind::Cas;
+            in.width = static_cast<uint8_t>(std::stoi(s.substr(3)) / 8);
+            in.aux = reg();
+            expect(",");
+            const Tok& t = peek();
+            in.mem = mem();
+            if (in.mem.space >= ROF_ISA_MAX_SLOTS)
+                fail(t, "cas needs a region, not args, scratch or resp");
+            expect(",");
+            in.blk = mem();
+            expect(",");
+            const Tok& md = next();
+            bool found = false;
+            for (int i = 0; i < ROF_CMP_COUNT; i++)
+                if (md.type == Tok::Ident && md.s == kCmp[i]) {
+                    in.mode = static_cast<uint8_t>(i);
+                    found = true;
+                }
+            if (!found)
+                fail(md,
+                     strf("expected a compare mode (eq ne lt le gt ge)%s", describe(md).c_str()));
+            if (accept(",")) {
+                const Tok& o = next();
+                if (o.type != Tok::Ident || o.s != "old")
+                    fail(o, strf("expected 'old'%s", describe(o).c_str()));
+                in.old = true;
+            }
+            add(in);
+            return;
+        }
+        fail(m, strf("unknown mnemonic '%s'", s.c_str()));
+    }
+
+    void copy(Insn& in) {
+        in.kind = Kind::Copy;
+        // destination
+        const Tok& dt = peek();
+        in.mem.space = space();
+        expect("[");
+        if (accept("*")) {
+            const Tok& pt = peek();
+            uint8_t ps = space();
+            if (ps != in.mem.space)
+                fail(pt,
+                     "an indirect destination reads its pointer from its own "
+                     "space: write 'x[*x[...]]'");
+            in.dst_indirect = true;
+            expect("[");
+            address(in.mem);
+            expect("]");
+        } else {
+            address(in.mem);
+        }
+        expect("]");
+        if (in.mem.space == ROF_SPACE_ARGS)
+            fail(dt, "args is read-only and cannot be a copy destination");
+        expect(",");
+        // source
+        uint8_t t = space();
+        expect("[");
+        if (accept("*")) {
+            in.src_tspace = t;
+            in.src_mem.space = space();
+            expect("[");
+            address(in.src_mem);
+            expect("]");
+            in.src_mode = 1;
+            if (accept(",")) {
+                const Tok& b = next();
+                if (b.type != Tok::Ident || b.s != "bounded")
+                    fail(b, strf("expected 'bounded'%s", describe(b).c_str()));
+                in.src_mode = 2;
+            }
+        } else {
+            in.src_mem.space = t;
+            address(in.src_mem);
+        }
+        expect("]");
+        expect(",");
+        // length
+        if (peek_reg()) {
+            in.len_reg = true;
+            in.len_r = reg();
+            if (!accept_word("max"))
+                fail(peek(), strf("expected 'max CAP' after a length register%s",
+                                  describe(peek()).c_str()));
+        }
+        in.len = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_BULK, "copy length"));
+        if (accept("->")) {
+            in.out = true;
+            in.aux = reg();
+        }
+        add(in);
+    }
+
+    void resolve() {
+        for (const Fixup& f : fixups_) {
+            Item& it = items_[f.insn];
+            auto l = labels_.find(f.label);
+            if (l == labels_.end()) {
+                error(f.line, f.col, strf("undefined label '%s'", f.label.c_str()));
+                continue;
+            }
+            int64_t off = int64_t{l->second} - (int64_t{it.pc} + 1);
+            if (off < INT16_MIN || off > INT16_MAX) {
+                error(f.line, f.col,
+                      strf("label '%s' is %" PRId64 " slots away, beyond the 16-bit "
+                           "jump offset",
+                           f.label.c_str(), off));
+                continue;
+            }
+            it.in.off = static_cast<int32_t>(off);
+            std::vector<rof_insn> enc;
+            encode_insn(it.in, enc);
+            prog_.insns[it.pc] = enc[0];
+        }
+    }
+
+    std::string file_;
+    uint32_t line_ = 0;
+    std::vector<Tok> toks_;
+    size_t at_ = 0;
+    Program prog_;
+    std::vector<Item> items_;
+    std::vector<Fixup> fixups_;
+    std::map<std::string, uint32_t> labels_;
+    std::map<std::string, uint32_t> label_lines_;
+    std::map<std::string, i128> consts_;
+    std::vector<Diagnostic> errors_;
+};
+
+std::string rights_str(uint32_t r) {
+    if (r == 0 || (r & ~ROF_ACCESS_ALL))
+        return strf("%u", r);
+    std::string s;
+    if (r & ROF_ACCESS_READ)
+        s += 'r';
+    if (r & ROF_ACCESS_WRITE)
+        s += 'w';
+    if (r & ROF_ACCESS_ATOMIC)
+        s += 'a';
+    return s;
+}
+
+// nullopt when the space cannot be named (an undeclared slot).
+std::optional<std::string> space_name(const Program& p, uint8_t s) {
+    if (s == ROF_SPACE_ARGS)
+        return "args";
+    if (s == ROF_SPACE_SCRATCH)
+        return "scratch";
+    if (s == ROF_SPACE_RESP)
+        return "resp";
+    if (s < p.slots.size())
+        return p.slots[s].name;
+    return std::nullopt;
+}
+
+std::string addr_str(const Mem& m) {
+    if (!m.has_base)
+        return strf("%d", m.off);
+    if (m.off > 0)
+        return strf("r%u+%d", m.base, m.off);
+    if (m.off < 0)
+        return strf("r%u-%d", m.base, -int{m.off});
+    return strf("r%u", m.base);
+}
+
+std::optional<std::string> mem_str(const Program& p, const Mem& m) {
+    auto s = space_name(p, m.space);
+    if (!s)
+        return std::nullopt;
+    return *s + "[" + addr_str(m) + "]";
+}
+
+bool target_ok(const Program& p, uint32_t pc, int32_t off) {
+    int64_t t = int64_t{pc} + 1 + off;
+    return t >= 0 && t < static_cast<int64_t>(p.insns.size()) && p.insns[t].op != ROF_OP_EXT;
+}
+
+std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn& in) {
+    auto label = [&](int32_t off) { return strf("L%d", int(pc) + 1 + off); };
+    switch (in.kind) {
+        case Kind::LdImm64:
+            return strf("ldimm64 r%u, 0x%" PRIx64, in.dst, in.imm64);
+        case Kind::Alu: {
+            std::string m = strf("%s%s r%u", kAlu[in.sub], in.is32 ? "32" : "64", in.dst);
+            if (in.sub == ROF_ALU_NEG)
+                return m;
+            if (in.use_imm)
+                return m + strf(", %d", in.imm);
+            return m + strf(", r%u", in.src);
+        }
+        case Kind::Jmp: {
+            if (!target_ok(p, pc, in.off))
+                return std::nullopt;
+            std::string m = strf("%s%s r%u, ", kJmp[in.sub], in.is32 ? "32" : "", in.dst);
+            m += in.use_imm ? strf("%d", in.imm) : strf("r%u", in.src);
+            return m + ", " + label(in.off);
+        }
+        case Kind::Ja:
+            if (!target_ok(p, pc, in.off))
+                return std::nullopt;
+            return "ja " + label(in.off);
+        case Kind::Loop:
+            if (!target_ok(p, pc, in.off))
+                return std::nullopt;
+            return strf("loop r%u, %s, %d", in.dst, label(in.off).c_str(), in.imm);
+        case Kind::Ld: {
+            auto m = mem_str(p, in.mem);
+            if (!m)
+                return std::nullopt;
+            return strf("ld%u r%u, %s", in.size * 8, in.dst, m->c_str());
+        }
+        case Kind::St: {
+            auto m = mem_str(p, in.mem);
+            if (!m)
+                return std::nullopt;
+            return strf("st%u %s, r%u", in.size * 8, m->c_str(), in.src);
+        }
+        case Kind::Faa: {
+            auto m = mem_str(p, in.mem);
+            if (!m)
+                return std::nullopt;
+            return strf("faa r%u, %s, r%u", in.aux, m->c_str(), in.src);
+        }
+        case Kind::Crc64:
+        case Kind::Hash: {
+            auto m = mem_str(p, in.mem);
+            if (!m)
+                return std::nullopt;
+            return strf("%s r%u, %s, r%u", in.kind == Kind::Hash ? "hash" : "crc64", in.dst,
+                        m->c_str(), in.aux);
+        }
+        case Kind::Alloc:
+        case Kind::Free: {
+            if (in.slot >= p.slots.size())
+                return std::nullopt;
+            const std::string& n = p.slots[in.slot].name;
+            if (in.kind == Kind::Alloc)
+                return strf("alloc r%u, %s", in.dst, n.c_str());
+            return strf("free %s, r%u", n.c_str(), in.src);
+        }
+        case Kind::Exit:
+            return strf("exit %d", in.imm);
+        case Kind::ExitReg:
+            return strf("exit r%u", in.src);
+        case Kind::Respond:
+            return strf("respond r%u, %d", in.src, in.imm);
+        case Kind::Copy: {
+            auto ds = space_name(p, in.mem.space);
+            auto ss = space_name(p, in.src_mem.space);
+            if (!ds || !ss)
+                return std::nullopt;
+            std::string d = in.dst_indirect ? *ds + "[*" + *ds + "[" + addr_str(in.mem) + "]]"
+                                            : *ds + "[" + addr_str(in.mem) + "]";
+            std::string s;
+            if (in.src_mode) {
+                auto ts = space_name(p, in.src_tspace);
+                if (!ts)
+                    return std::nullopt;
+                s = *ts + "[*" + *ss + "[" + addr_str(in.src_mem) + "]" +
+                    (in.src_mode == 2 ? ", bounded]" : "]");
+            } else {
+                s = *ss + "[" + addr_str(in.src_mem) + "]";
+            }
+            std::string l = in.len_reg ? strf("r%u max %u", in.len_r, in.len) : strf("%u", in.len);
+            std::string r = "copy " + d + ", " + s + ", " + l;
+            if (in.out)
+                r += strf(" -> r%u", in.aux);
+            return r;
+        }
+        case Kind::Cas: {
+            auto t = mem_str(p, in.mem);
+            auto b = mem_str(p, in.blk);
+            if (!t || !b)
+                return std::nullopt;
+            return strf("cas%u r%u, %s, %s, %s%s", in.width * 8u, in.aux, t->c_str(), b->c_str(),
+                        kCmp[in.mode], in.old ? ", old" : "");
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string Diagnostic::str() const {
+    return strf("%s:%u:%u: %s", file.c_str(), line, col, message.c_str());
+}
+
+std::string AsmResult::error_text() const {
+    std::string s;
+    for (const Diagnostic& d : errors)
+        s += d.str() + "\n";
+    return s;
+}
+
+AsmResult assemble(std::string_view text, std::string_view file) {
+    return Assembler(file).run(text);
+}
+
+std::string format_insn(const Program& p, uint32_t pc, const Insn& in) {
+    auto s = format_opt(p, pc, in);
+    return s ? *s : std::string("<unprintable>");
+}
+
+std::string disassemble(const Program& p) {
+    std::string out;
+    out += strf(".args %u, %u\n", p.args_min, p.args_max);
+    out += strf(".scratch %u\n", p.scratch_size);
+    out += strf(".resp %u\n", p.resp_max);
+    for (const Slot& s : p.slots) {
+        out +=
+            strf(".region %s, %s, %" PRIu64, s.name.c_str(), rights_str(s.rights).c_str(), s.len);
+        if (s.flags & ROF_SLOT_FREELIST)
+            out += ", freelist";
+        if (s.flags & ~ROF_SLOT_FREELIST)
+            out += strf(", %u", s.flags & ~ROF_SLOT_FREELIST);
+        out += "\n";
+    }
+    // First pass: what prints as an instruction, and which slots are targets.
+    std::vector<std::string> text(p.insns.size());
+    std::vector<uint32_t> width(p.insns.size(), 1);
+    std::vector<bool> target(p.insns.size() + 1, false);
+    for (uint32_t pc = 0; pc < p.insns.size();) {
+        std::string err;
+        auto in = decode_insn(p.insns, pc, err);
+        std::optional<std::string> s;
+        if (in)
+            s = format_opt(p, pc, *in);
+        if (s) {
+            text[pc] = "\t" + *s;
+            width[pc] = in->slots();
+            if (in->kind == Kind::Jmp || in->kind == Kind::Ja || in->kind == Kind::Loop)
+                target[pc + 1 + in->off] = true;
+        } else {
+            uint64_t v;
+            std::memcpy(&v, &p.insns[pc], 8);
+            text[pc] = strf("\t.raw 0x%016" PRIx64, v);
+        }
+        pc += width[pc];
+    }
+    for (uint32_t pc = 0; pc < p.insns.size(); pc += width[pc]) {
+        if (target[pc])
+            out += strf("L%u:\n", pc);
+        out += text[pc] + "\n";
+    }
+    return out;
+}
+
+}  // namespace rof::prog
