@@ -30,12 +30,163 @@ struct rof_device {
 	struct list_head node;		/* on rof_devices, under rof_devices_lock */
 	struct ib_device *ibdev;	/* valid until the remove callback returns */
 	bool removed;
+	bool sessions_stopped;		/* rof_session.c: no new sessions on it */
+	bool pds_closed;		/* rof_tenant.c: no new PDs on it */
 };
 
 int rof_device_init(void);
 void rof_device_exit(void);
 void rof_device_put(struct rof_device *dev);
+/* The rof_device of @ibdev, +1 ref, or NULL once it is being removed. */
+struct rof_device *rof_device_get_ib(struct ib_device *ibdev);
 int rof_device_list(struct rof_list *req);
+
+/*
+ * Object model (issue 3).  Everything below is a contract between the
+ * files that implement it; the owner of each function is the file named
+ * in the banner.  All objects are refcounted and belong to the module,
+ * never to a process: closing /dev/rof leaves them in place.
+ */
+
+struct rof_tenant;
+struct rof_region;
+struct rof_session;
+
+/* rof_tenant.c */
+struct rof_tenant *rof_tenant_get(u32 id);	/* +1 ref, or NULL */
+void rof_tenant_put(struct rof_tenant *t);
+u32 rof_tenant_id(const struct rof_tenant *t);
+/*
+ * The tenant's protection domain on @dev, allocated on first use and
+ * freed when the tenant is destroyed or the device removed.  Valid while
+ * the caller holds a tenant reference and the device is not removed.
+ * Returns an ERR_PTR on failure.
+ */
+struct ib_pd *rof_tenant_pd(struct rof_tenant *t, struct rof_device *dev);
+/* Quota accounting; -EDQUOT when the tenant's quota would be exceeded. */
+int rof_tenant_charge_session(struct rof_tenant *t);
+void rof_tenant_uncharge_session(struct rof_tenant *t);
+u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
+void rof_tenant_device_removed(struct rof_device *dev);
+/*
+ * Lifetime rules: rof_tenant_get/put work in any context.  Once a tenant
+ * is being destroyed, rof_tenant_get returns NULL and
+ * rof_tenant_charge_session, rof_tenant_attach and rof_tenant_pd fail
+ * with -ENOENT, so a session must charge before it takes the PD.
+ *
+ * A session attaches to its tenant (after charging) so that a forced
+ * tenant destroy or ROF_IOC_DRAIN can close it: ->revoke is called for
+ * every attachment from process context, outside the tenant's locks; the
+ * session must then detach and uncharge.  The destroy waits (killable)
+ * until every session has uncharged, then frees the PDs.
+ * rof_tenant_detach may sleep if it races with a revoke of @a.
+ */
+struct rof_tenant_attach {
+	struct list_head node;		/* owned by rof_tenant.c */
+	void (*revoke)(struct rof_tenant_attach *a, const char *reason);
+};
+
+int rof_tenant_attach(struct rof_tenant *t, struct rof_tenant_attach *a);
+void rof_tenant_detach(struct rof_tenant *t, struct rof_tenant_attach *a);
+int rof_tenant_charge_program(struct rof_tenant *t);	/* -EDQUOT */
+void rof_tenant_uncharge_program(struct rof_tenant *t);
+int rof_tenant_init(void);
+void rof_tenant_exit(void);
+long rof_tenant_ioctl(unsigned int cmd, void __user *uarg);
+/* Used by rof_region.c and rof_audit.c only. */
+int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes); /* -EDQUOT */
+void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes);
+void rof_tenant_count_freelists(struct rof_tenant *t, int delta);
+void rof_tenant_account(const struct rof_audit_record *rec);
+int rof_name_check(const char *name);	/* -EINVAL unless a valid name */
+int rof_list_check(const struct rof_list *req, size_t elem_size);
+
+/* rof_region.c */
+/*
+ * A session that uses a region attaches to it; a forced region destroy
+ * calls ->revoke for every attachment (outside the region's locks, from
+ * process context), and the user must then detach.  Destroy without
+ * force fails with -EBUSY while attachments exist.
+ */
+struct rof_region_attach {
+	struct list_head node;		/* owned by rof_region.c */
+	void (*revoke)(struct rof_region_attach *a, const char *reason);
+};
+
+struct rof_region *rof_region_get(struct rof_tenant *t, u32 id); /* or NULL */
+void rof_region_put(struct rof_region *r);
+int rof_region_attach(struct rof_region *r, struct rof_region_attach *a);
+void rof_region_detach(struct rof_region *r, struct rof_region_attach *a);
+/* The region's memory: pages, a contiguous kernel mapping, size, rights. */
+struct page **rof_region_pages(struct rof_region *r, unsigned int *npages);
+void *rof_region_vaddr(struct rof_region *r);
+u64 rof_region_size(const struct rof_region *r);
+u32 rof_region_rights(const struct rof_region *r);	/* ROF_ACCESS_* */
+u32 rof_region_id(const struct rof_region *r);
+/*
+ * rof_region_get/put, attach and the accessors work in any context (the
+ * memory is freed from a workqueue).  rof_region_attach fails with
+ * -ENOENT once the region is being destroyed; rof_region_detach may
+ * sleep (process context) if it races with a revoke of the same
+ * attachment.
+ */
+struct rof_tenant *rof_region_tenant(const struct rof_region *r);
+
+/*
+ * Free lists (rof_region.c): fixed-size blocks inside a region, in the
+ * ISA's in-region layout; the executor's ALLOC/FREE work on the header at
+ * rof_freelist_offset() (struct rof_exec_region.freelist).  get/put work
+ * in any context.
+ */
+struct rof_freelist;
+struct rof_freelist *rof_freelist_get(struct rof_tenant *t, u32 id); /* or NULL */
+void rof_freelist_put(struct rof_freelist *fl);
+struct rof_region *rof_freelist_region(const struct rof_freelist *fl);
+u32 rof_freelist_block_size(const struct rof_freelist *fl);
+u64 rof_freelist_offset(const struct rof_freelist *fl);	/* of the header */
+
+int rof_region_init(void);
+void rof_region_exit(void);
+long rof_region_ioctl(struct file *file, unsigned int cmd, void __user *uarg);
+/* Destroy every region of @t (tenant destroy); @reason: ROF_DESTROY_*. */
+void rof_region_destroy_tenant(struct rof_tenant *t, u32 reason);
+/* /dev/rof file operations: the fd a ROF_IOC_REGION_MAP binds. */
+int rof_region_fopen(struct inode *inode, struct file *file);
+int rof_region_frelease(struct inode *inode, struct file *file);
+int rof_region_mmap(struct file *file, struct vm_area_struct *vma);
+
+/* rof_audit.c */
+/*
+ * Fills in seq and time_ns, queues the record for rofd and adds it to the
+ * counters of rec->tenant.  Any context.
+ */
+void rof_audit_log(const struct rof_audit_record *rec);	/* any context */
+int rof_audit_init(void);
+void rof_audit_exit(void);
+long rof_audit_ioctl(unsigned int cmd, void __user *uarg);
+
+/* rof_session.c */
+void rof_session_device_removed(struct rof_device *dev);
+int rof_session_init(void);
+void rof_session_exit(void);
+long rof_session_ioctl(unsigned int cmd, void __user *uarg);
+
+/* rof_ticket.c: the ticket MAC key; checks return enum rof_reject_reason. */
+long rof_ticket_set_key(void __user *uarg);
+int rof_ticket_sign(struct rof_ticket *t, u32 tenant, u32 session, u64 expires_ns);
+int rof_ticket_check(const void *data, u8 len, struct rof_ticket *out);
+int rof_ticket_init(void);
+void rof_ticket_exit(void);
+
+/* rof_ratelimit.c: per-tenant aggregate token buckets. */
+struct rof_tenant_rl;
+struct rof_tenant_rl *rof_trl_get(struct rof_tenant *t);	/* +1 user, or NULL */
+void rof_trl_put(struct rof_tenant_rl *rl);
+/* 0 and tokens taken, or nanoseconds until one request of @bytes fits. */
+u64 rof_trl_admit(struct rof_tenant_rl *rl, u64 bytes, u64 now_ns);
+int rof_rate_check(const struct rof_rate *rate);	/* 0 or -ERANGE */
+long rof_tenant_set_rate(void __user *uarg);
+void rof_trl_exit(void);
 
 /* rof_ioctl.c */
 long rof_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

@@ -54,6 +54,8 @@ static void rof_remove_one(struct ib_device *ibdev, void *client_data)
 {
 	struct rof_device *dev = client_data;
 
+	rof_session_device_removed(dev);
+	rof_tenant_device_removed(dev);
 	mutex_lock(&rof_devices_lock);
 	list_del(&dev->node);
 	rof_devices_count--;
@@ -70,6 +72,20 @@ static struct ib_client rof_ib_client = {
 	.add	= rof_add_one,
 	.remove	= rof_remove_one,
 };
+
+struct rof_device *rof_device_get_ib(struct ib_device *ibdev)
+{
+	struct rof_device *dev;
+
+	mutex_lock(&rof_devices_lock);
+	dev = ib_get_client_data(ibdev, &rof_ib_client);
+	if (dev && !dev->removed)
+		kref_get(&dev->ref);
+	else
+		dev = NULL;
+	mutex_unlock(&rof_devices_lock);
+	return dev;
+}
 
 static void rof_fill_info(struct rof_device *dev, struct rof_device_info *info)
 {

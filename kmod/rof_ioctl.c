@@ -56,6 +56,33 @@ long rof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return rof_ioc_version(uarg);
 	case ROF_IOC_LIST_DEVICES:
 		return rof_ioc_list_devices(uarg);
+	case ROF_IOC_TENANT_CREATE:
+	case ROF_IOC_TENANT_DESTROY:
+	case ROF_IOC_TENANT_SET_QUOTA:
+	case ROF_IOC_GET_TENANT:
+	case ROF_IOC_LIST_TENANTS:
+	case ROF_IOC_DRAIN:
+		return rof_tenant_ioctl(cmd, uarg);
+	case ROF_IOC_REGION_CREATE:
+	case ROF_IOC_REGION_DESTROY:
+	case ROF_IOC_GET_REGION:
+	case ROF_IOC_LIST_REGIONS:
+	case ROF_IOC_REGION_TOKEN:
+	case ROF_IOC_REGION_MAP:
+	case ROF_IOC_FREELIST_CREATE:
+	case ROF_IOC_FREELIST_DESTROY:
+	case ROF_IOC_LIST_FREELISTS:
+		return rof_region_ioctl(file, cmd, uarg);
+	case ROF_IOC_AUDIT_OPEN:
+	case ROF_IOC_AUDIT_STATS:
+		return rof_audit_ioctl(cmd, uarg);
+	case ROF_IOC_SET_TICKET_KEY:
+	case ROF_IOC_SESSION_PREPARE:
+	case ROF_IOC_LIST_SESSIONS:
+	case ROF_IOC_GET_SESSION:
+	case ROF_IOC_SESSION_CLOSE:
+	case ROF_IOC_TENANT_SET_RATE:
+		return rof_session_ioctl(cmd, uarg);
 	default:
 		return -ENOTTY;
 	}

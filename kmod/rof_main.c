@@ -11,6 +11,9 @@
 
 static const struct file_operations rof_fops = {
 	.owner		= THIS_MODULE,
+	.open		= rof_region_fopen,
+	.release	= rof_region_frelease,
+	.mmap		= rof_region_mmap,
 	.unlocked_ioctl	= rof_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
@@ -27,26 +30,51 @@ static int __init rof_init(void)
 {
 	int ret;
 
-	ret = rof_device_init();
+	ret = rof_audit_init();
 	if (ret)
 		return ret;
+	ret = rof_tenant_init();
+	if (ret)
+		goto err_audit;
+	ret = rof_region_init();
+	if (ret)
+		goto err_tenant;
+	ret = rof_device_init();
+	if (ret)
+		goto err_region;
+
+	ret = rof_session_init();
+	if (ret)
+		goto err_device;
 
 	ret = misc_register(&rof_misc);
 	if (ret)
-		goto err_device;
+		goto err_session;
 
 	pr_info("loaded, ABI %u.%u\n", ROF_ABI_MAJOR, ROF_ABI_MINOR);
 	return 0;
 
+err_session:
+	rof_session_exit();
 err_device:
 	rof_device_exit();
+err_region:
+	rof_region_exit();
+err_tenant:
+	rof_tenant_exit();
+err_audit:
+	rof_audit_exit();
 	return ret;
 }
 
 static void __exit rof_exit(void)
 {
 	misc_deregister(&rof_misc);
+	rof_session_exit();
 	rof_device_exit();
+	rof_region_exit();
+	rof_tenant_exit();
+	rof_audit_exit();
 	pr_info("unloaded\n");
 }
 

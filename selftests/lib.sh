@@ -110,3 +110,18 @@ rof_slab_objects() {
 	cat /sys/kernel/debug/slab/*/alloc_traces 2>/dev/null |
 		awk '/\[rof\]/ { n += $1 } END { print n + 0 }'
 }
+
+# rof_slab_settled: rof_slab_objects once two readings 2 s apart agree
+# (objects freed after an RCU grace period or from a workqueue have gone),
+# or the last reading after 30 s.
+rof_slab_settled() {
+	local prev cur i
+	prev=$(rof_slab_objects)
+	for i in $(seq 15); do
+		sleep 2
+		cur=$(rof_slab_objects)
+		[ "$cur" = "$prev" ] && break
+		prev=$cur
+	done
+	echo "$cur"
+}

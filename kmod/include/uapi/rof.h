@@ -132,4 +132,479 @@ struct rof_audit_record {
 #define ROF_IOC_VERSION		_IOWR(ROF_IOC_MAGIC, 0x00, struct rof_version)
 #define ROF_IOC_LIST_DEVICES	_IOWR(ROF_IOC_MAGIC, 0x01, struct rof_list)
 
+
+/*
+ * Tenants, regions, audit (ioctl numbers 0x10-0x3f).
+ * See docs/kmod.md for the object model, lifetimes and error codes.
+ */
+
+#define ROF_TENANT_ID_MAX	0xffffU	/* tenant ids are 1 .. this; 0 is "none" */
+#define ROF_QUOTA_UNLIMITED	(~0ULL)	/* in a u32 quota field: 0xffffffff */
+#define ROF_INFLIGHT_DEFAULT	64	/* requests in flight per session */
+#define ROF_INFLIGHT_MAX	4096
+#define ROF_REGION_SIZE_MAX	(1ULL << 34)	/* 16 GiB */
+#define ROF_FREELIST_BLOCKS_MAX	(1U << 20)
+#define ROF_TOKEN_TTL_DEFAULT_MS 60000	/* access token lifetime if 0 given */
+#define ROF_TOKEN_TTL_MAX_MS	3600000
+
+/* More enum rof_audit_kind values, reported by the object files. */
+enum {
+	ROF_AUDIT_REGION_DESTROY	= 16,	/* forced; reason below */
+	ROF_AUDIT_TENANT_DESTROY	= 17,	/* forced; reason below */
+};
+
+/* rof_audit_record.reason for ROF_AUDIT_REGION/TENANT_DESTROY. */
+enum rof_destroy_reason {
+	ROF_DESTROY_ADMIN	= 1,	/* a destroy command with ROF_DESTROY_FORCE */
+	ROF_DESTROY_TENANT	= 2,	/* its tenant was destroyed */
+	ROF_DESTROY_DRAIN	= 3,	/* ROF_IOC_DRAIN */
+};
+
+/* Flag of every DESTROY command and of ROF_IOC_DRAIN. */
+#define ROF_DESTROY_FORCE	(1U << 0)	/* revoke users instead of -EBUSY */
+
+/*
+ * Limits of a tenant.  A u32 field set to 0xffffffff, or region_bytes to
+ * ROF_QUOTA_UNLIMITED, is unlimited.  A new tenant starts unlimited, with
+ * inflight = ROF_INFLIGHT_DEFAULT.
+ */
+struct rof_tenant_quota {
+	__u64 region_bytes;	/* bytes of all its regions together */
+	__u32 sessions;		/* sessions open at once */
+	__u32 programs;		/* programs loaded at once */
+	__u32 inflight;		/* requests in flight per session, 1 .. ROF_INFLIGHT_MAX */
+	__u32 reserved;		/* must be 0 */
+};
+
+struct rof_tenant_usage {
+	__u64 region_bytes;
+	__u32 regions;
+	__u32 sessions;
+	__u32 programs;
+	__u32 freelists;
+};
+
+/* Monotonic per-tenant counters, accumulated from its audit records. */
+struct rof_tenant_counters {
+	__u64 invocations;		/* ROF_AUDIT_INVOKE records */
+	__u64 invoke_errors;		/* ... of which status != 0 */
+	__u64 completion_errors;	/* ROF_AUDIT_COMPLETION_ERROR records */
+	__u64 bytes;			/* sum of bytes of ROF_AUDIT_INVOKE */
+	__u64 insns;			/* sum of insns of ROF_AUDIT_INVOKE */
+	__u64 sessions_opened;
+	__u64 sessions_closed;
+	__u64 sessions_rejected;
+	__u64 reserved[4];
+};
+
+/* rof_tenant_info.flags */
+#define ROF_TENANT_DYING	(1U << 0)	/* a forced destroy is under way */
+
+/* Element of ROF_IOC_LIST_TENANTS; in/out of ROF_IOC_GET_TENANT. */
+struct rof_tenant_info {
+	char name[ROF_NAME_MAX];
+	__u32 id;		/* GET: in */
+	__u32 flags;		/* GET: in, must be 0; out: ROF_TENANT_* */
+	struct rof_tenant_quota quota;
+	struct rof_tenant_usage usage;
+	struct rof_tenant_counters counters;
+};
+
+/* rof_tenant_create.flags */
+#define ROF_TENANT_CREATE_ID	(1U << 0)	/* use @id instead of assigning one */
+
+/*
+ * Names of tenants, regions: 1 .. ROF_NAME_MAX - 1 characters of
+ * [A-Za-z0-9._:-], NUL-terminated within the array.
+ */
+struct rof_tenant_create {
+	char name[ROF_NAME_MAX];	/* in, unique among tenants */
+	__u32 id;		/* in with ROF_TENANT_CREATE_ID, else out */
+	__u32 flags;		/* in: ROF_TENANT_CREATE_* */
+	__u64 reserved;		/* in: must be 0 */
+};
+
+/* Destroy of a tenant, region or free list, by id. */
+struct rof_destroy {
+	__u32 id;
+	__u32 flags;		/* ROF_DESTROY_FORCE */
+	__u64 reserved;
+};
+
+struct rof_tenant_set_quota {
+	__u32 id;
+	__u32 flags;		/* must be 0 */
+	struct rof_tenant_quota quota;
+};
+
+struct rof_region_create {
+	char name[ROF_NAME_MAX];	/* in, unique within the tenant */
+	__u64 size;		/* in: bytes, a multiple of the page size */
+	__u32 tenant;		/* in: owner */
+	__u32 rights;		/* in: ROF_ACCESS_*, the most any grant may give */
+	__u32 id;		/* out */
+	__u32 flags;		/* in: must be 0 */
+	__u64 reserved;		/* in: must be 0 */
+};
+
+/* Element of ROF_IOC_LIST_REGIONS; in/out of ROF_IOC_GET_REGION. */
+struct rof_region_info {
+	char name[ROF_NAME_MAX];
+	__u64 size;
+	__u32 id;		/* GET: in */
+	__u32 flags;		/* GET: in, must be 0 */
+	__u32 tenant;
+	__u32 rights;
+	__u32 attachments;	/* sessions/programs using it */
+	__u32 mappings;		/* live mmaps and bound /dev/rof fds */
+	__u32 freelists;
+	__u32 chunks;		/* physically contiguous runs backing it */
+};
+
+/*
+ * ROF_IOC_REGION_TOKEN: mint a one-time token that lets a local process
+ * bind its /dev/rof fd to the region (ROF_IOC_REGION_MAP) and mmap it.
+ */
+struct rof_region_token {
+	__u32 region;		/* in */
+	__u32 rights;		/* in: ROF_ACCESS_READ, optionally | ROF_ACCESS_WRITE */
+	__u32 ttl_ms;		/* in: 0 = ROF_TOKEN_TTL_DEFAULT_MS */
+	__u32 flags;		/* in: must be 0 */
+	__u64 token[2];		/* out: 128 random bits */
+};
+
+/* ROF_IOC_REGION_MAP: needs no capability; the token is the authority. */
+struct rof_region_map {
+	__u64 token[2];		/* in */
+	__u32 flags;		/* in: must be 0 */
+	__u32 region;		/* out */
+	__u64 size;		/* out: bytes mmap may map from offset 0 */
+	__u32 rights;		/* out: as minted */
+	__u32 reserved;		/* in: must be 0 */
+};
+
+/*
+ * A free list in the ISA's in-region layout (include/uapi/rof_isa.h,
+ * docs/isa.md): a struct rof_isa_freelist header (64 bytes) at @offset,
+ * then @count blocks of @block_size bytes, block i (1-based) at
+ * @offset + 64 + (i - 1) * @block_size.  Creating formats that range with
+ * every block free (ALLOC hands them out in address order); destroying
+ * clears the header's magic.  Program slots name the list by its id.
+ */
+struct rof_freelist_create {
+	__u32 region;		/* in */
+	__u32 block_size;	/* in: a multiple of 8, >= 8 */
+	__u64 offset;		/* in: of the header, a multiple of 8 */
+	__u32 count;		/* in: 1 .. ROF_FREELIST_BLOCKS_MAX */
+	__u32 id;		/* out */
+	__u32 flags;		/* in: must be 0 */
+	__u32 reserved;		/* in: must be 0 */
+};
+
+/* rof_freelist_info.flags */
+#define ROF_FREELIST_CORRUPT	(1U << 0)	/* in-region chain is broken */
+
+/* Element of ROF_IOC_LIST_FREELISTS. */
+struct rof_freelist_info {
+	__u64 offset;
+	__u32 id;
+	__u32 region;
+	__u32 tenant;
+	__u32 block_size;
+	__u32 count;
+	__u32 free;		/* blocks on the in-region chain now */
+	__u32 flags;		/* ROF_FREELIST_* */
+	__u32 reserved;
+};
+
+/* rof_audit_open.flags */
+#define ROF_AUDIT_NONBLOCK	(1U << 0)	/* the fd is O_NONBLOCK */
+
+/*
+ * ROF_IOC_AUDIT_OPEN returns a read-only fd (O_CLOEXEC) from which read()
+ * consumes whole struct rof_audit_record entries, oldest first, and
+ * poll() reports POLLIN while records are pending.  One reader at a
+ * time (-EBUSY); records written while no reader is open are kept, up to
+ * the ring size (module parameter audit_ring_size).
+ */
+struct rof_audit_open {
+	__u32 flags;		/* in: ROF_AUDIT_* */
+	__s32 fd;		/* out */
+	__u64 reserved;		/* in: must be 0 */
+};
+
+struct rof_audit_stats {
+	__u64 next_seq;		/* seq the next record will get (first is 1) */
+	__u64 overruns;		/* records overwritten before being read */
+	__u32 ring_size;	/* records the ring holds */
+	__u32 pending;		/* records not read yet */
+	__u32 flags;		/* in: must be 0 */
+	__u32 reserved;		/* in: must be 0 */
+};
+
+/* ROF_IOC_DRAIN: destroy every tenant (and so everything) for unload. */
+struct rof_drain {
+	__u32 flags;		/* in: ROF_DESTROY_FORCE closes sessions too */
+	__u32 tenants;		/* out: tenants destroyed */
+	__u32 remaining;	/* out: tenants left (busy without FORCE) */
+	__u32 reserved;		/* in: must be 0 */
+};
+
+#define ROF_IOC_TENANT_CREATE	_IOWR(ROF_IOC_MAGIC, 0x10, struct rof_tenant_create)
+#define ROF_IOC_TENANT_DESTROY	_IOW(ROF_IOC_MAGIC, 0x11, struct rof_destroy)
+#define ROF_IOC_TENANT_SET_QUOTA _IOW(ROF_IOC_MAGIC, 0x12, struct rof_tenant_set_quota)
+#define ROF_IOC_GET_TENANT	_IOWR(ROF_IOC_MAGIC, 0x13, struct rof_tenant_info)
+#define ROF_IOC_LIST_TENANTS	_IOWR(ROF_IOC_MAGIC, 0x14, struct rof_list)
+#define ROF_IOC_REGION_CREATE	_IOWR(ROF_IOC_MAGIC, 0x18, struct rof_region_create)
+#define ROF_IOC_REGION_DESTROY	_IOW(ROF_IOC_MAGIC, 0x19, struct rof_destroy)
+#define ROF_IOC_GET_REGION	_IOWR(ROF_IOC_MAGIC, 0x1a, struct rof_region_info)
+#define ROF_IOC_LIST_REGIONS	_IOWR(ROF_IOC_MAGIC, 0x1b, struct rof_list)
+#define ROF_IOC_REGION_TOKEN	_IOWR(ROF_IOC_MAGIC, 0x1c, struct rof_region_token)
+#define ROF_IOC_REGION_MAP	_IOWR(ROF_IOC_MAGIC, 0x1d, struct rof_region_map)
+#define ROF_IOC_FREELIST_CREATE	_IOWR(ROF_IOC_MAGIC, 0x20, struct rof_freelist_create)
+#define ROF_IOC_FREELIST_DESTROY _IOW(ROF_IOC_MAGIC, 0x21, struct rof_destroy)
+#define ROF_IOC_LIST_FREELISTS	_IOWR(ROF_IOC_MAGIC, 0x22, struct rof_list)
+#define ROF_IOC_AUDIT_OPEN	_IOWR(ROF_IOC_MAGIC, 0x28, struct rof_audit_open)
+#define ROF_IOC_AUDIT_STATS	_IOWR(ROF_IOC_MAGIC, 0x29, struct rof_audit_stats)
+#define ROF_IOC_DRAIN		_IOWR(ROF_IOC_MAGIC, 0x30, struct rof_drain)
+
+/* End of tenants, regions, audit. */
+
+/*
+ * Sessions (ioctl numbers 0x40-0x6f): the ticket key, session
+ * preparation, the rdma_cm listener's sessions, rate limits.
+ * docs/protocol.md specifies the wire format; docs/kmod.md the ioctls.
+ */
+
+#define ROF_CM_PORT_DEFAULT	18515	/* module parameter cm_port */
+#define ROF_TICKET_KEY_LEN	32	/* HMAC-SHA256 key bytes */
+#define ROF_TICKET_MAC_LEN	16	/* HMAC-SHA256 truncated to this */
+#define ROF_TICKET_VERSION	1
+#define ROF_SESSION_MAX_REGIONS	16	/* regions one session may be granted */
+#define ROF_SESSION_CREDITS_MAX	512	/* credits a session gets at most */
+#define ROF_RATE_MAX		100000000000ULL	/* ops/s or bytes/s; 0 = none */
+#define ROF_MSG_SIZE		1024	/* largest request or response, bytes */
+#define ROF_SESSION_IDLE_MAX_MS	86400000 /* idle_timeout_ms at most: a day */
+
+/*
+ * struct rof_ticket - the connect private data of a session (48 bytes; an
+ * RC connect request over IB CM carries 56 after the rdma_cm header).
+ * Integers are little-endian.  @mac is the first ROF_TICKET_MAC_LEN bytes
+ * of HMAC-SHA256 under the ticket key over bytes [0, offsetof(mac)).
+ * rofd builds tickets itself (it knows the key) or takes the one
+ * ROF_IOC_SESSION_PREPARE returns.
+ */
+struct rof_ticket {
+	__u8 version;		/* ROF_TICKET_VERSION */
+	__u8 reserved[3];	/* 0 */
+	__le32 tenant;
+	__le32 session;
+	__le32 reserved2;	/* 0 */
+	__le64 expires_ns;	/* CLOCK_REALTIME; connect refused after it */
+	__le64 nonce;		/* random, chosen by whoever builds the ticket */
+	__u8 mac[ROF_TICKET_MAC_LEN];
+};
+
+#define ROF_TICKET_MAC_OFFSET	32	/* == offsetof(struct rof_ticket, mac) */
+
+/* Why a connect was refused: the REJ private data and the audit reason. */
+enum rof_reject_reason {
+	ROF_REJECT_NO_TICKET	= 1,	/* no private data or version 0 */
+	ROF_REJECT_VERSION	= 2,	/* unknown ticket version or reserved bits */
+	ROF_REJECT_NO_KEY	= 3,	/* rofd has not set a ticket key yet */
+	ROF_REJECT_BAD_MAC	= 4,	/* forged or corrupted */
+	ROF_REJECT_EXPIRED	= 5,
+	ROF_REJECT_NO_SESSION	= 6,	/* no prepared session with that id */
+	ROF_REJECT_WRONG_TENANT	= 7,	/* session belongs to another tenant */
+	ROF_REJECT_IN_USE	= 8,	/* the session is connected already */
+	ROF_REJECT_NO_TENANT	= 9,	/* the tenant is gone */
+	ROF_REJECT_QUOTA	= 10,	/* tenant's session quota reached */
+	ROF_REJECT_NO_REGION	= 11,	/* a granted region is gone */
+	ROF_REJECT_RESOURCES	= 12,	/* QP, CQ, MR or memory allocation failed */
+	ROF_REJECT_DEVICE	= 13,	/* the device is going away */
+};
+
+/* The private data of every REJ the module sends (8 bytes). */
+struct rof_reject {
+	__le32 magic;		/* ROF_REJECT_MAGIC */
+	__le32 reason;		/* enum rof_reject_reason */
+};
+
+#define ROF_REJECT_MAGIC	0x4a455246U	/* "FREJ" little-endian */
+
+/* Why a session ended: rof_audit_record.reason of ROF_AUDIT_SESSION_CLOSE. */
+enum rof_close_reason {
+	ROF_CLOSE_DISCONNECT	= 1,	/* the client disconnected */
+	ROF_CLOSE_QP_ERROR	= 2,	/* a completion in error */
+	ROF_CLOSE_IDLE		= 3,	/* idle timeout */
+	ROF_CLOSE_ADMIN		= 4,	/* ROF_IOC_SESSION_CLOSE */
+	ROF_CLOSE_REVOKED	= 5,	/* a granted region or its tenant was destroyed */
+	ROF_CLOSE_DEVICE	= 6,	/* the RDMA device was removed */
+	ROF_CLOSE_PROTOCOL	= 7,	/* credits exceeded or a malformed request */
+	ROF_CLOSE_UNLOAD	= 8,	/* module unload */
+	ROF_CLOSE_EXPIRED	= 9,	/* prepared, never connected, ticket expired */
+};
+
+/* ROF_IOC_SET_TICKET_KEY: the MAC key of every ticket from now on. */
+struct rof_ticket_key {
+	__u8 key[ROF_TICKET_KEY_LEN];	/* in: random bytes */
+	__u32 flags;			/* in: must be 0 */
+	__u32 reserved;			/* in: must be 0 */
+};
+
+/* One granted region; @access is a subset of the region's rights. */
+struct rof_session_grant {
+	__u32 region;		/* region id, of the session's tenant */
+	__u32 access;		/* ROF_ACCESS_*, not 0 */
+};
+
+/* Rate limits; 0 means unlimited, else 1 .. ROF_RATE_MAX. */
+struct rof_rate {
+	__u64 ops_per_sec;	/* requests answered per second */
+	__u64 bytes_per_sec;	/* request + response payload bytes per second */
+};
+
+/*
+ * ROF_IOC_SESSION_PREPARE: reserve a session for one connection and
+ * return its id and a ticket for it.  The session waits, holding nothing,
+ * until a client connects with the ticket or @expires_ns passes.
+ */
+struct rof_session_prepare {
+	__u32 tenant;		/* in */
+	__u32 nregions;		/* in: 0 .. ROF_SESSION_MAX_REGIONS */
+	struct rof_session_grant regions[ROF_SESSION_MAX_REGIONS]; /* in */
+	struct rof_rate rate;	/* in */
+	__u64 expires_ns;	/* in: CLOCK_REALTIME, in the future */
+	__u32 idle_timeout_ms;	/* in: 0 = module parameter idle_timeout_ms */
+	__u32 flags;		/* in: must be 0 */
+	__u32 session;		/* out: session id, never reused while loaded */
+	__u32 reserved;		/* in: must be 0 */
+	struct rof_ticket ticket; /* out: a ticket with a random nonce */
+};
+
+enum rof_session_state {
+	ROF_SESSION_PREPARED	= 1,	/* waiting for its connect */
+	ROF_SESSION_CONNECTING	= 2,	/* accepted, not established yet */
+	ROF_SESSION_LIVE	= 3,
+	ROF_SESSION_CLOSING	= 4,
+};
+
+/* rof_session_info.flags (out) */
+#define ROF_SESSION_QP_PACED	(1U << 0) /* IB_QP_RATE_LIMIT pacing in use */
+
+struct rof_session_counters {
+	__u64 requests;		/* requests answered */
+	__u64 bytes_in;		/* request payload bytes */
+	__u64 bytes_out;	/* response payload bytes */
+	__u64 deferred;		/* times processing waited for tokens */
+	__u64 completion_errors;
+	__u64 bad_requests;	/* answered with an error status */
+	__u64 reserved[2];
+};
+
+/* Element of ROF_IOC_LIST_SESSIONS; in/out of ROF_IOC_GET_SESSION. */
+struct rof_session_info {
+	__u32 id;		/* GET: in */
+	__u32 flags;		/* GET: in, must be 0; out: ROF_SESSION_* */
+	__u32 tenant;
+	__u32 state;		/* enum rof_session_state */
+	char device[ROF_NAME_MAX]; /* RDMA device, "" until connected */
+	__u32 port_num;
+	__u32 credits;		/* requests in flight the client may have */
+	__u32 nregions;
+	__u32 idle_timeout_ms;
+	struct rof_session_grant regions[ROF_SESSION_MAX_REGIONS];
+	struct rof_rate rate;
+	__u64 expires_ns;	/* ticket expiry */
+	__u64 connected_ns;	/* CLOCK_REALTIME, 0 until established */
+	__u8 peer_addr[16];	/* IPv6, or IPv4-mapped IPv6 */
+	__u16 peer_port;	/* host byte order */
+	__u16 reserved16;
+	__u32 reserved;
+	struct rof_session_counters counters;
+};
+
+struct rof_session_close {
+	__u32 session;		/* in */
+	__u32 flags;		/* in: must be 0 */
+	__u64 reserved;		/* in: must be 0 */
+};
+
+/* ROF_IOC_TENANT_SET_RATE: the aggregate limit of all a tenant's sessions. */
+struct rof_tenant_rate {
+	__u32 tenant;		/* in */
+	__u32 flags;		/* in: must be 0 */
+	struct rof_rate rate;	/* in: 0 fields = unlimited */
+};
+
+#define ROF_IOC_SET_TICKET_KEY	_IOW(ROF_IOC_MAGIC, 0x40, struct rof_ticket_key)
+#define ROF_IOC_SESSION_PREPARE	_IOWR(ROF_IOC_MAGIC, 0x41, struct rof_session_prepare)
+#define ROF_IOC_LIST_SESSIONS	_IOWR(ROF_IOC_MAGIC, 0x42, struct rof_list)
+#define ROF_IOC_GET_SESSION	_IOWR(ROF_IOC_MAGIC, 0x43, struct rof_session_info)
+#define ROF_IOC_SESSION_CLOSE	_IOW(ROF_IOC_MAGIC, 0x44, struct rof_session_close)
+#define ROF_IOC_TENANT_SET_RATE	_IOW(ROF_IOC_MAGIC, 0x45, struct rof_tenant_rate)
+
+/*
+ * Session wire format (docs/protocol.md).  All integers little-endian.
+ * Every message, request or response, is one SEND of at most ROF_MSG_SIZE
+ * bytes: a 16-byte header and a payload of header.len bytes.
+ */
+#define ROF_WIRE_VERSION	1
+#define ROF_ACCEPT_MAGIC	0x43434146U	/* "FACC" little-endian */
+#define ROF_WELCOME_ID		0	/* request id of the region table */
+
+/* The private data of the module's REP (accept). */
+struct rof_accept {
+	__le32 magic;		/* ROF_ACCEPT_MAGIC */
+	__u8 version;		/* ROF_WIRE_VERSION */
+	__u8 nregions;		/* entries the welcome message will carry */
+	__le16 credits;		/* requests the client may have outstanding */
+	__le32 session;
+	__le32 msg_size;	/* ROF_MSG_SIZE: receive buffers must hold this */
+};
+
+enum rof_opcode {
+	ROF_OP_NOP	= 1,	/* empty response */
+	ROF_OP_ECHO	= 2,	/* response payload = request payload */
+	ROF_OP_INVOKE	= 3,	/* payload: struct rof_invoke, then arguments */
+};
+
+/* enum rof_status: the status of a response. */
+enum rof_status {
+	ROF_ST_OK		= 0,
+	ROF_ST_BAD_OPCODE	= 1,
+	ROF_ST_BAD_LENGTH	= 2,	/* header.len disagrees with the message */
+	ROF_ST_BAD_FLAGS	= 3,
+	ROF_ST_NO_PROGRAM	= 4,	/* INVOKE of a program not loaded */
+};
+
+struct rof_req_hdr {
+	__le64 id;		/* echoed in the response; not ROF_WELCOME_ID */
+	__le16 opcode;		/* enum rof_opcode */
+	__le16 flags;		/* must be 0 */
+	__le32 len;		/* payload bytes after the header */
+};
+
+struct rof_resp_hdr {
+	__le64 id;
+	__le32 status;		/* enum rof_status */
+	__le32 len;		/* payload bytes after the header */
+};
+
+struct rof_invoke {
+	__le64 program;		/* program tag */
+};
+
+/* The welcome message's payload: one entry per granted region. */
+struct rof_wire_region {
+	__le64 addr;		/* remote address of the region's first byte */
+	__le64 length;
+	__le32 rkey;		/* this session's key; dies with the session */
+	__le32 region;		/* region id */
+	__le32 access;		/* ROF_ACCESS_* granted */
+	__le32 reserved;
+};
+
+/* End of sessions. */
+
 #endif /* _UAPI_ROF_H */

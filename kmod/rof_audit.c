@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rof_audit.c - the audit ring.
+ *
+ * A fixed-size ring of struct rof_audit_record, written from any context
+ * (the data path audits from completion handlers) and consumed by one
+ * reader, rofd, through an fd from ROF_IOC_AUDIT_OPEN.  When the ring is
+ * full the oldest record is overwritten and counted as an overrun; the
+ * reader also sees the loss as a gap in seq.  Records written while no
+ * reader is open stay in the ring, so a restarted rofd drains what its
+ * predecessor left.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/anon_inodes.h>
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/log2.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+
+#include "rof_core.h"
+
+#define ROF_AUDIT_RING_MIN	64
+#define ROF_AUDIT_RING_MAX	(1U << 20)
+#define ROF_AUDIT_READ_BATCH	16	/* records copied per lock hold */
+
+static unsigned int audit_ring_size = 4096;
+module_param(audit_ring_size, uint, 0444);
+MODULE_PARM_DESC(audit_ring_size,
+		 "audit ring records (64 .. 1048576, rounded up to a power of 2)");
+
+static struct {
+	spinlock_t lock;	/* recs, head, tail, overruns */
+	struct rof_audit_record *recs;
+	u32 mask;
+	u64 head;		/* seq of the next record written */
+	u64 tail;		/* seq of the oldest unread record */
+	u64 overruns;
+	wait_queue_head_t wq;
+	atomic_t reader;	/* 1 while an audit fd is open */
+} rof_audit = {
+	.lock = __SPIN_LOCK_UNLOCKED(rof_audit.lock),
+	.wq = __WAIT_QUEUE_HEAD_INITIALIZER(rof_audit.wq),
+};
+
+void rof_audit_log(const struct rof_audit_record *rec)
+{
+	struct rof_audit_record *slot;
+	unsigned long flags;
+
+	spin_lock_irqsave(&rof_audit.lock, flags);
+	if (rof_audit.head - rof_audit.tail > rof_audit.mask) {
+		rof_audit.tail++;
+		rof_audit.overruns++;
+	}
+	slot = &rof_audit.recs[rof_audit.head & rof_audit.mask];
+	*slot = *rec;
+	slot->seq = rof_audit.head++;
+	slot->time_ns = ktime_get_real_ns();
+	spin_unlock_irqrestore(&rof_audit.lock, flags);
+
+	rof_tenant_account(rec);
+	wake_up_interruptible_poll(&rof_audit.wq, EPOLLIN | EPOLLRDNORM);
+}
+
+static bool rof_audit_pending(void)
+{
+	return READ_ONCE(rof_audit.head) != READ_ONCE(rof_audit.tail);
+}
+
+static ssize_t rof_audit_read(struct file *file, char __user *buf,
+			      size_t len, loff_t *ppos)
+{
+	struct rof_audit_record *batch;
+	size_t want = len / sizeof(*batch);
+	size_t done = 0;
+	int ret;
+
+	if (!want)
+		return -EINVAL;
+
+	batch = kmalloc_array(ROF_AUDIT_READ_BATCH, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return -ENOMEM;
+
+	while (!rof_audit_pending()) {
+		if (file->f_flags & O_NONBLOCK) {
+			ret = -EAGAIN;
+			goto out;
+		}
+		ret = wait_event_interruptible(rof_audit.wq,
+					       rof_audit_pending());
+		if (ret)
+			goto out;
+	}
+
+	while (done < want) {
+		unsigned long flags;
+		size_t n = 0;
+
+		spin_lock_irqsave(&rof_audit.lock, flags);
+		while (n < ROF_AUDIT_READ_BATCH && done + n < want &&
+		       rof_audit.tail != rof_audit.head) {
+			batch[n++] = rof_audit.recs[rof_audit.tail &
+						    rof_audit.mask];
+			rof_audit.tail++;
+		}
+		spin_unlock_irqrestore(&rof_audit.lock, flags);
+		if (!n)
+			break;
+		/*
+		 * Records already taken off the ring are lost on a fault;
+		 * the next record's seq shows the gap.
+		 */
+		if (copy_to_user(buf + done * sizeof(*batch), batch,
+				 n * sizeof(*batch))) {
+			ret = done ? 0 : -EFAULT;
+			goto out;
+		}
+		done += n;
+	}
+	ret = 0;
+out:
+	kfree(batch);
+	return done ? done * sizeof(*batch) : ret;
+}
+
+static __poll_t rof_audit_poll(struct file *file, poll_table *wait)
+{
+	poll_wait(file, &rof_audit.wq, wait);
+	return rof_audit_pending() ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+static int rof_audit_release(struct inode *inode, struct file *file)
+{
+	atomic_set(&rof_audit.reader, 0);
+	return 0;
+}
+
+static const struct file_operations rof_audit_fops = {
+	.owner		= THIS_MODULE,
+	.read		= rof_audit_read,
+	.poll		= rof_audit_poll,
+	.release	= rof_audit_release,
+	.llseek		= noop_llseek,
+};
+
+static long rof_audit_open(void __user *uarg)
+{
+	struct rof_audit_open req;
+	struct file *f;
+	int fd, ret;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags & ~ROF_AUDIT_NONBLOCK || req.reserved)
+		return -EINVAL;
+	if (atomic_cmpxchg(&rof_audit.reader, 0, 1))
+		return -EBUSY;
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		ret = fd;
+		goto err_reader;
+	}
+	f = anon_inode_getfile("[rof-audit]", &rof_audit_fops, NULL,
+			       O_RDONLY | (req.flags & ROF_AUDIT_NONBLOCK ?
+					   O_NONBLOCK : 0));
+	if (IS_ERR(f)) {
+		ret = PTR_ERR(f);
+		goto err_fd;
+	}
+	req.fd = fd;
+	if (copy_to_user(uarg, &req, sizeof(req))) {
+		ret = -EFAULT;
+		goto err_file;
+	}
+	/* Nothing can fail any more: publish the fd. */
+	fd_install(fd, f);
+	return 0;
+
+err_file:
+	fput(f);	/* its release clears the reader flag */
+	put_unused_fd(fd);
+	return ret;
+err_fd:
+	put_unused_fd(fd);
+err_reader:
+	atomic_set(&rof_audit.reader, 0);
+	return ret;
+}
+
+static long rof_audit_stats(void __user *uarg)
+{
+	struct rof_audit_stats st;
+	unsigned long flags;
+
+	if (copy_from_user(&st, uarg, sizeof(st)))
+		return -EFAULT;
+	if (st.flags || st.reserved)
+		return -EINVAL;
+	spin_lock_irqsave(&rof_audit.lock, flags);
+	st.next_seq = rof_audit.head;
+	st.overruns = rof_audit.overruns;
+	st.pending = rof_audit.head - rof_audit.tail;
+	spin_unlock_irqrestore(&rof_audit.lock, flags);
+	st.ring_size = rof_audit.mask + 1;
+	if (copy_to_user(uarg, &st, sizeof(st)))
+		return -EFAULT;
+	return 0;
+}
+
+long rof_audit_ioctl(unsigned int cmd, void __user *uarg)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+
+	switch (cmd) {
+	case ROF_IOC_AUDIT_OPEN:
+		return rof_audit_open(uarg);
+	case ROF_IOC_AUDIT_STATS:
+		return rof_audit_stats(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+int rof_audit_init(void)
+{
+	unsigned int n = audit_ring_size;
+
+	if (n < ROF_AUDIT_RING_MIN || n > ROF_AUDIT_RING_MAX) {
+		pr_err("audit_ring_size=%u outside %u .. %u\n", n,
+		       ROF_AUDIT_RING_MIN, ROF_AUDIT_RING_MAX);
+		return -EINVAL;
+	}
+	n = roundup_pow_of_two(n);
+	rof_audit.recs = kvcalloc(n, sizeof(*rof_audit.recs), GFP_KERNEL);
+	if (!rof_audit.recs)
+		return -ENOMEM;
+	rof_audit.mask = n - 1;
+	rof_audit.head = 1;
+	rof_audit.tail = 1;
+	return 0;
+}
+
+void rof_audit_exit(void)
+{
+	kvfree(rof_audit.recs);
+	rof_audit.recs = NULL;
+}

@@ -1,0 +1,1630 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rof_session.c - the rdma_cm listener, sessions and their data path.
+ *
+ * rofd prepares a session (tenant, granted regions, rate limits, expiry)
+ * and hands its ticket to a client; the client connects to the module's
+ * listener with the ticket as private data.  An accepted session is an RC
+ * QP in the tenant's PD with its own CQ, pre-posted receives, a credit
+ * count and one fast-registration MR per granted region, so that closing
+ * one session invalidates only its own remote keys.  docs/protocol.md is
+ * the wire format, docs/kmod.md the lifetimes.
+ *
+ * Locking: rof_sess_lock (a mutex) guards the session table, each
+ * session's state and device binding.  s->lock serialises building a
+ * session's connection (in the CM handler) against tearing it down (in
+ * its close work).  The data path runs in s->poll_work only, which the
+ * workqueue never runs twice at once, so it needs no lock of its own.
+ * No rdma_cm call is made under rof_sess_lock.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/module.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_cm.h>
+#include <rdma/rdma_cm.h>
+
+#include "rof_core.h"
+#include "rof_bucket.h"
+
+static ushort cm_port = ROF_CM_PORT_DEFAULT;
+module_param(cm_port, ushort, 0444);
+MODULE_PARM_DESC(cm_port, "rdma_cm port the session listener binds (any address)");
+
+static uint idle_timeout_ms = 300000;
+module_param(idle_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(idle_timeout_ms, "close a session idle this long, unless it sets its own");
+
+/*
+ * Kalia's selective signalling: one send in this many asks for a
+ * completion, which retires every send posted before it.
+ */
+static uint signal_every = 16;
+module_param(signal_every, uint, 0444);
+MODULE_PARM_DESC(signal_every, "request a send completion every N sends");
+
+#define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
+#define ROF_POLL_ROUNDS		64	/* polls before yielding the worker */
+#define ROF_INLINE_WANT		256	/* inline bytes asked of the QP */
+#define ROF_REAP_PERIOD		HZ	/* idle and expiry scan */
+
+#define ROF_WR_RECV		BIT_ULL(62)
+#define ROF_WR_SEND		BIT_ULL(61)
+#define ROF_WR_MASK		(ROF_WR_RECV | ROF_WR_SEND)
+
+/* s->flags bits */
+enum {
+	ROF_SF_CLOSING,		/* close requested; the data path stops */
+	ROF_SF_WELCOME,		/* established: register MRs, send regions */
+	ROF_SF_OPENED,		/* SESSION_OPEN audited: CLOSE will be too */
+};
+
+struct rof_sregion {
+	struct rof_session *s;
+	struct rof_region *r;
+	struct rof_region_attach att;
+	bool attached;
+	struct sg_table sgt;
+	int nents;		/* DMA-mapped entries; 0 when not mapped */
+	struct ib_mr *mr;
+	u32 access;		/* ROF_ACCESS_* actually granted */
+	u64 len;
+};
+
+struct rof_slot {
+	void *buf;
+	u64 dma;
+};
+
+struct rof_pending {
+	u32 slot;
+	u32 len;
+	u64 rx_ns;
+};
+
+struct rof_session {
+	struct kref ref;
+	u32 id;
+	u32 tenant_id;
+	u32 state;			/* enum rof_session_state; rof_sess_lock */
+	unsigned long flags;		/* ROF_SF_* */
+	u32 close_reason;
+
+	/* What rofd prepared; constant. */
+	u32 nregions;
+	struct rof_session_grant grants[ROF_SESSION_MAX_REGIONS];
+	struct rof_rate rate;
+	u64 expires_ns;
+	u32 idle_ms;
+
+	/* The connection; built under ->lock, torn down by close_work. */
+	struct mutex lock;
+	struct rdma_cm_id *cm_id;
+	struct rof_device *dev;		/* set under rof_sess_lock */
+	struct rof_tenant *tenant;
+	bool charged;
+	bool tenant_attached;
+	struct rof_tenant_attach tatt;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct rof_sregion *regions;
+	struct rof_tenant_rl *trl;
+	u32 credits;
+	u32 nrecv;			/* credits + 1: one more shows a violation */
+	u32 sq_depth;
+	u32 max_inline;
+	u32 sig_every;
+	struct rof_slot *rx;
+	struct rof_slot *tx;
+	struct ib_recv_wr *rx_wr;
+	struct ib_sge *rx_sge;
+	struct ib_send_wr *tx_wr;
+	struct ib_sge *tx_sge;
+	struct ib_reg_wr *reg_wr;
+	struct rof_pending *pending;
+
+	/* Data path state: s->poll_work only. */
+	u64 sq_posted;
+	u64 sq_done;
+	u32 pend_head;
+	u32 pend_count;
+	struct rof_bucket ops_b;
+	struct rof_bucket bytes_b;
+
+	struct work_struct poll_work;
+	struct delayed_work throttle_work;
+	struct work_struct close_work;
+
+	u64 last_active_ns;		/* ktime_get_ns; READ/WRITE_ONCE */
+	u64 connected_ns;
+	u32 port_num;
+	u32 qp_paced;
+	char devname[ROF_NAME_MAX];
+	struct sockaddr_storage peer;
+	struct rof_session_counters cnt; /* written by poll work only */
+};
+
+static DEFINE_XARRAY(rof_sessions);
+static DEFINE_MUTEX(rof_sess_lock);
+static u32 rof_sess_next_id = 1;
+static struct workqueue_struct *rof_sess_wq;
+static struct rdma_cm_id *rof_listen_id;
+static struct delayed_work rof_reap_work;
+
+static void rof_session_release(struct kref *ref)
+{
+	struct rof_session *s = container_of(ref, struct rof_session, ref);
+
+	kfree(s);
+}
+
+static void rof_session_put(struct rof_session *s)
+{
+	kref_put(&s->ref, rof_session_release);
+}
+
+static void rof_sess_audit(struct rof_session *s, u32 kind, u32 reason,
+			   s32 status)
+{
+	struct rof_audit_record rec = {
+		.kind = kind,
+		.tenant = s->tenant_id,
+		.session = s->id,
+		.status = status,
+		.reason = reason,
+	};
+
+	rof_audit_log(&rec);
+}
+
+static void rof_session_close(struct rof_session *s, u32 reason)
+{
+	if (test_and_set_bit(ROF_SF_CLOSING, &s->flags))
+		return;
+	s->close_reason = reason;
+	kref_get(&s->ref);		/* dropped by close_work */
+	queue_work(rof_sess_wq, &s->close_work);
+}
+
+/* ---- the data path ------------------------------------------------- */
+
+static int rof_post_rx_chain(struct rof_session *s, struct ib_recv_wr *first)
+{
+	const struct ib_recv_wr *bad;
+
+	return first ? ib_post_recv(s->qp, first, &bad) : 0;
+}
+
+static void rof_prep_rx(struct rof_session *s, u32 slot, struct ib_recv_wr ***tail)
+{
+	struct ib_recv_wr *wr = &s->rx_wr[slot];
+	struct ib_sge *sge = &s->rx_sge[slot];
+
+	ib_dma_sync_single_for_device(s->cq->device, s->rx[slot].dma,
+				      ROF_MSG_SIZE, DMA_FROM_DEVICE);
+	sge->addr = s->rx[slot].dma;
+	sge->length = ROF_MSG_SIZE;
+	sge->lkey = s->pd->local_dma_lkey;
+	wr->wr_id = ROF_WR_RECV | slot;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->next = NULL;
+	**tail = wr;
+	*tail = &wr->next;
+}
+
+/*
+ * Append a SEND of @len bytes already written to the next tx slot.  The
+ * sequence number doubles as the slot index (mod sq_depth) and, on a
+ * signalled send, tells how far the send queue has drained.
+ */
+static void rof_prep_tx(struct rof_session *s, u32 len, struct ib_send_wr ***tail)
+{
+	u64 seq = s->sq_posted++;
+	u32 i = seq % s->sq_depth;
+	struct ib_send_wr *wr = &s->tx_wr[i];
+	struct ib_sge *sge = &s->tx_sge[i];
+
+	memset(wr, 0, sizeof(*wr));
+	sge->length = len;
+	sge->lkey = s->pd->local_dma_lkey;
+	if (len <= s->max_inline) {
+		/* Inline data is copied by the CPU at post time: a kernel VA. */
+		sge->addr = (uintptr_t)s->tx[i].buf;
+		wr->send_flags |= IB_SEND_INLINE;
+	} else {
+		sge->addr = s->tx[i].dma;
+		ib_dma_sync_single_for_device(s->cq->device, s->tx[i].dma, len,
+					      DMA_TO_DEVICE);
+	}
+	wr->wr_id = ROF_WR_SEND | seq;
+	wr->opcode = IB_WR_SEND;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	if ((seq + 1) % s->sig_every == 0)
+		wr->send_flags |= IB_SEND_SIGNALED;
+	**tail = wr;
+	*tail = &wr->next;
+}
+
+static bool rof_sq_full(struct rof_session *s)
+{
+	return s->sq_posted - s->sq_done >= s->sq_depth;
+}
+
+/* The seam to the executor: until programs can be loaded, none exists. */
+static u32 rof_session_invoke(struct rof_session *s, u64 program,
+			      const u8 *args, u32 args_len, u8 *resp,
+			      u32 *resp_len)
+{
+	*resp_len = 0;
+	return ROF_ST_NO_PROGRAM;
+}
+
+/* Payload bytes a request's response will carry; for the byte bucket. */
+static u32 rof_resp_payload(const struct rof_req_hdr *h, u32 len)
+{
+	if (le16_to_cpu(h->opcode) == ROF_OP_ECHO && !h->flags &&
+	    le32_to_cpu(h->len) == len - sizeof(*h))
+		return len - sizeof(*h);
+	return 0;
+}
+
+/* Returns the response length written into @out (header included). */
+static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
+			      u8 *out, u64 rx_ns)
+{
+	struct rof_resp_hdr *rh = (struct rof_resp_hdr *)out;
+	struct rof_req_hdr h = {};
+	u32 plen = 0, status = ROF_ST_OK, op;
+
+	memcpy(&h, in, min_t(u32, len, sizeof(h)));
+	op = le16_to_cpu(h.opcode);
+	if (len < sizeof(h) || le32_to_cpu(h.len) != len - sizeof(h)) {
+		status = ROF_ST_BAD_LENGTH;
+	} else if (h.flags) {
+		status = ROF_ST_BAD_FLAGS;
+	} else {
+		const u8 *payload = in + sizeof(h);
+		u32 in_len = len - sizeof(h);
+
+		switch (op) {
+		case ROF_OP_NOP:
+			break;
+		case ROF_OP_ECHO:
+			memcpy(out + sizeof(*rh), payload, in_len);
+			plen = in_len;
+			break;
+		case ROF_OP_INVOKE: {
+			struct rof_audit_record rec = {
+				.kind = ROF_AUDIT_INVOKE,
+				.tenant = s->tenant_id,
+				.session = s->id,
+				.opcode = op,
+			};
+			struct rof_invoke inv;
+
+			if (in_len < sizeof(inv)) {
+				status = ROF_ST_BAD_LENGTH;
+				break;
+			}
+			memcpy(&inv, payload, sizeof(inv));
+			status = rof_session_invoke(s, le64_to_cpu(inv.program),
+						    payload + sizeof(inv),
+						    in_len - sizeof(inv),
+						    out + sizeof(*rh), &plen);
+			rec.program = le64_to_cpu(inv.program);
+			rec.status = status;
+			rec.bytes = in_len + plen;
+			rec.latency_ns = ktime_get_ns() - rx_ns;
+			rof_audit_log(&rec);
+			break;
+		}
+		default:
+			status = ROF_ST_BAD_OPCODE;
+			break;
+		}
+	}
+	if (status != ROF_ST_OK)
+		s->cnt.bad_requests++;
+	rh->id = h.id;
+	rh->status = cpu_to_le32(status);
+	rh->len = cpu_to_le32(plen);
+	s->cnt.requests++;
+	s->cnt.bytes_in += len > sizeof(h) ? len - sizeof(h) : 0;
+	s->cnt.bytes_out += plen;
+	return sizeof(*rh) + plen;
+}
+
+/* 0 when one request of @bytes may run now, else nanoseconds to wait. */
+static u64 rof_admit(struct rof_session *s, u64 bytes, u64 now)
+{
+	u64 wait, w;
+
+	rof_bucket_refill(&s->ops_b, now);
+	rof_bucket_refill(&s->bytes_b, now);
+	wait = rof_bucket_wait_ns(&s->ops_b, 1);
+	w = rof_bucket_wait_ns(&s->bytes_b, bytes);
+	if (w > wait)
+		wait = w;
+	if (wait)
+		return wait;
+	wait = rof_trl_admit(s->trl, bytes, now);
+	if (wait)
+		return wait;
+	rof_bucket_take(&s->ops_b, 1);
+	rof_bucket_take(&s->bytes_b, bytes);
+	return 0;
+}
+
+/*
+ * Answer the pending requests that tokens and send queue room allow, and
+ * post all their responses with one ib_post_send and all the receives
+ * they free with one ib_post_recv (Kalia's doorbell batching).  Requests
+ * over the rate wait here, their receive buffers (and so the client's
+ * credits) held, until the throttle work wakes the poller.
+ */
+static int rof_process_pending(struct rof_session *s)
+{
+	struct ib_send_wr *tx_first = NULL, **tx_tail = &tx_first;
+	struct ib_recv_wr *rx_first = NULL, **rx_tail = &rx_first;
+	const struct ib_send_wr *bad;
+	u64 now = ktime_get_ns();
+	int ret;
+
+	while (s->pend_count) {
+		struct rof_pending *p = &s->pending[s->pend_head];
+		const u8 *in = s->rx[p->slot].buf;
+		struct rof_req_hdr h = {};
+		u64 wait;
+		u32 rlen;
+
+		if (rof_sq_full(s))
+			break;
+		memcpy(&h, in, min_t(u32, p->len, sizeof(h)));
+		wait = rof_admit(s, p->len - min_t(u32, p->len, sizeof(h)) +
+				 rof_resp_payload(&h, p->len), now);
+		if (wait) {
+			/* Waiting for tokens is not idleness. */
+			WRITE_ONCE(s->last_active_ns, now);
+			s->cnt.deferred++;
+			mod_delayed_work(rof_sess_wq, &s->throttle_work,
+					 nsecs_to_jiffies(wait) + 1);
+			break;
+		}
+		rlen = rof_handle_request(s, in, p->len,
+					  s->tx[s->sq_posted % s->sq_depth].buf,
+					  p->rx_ns);
+		rof_prep_tx(s, rlen, &tx_tail);
+		rof_prep_rx(s, p->slot, &rx_tail);
+		s->pend_head = (s->pend_head + 1) % s->nrecv;
+		s->pend_count--;
+	}
+	/* Receives first: a client may send again as soon as it has a reply. */
+	ret = rof_post_rx_chain(s, rx_first);
+	if (!ret && tx_first)
+		ret = ib_post_send(s->qp, tx_first, &bad);
+	return ret;
+}
+
+static void rof_completion_error(struct rof_session *s, const struct ib_wc *wc)
+{
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		/* A consequence of an error already reported, or of the QP
+		 * being moved to error (e.g. by the peer's access error):
+		 * not audited, but the session is over all the same.
+		 */
+		rof_session_close(s, ROF_CLOSE_QP_ERROR);
+		return;
+	}
+	s->cnt.completion_errors++;
+	{
+		struct rof_audit_record rec = {
+			.kind = ROF_AUDIT_COMPLETION_ERROR,
+			.tenant = s->tenant_id,
+			.session = s->id,
+			.status = -EIO,
+			.reason = wc->status,
+		};
+
+		rof_audit_log(&rec);
+	}
+	pr_info("session %u: %s completion error: %s (vendor 0x%x)\n", s->id,
+		(wc->wr_id & ROF_WR_RECV) ? "receive" : "send",
+		ib_wc_status_msg(wc->status), wc->vendor_err);
+	rof_session_close(s, ROF_CLOSE_QP_ERROR);
+}
+
+/* Returns false when the session must stop. */
+static bool rof_handle_wc(struct rof_session *s, const struct ib_wc *wc, u64 now)
+{
+	if (wc->status != IB_WC_SUCCESS) {
+		rof_completion_error(s, wc);
+		return false;
+	}
+	if (wc->wr_id & ROF_WR_SEND) {
+		/* A signalled send retires every send before it too. */
+		s->sq_done = (wc->wr_id & ~ROF_WR_MASK) + 1;
+		return true;
+	}
+	if (wc->opcode != IB_WC_RECV || (wc->wc_flags & IB_WC_WITH_IMM) ||
+	    s->pend_count >= s->credits) {
+		/* More requests than credits, or a WRITE_WITH_IMM. */
+		pr_info("session %u: protocol error (%u requests pending, %u credits)\n",
+			s->id, s->pend_count + 1, s->credits);
+		rof_session_close(s, ROF_CLOSE_PROTOCOL);
+		return false;
+	}
+	{
+		u32 slot = wc->wr_id & ~ROF_WR_MASK;
+		u32 tail = (s->pend_head + s->pend_count) % s->nrecv;
+
+		ib_dma_sync_single_for_cpu(s->cq->device, s->rx[slot].dma,
+					   ROF_MSG_SIZE, DMA_FROM_DEVICE);
+		s->pending[tail].slot = slot;
+		s->pending[tail].len = wc->byte_len;
+		s->pending[tail].rx_ns = now;
+		s->pend_count++;
+	}
+	return true;
+}
+
+static int rof_send_welcome(struct rof_session *s);
+
+static void rof_poll_work(struct work_struct *work)
+{
+	struct rof_session *s = container_of(work, struct rof_session, poll_work);
+	struct ib_wc wcs[ROF_POLL_BATCH];
+	int rounds = 0, n, i, ret;
+
+	if (test_bit(ROF_SF_CLOSING, &s->flags))
+		return;
+	if (test_and_clear_bit(ROF_SF_WELCOME, &s->flags)) {
+		ret = rof_send_welcome(s);
+		if (ret) {
+			pr_info("session %u: cannot register regions: %d\n", s->id, ret);
+			rof_session_close(s, ROF_CLOSE_QP_ERROR);
+			return;
+		}
+	}
+	for (;;) {
+		u64 now = ktime_get_ns();
+
+		n = ib_poll_cq(s->cq, ROF_POLL_BATCH, wcs);
+		for (i = 0; i < n; i++)
+			if (!rof_handle_wc(s, &wcs[i], now))
+				return;
+		if (n > 0)
+			WRITE_ONCE(s->last_active_ns, now);
+		ret = rof_process_pending(s);
+		if (ret) {
+			pr_info("session %u: post failed: %d\n", s->id, ret);
+			rof_session_close(s, ROF_CLOSE_QP_ERROR);
+			return;
+		}
+		if (n == ROF_POLL_BATCH) {
+			if (++rounds < ROF_POLL_ROUNDS)
+				continue;
+			/* Let other sessions' work run; come back at once. */
+			queue_work(rof_sess_wq, &s->poll_work);
+			return;
+		}
+		/* Empty: re-arm, and poll again if a completion slipped in. */
+		if (ib_req_notify_cq(s->cq, IB_CQ_NEXT_COMP |
+				     IB_CQ_REPORT_MISSED_EVENTS) <= 0)
+			return;
+	}
+}
+
+static void rof_throttle_work(struct work_struct *work)
+{
+	struct rof_session *s = container_of(to_delayed_work(work),
+					     struct rof_session, throttle_work);
+
+	queue_work(rof_sess_wq, &s->poll_work);
+}
+
+static void rof_cq_comp(struct ib_cq *cq, void *ctx)
+{
+	struct rof_session *s = ctx;
+
+	queue_work(rof_sess_wq, &s->poll_work);
+}
+
+static void rof_cq_event(struct ib_event *ev, void *ctx)
+{
+	struct rof_session *s = ctx;
+
+	pr_info("session %u: CQ event %s\n", s->id, ib_event_msg(ev->event));
+	rof_session_close(s, ROF_CLOSE_QP_ERROR);
+}
+
+static void rof_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct rof_session *s = ctx;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+	case IB_EVENT_SQ_DRAINED:
+	case IB_EVENT_QP_LAST_WQE_REACHED:
+		break;
+	default:
+		pr_info("session %u: QP event %s\n", s->id, ib_event_msg(ev->event));
+		rof_session_close(s, ROF_CLOSE_QP_ERROR);
+		break;
+	}
+}
+
+/* ---- regions: one FRWR per granted region ---------------------------- */
+
+static u32 rof_ib_access(u32 access)
+{
+	u32 a = IB_ACCESS_LOCAL_WRITE;
+
+	if (access & ROF_ACCESS_READ)
+		a |= IB_ACCESS_REMOTE_READ;
+	if (access & ROF_ACCESS_WRITE)
+		a |= IB_ACCESS_REMOTE_WRITE;
+	if (access & ROF_ACCESS_ATOMIC)
+		a |= IB_ACCESS_REMOTE_ATOMIC;
+	return a;
+}
+
+static void rof_region_revoked(struct rof_region_attach *a, const char *reason)
+{
+	struct rof_sregion *sr = container_of(a, struct rof_sregion, att);
+
+	pr_info("session %u: region revoked (%s)\n", sr->s->id, reason);
+	rof_session_close(sr->s, ROF_CLOSE_REVOKED);
+}
+
+static void rof_tenant_revoked(struct rof_tenant_attach *a, const char *reason)
+{
+	struct rof_session *s = container_of(a, struct rof_session, tatt);
+
+	pr_info("session %u: tenant revoked (%s)\n", s->id, reason);
+	rof_session_close(s, ROF_CLOSE_REVOKED);
+}
+
+static void rof_sregion_free(struct rof_session *s, struct rof_sregion *sr)
+{
+	if (sr->mr)
+		ib_dereg_mr(sr->mr);	/* invalidates this session's rkey */
+	if (sr->nents)
+		ib_dma_unmap_sg(s->dev->ibdev, sr->sgt.sgl, sr->sgt.orig_nents,
+				DMA_BIDIRECTIONAL);
+	sg_free_table(&sr->sgt);
+	if (sr->attached)
+		rof_region_detach(sr->r, &sr->att);
+	if (sr->r)
+		rof_region_put(sr->r);
+	memset(sr, 0, sizeof(*sr));
+}
+
+/* Returns 0 or an enum rof_reject_reason. */
+static int rof_sregion_setup(struct rof_session *s, struct rof_sregion *sr,
+			     const struct rof_session_grant *g)
+{
+	struct ib_device *ibdev = s->dev->ibdev;
+	unsigned int npages;
+	struct page **pages;
+	int n;
+
+	sr->s = s;
+	sr->r = rof_region_get(s->tenant, g->region);
+	if (!sr->r)
+		return ROF_REJECT_NO_REGION;
+	sr->access = g->access & rof_region_rights(sr->r);
+	if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
+		sr->access &= ~ROF_ACCESS_ATOMIC;
+	if (!sr->access)
+		return ROF_REJECT_NO_REGION;
+	sr->att.revoke = rof_region_revoked;
+	if (rof_region_attach(sr->r, &sr->att))
+		return ROF_REJECT_NO_REGION;
+	sr->attached = true;
+
+	pages = rof_region_pages(sr->r, &npages);
+	sr->len = rof_region_size(sr->r);
+	if (!pages || !npages || npages > ibdev->attrs.max_fast_reg_page_list_len)
+		return ROF_REJECT_RESOURCES;
+	if (sg_alloc_table_from_pages(&sr->sgt, pages, npages, 0, sr->len,
+				      GFP_KERNEL))
+		return ROF_REJECT_RESOURCES;
+	sr->nents = ib_dma_map_sg(ibdev, sr->sgt.sgl, sr->sgt.orig_nents,
+				  DMA_BIDIRECTIONAL);
+	if (sr->nents <= 0) {
+		sr->nents = 0;
+		return ROF_REJECT_RESOURCES;
+	}
+	sr->mr = ib_alloc_mr(s->pd, IB_MR_TYPE_MEM_REG, npages);
+	if (IS_ERR(sr->mr)) {
+		sr->mr = NULL;
+		return ROF_REJECT_RESOURCES;
+	}
+	n = ib_map_mr_sg(sr->mr, sr->sgt.sgl, sr->nents, NULL, PAGE_SIZE);
+	if (n != sr->nents)
+		return ROF_REJECT_RESOURCES;
+	/*
+	 * Zero-based: a client addresses the region by offset, and never
+	 * learns a kernel address.  The region starts on a page boundary,
+	 * so the first page's offset is 0 as the MR's page list assumes.
+	 */
+	sr->mr->iova = 0;
+	ib_update_fast_reg_key(sr->mr, ib_inc_rkey(sr->mr->rkey));
+	return 0;
+}
+
+/*
+ * Post the REG_MRs, then the welcome SEND carrying the region table, in
+ * one chain: the send queue executes in order, so by the time the client
+ * reads an rkey the registration behind it is done.
+ */
+static int rof_send_welcome(struct rof_session *s)
+{
+	struct ib_send_wr *first = NULL, **tail = &first;
+	const struct ib_send_wr *bad;
+	struct rof_resp_hdr *rh;
+	struct rof_wire_region *wr;
+	u32 i, len;
+
+	if (s->sq_depth - (s->sq_posted - s->sq_done) < s->nregions + 1)
+		return -ENOSPC;	/* cannot happen: the queue is empty */
+	for (i = 0; i < s->nregions; i++) {
+		struct rof_sregion *sr = &s->regions[i];
+		struct ib_reg_wr *reg = &s->reg_wr[i];
+		u64 seq = s->sq_posted++;
+
+		memset(reg, 0, sizeof(*reg));
+		reg->wr.opcode = IB_WR_REG_MR;
+		reg->wr.wr_id = ROF_WR_SEND | seq;
+		reg->mr = sr->mr;
+		reg->key = sr->mr->rkey;
+		reg->access = rof_ib_access(sr->access);
+		if ((seq + 1) % s->sig_every == 0)
+			reg->wr.send_flags = IB_SEND_SIGNALED;
+		*tail = &reg->wr;
+		tail = &reg->wr.next;
+	}
+	rh = s->tx[s->sq_posted % s->sq_depth].buf;
+	wr = (struct rof_wire_region *)(rh + 1);
+	for (i = 0; i < s->nregions; i++) {
+		struct rof_sregion *sr = &s->regions[i];
+
+		wr[i].addr = cpu_to_le64(sr->mr->iova);
+		wr[i].length = cpu_to_le64(sr->len);
+		wr[i].rkey = cpu_to_le32(sr->mr->rkey);
+		wr[i].region = cpu_to_le32(s->grants[i].region);
+		wr[i].access = cpu_to_le32(sr->access);
+		wr[i].reserved = 0;
+	}
+	len = s->nregions * sizeof(*wr);
+	rh->id = cpu_to_le64(ROF_WELCOME_ID);
+	rh->status = cpu_to_le32(ROF_ST_OK);
+	rh->len = cpu_to_le32(len);
+	rof_prep_tx(s, sizeof(*rh) + len, &tail);
+	return ib_post_send(s->qp, first, &bad);
+}
+
+/* ---- building and tearing down a connection ------------------------ */
+
+static void rof_slots_free(struct rof_session *s, struct rof_slot *slots,
+			   u32 n, enum dma_data_direction dir)
+{
+	u32 i;
+
+	if (!slots)
+		return;
+	for (i = 0; i < n; i++) {
+		if (!slots[i].buf)
+			continue;
+		if (slots[i].dma)
+			ib_dma_unmap_single(s->dev->ibdev, slots[i].dma,
+					    ROF_MSG_SIZE, dir);
+		kfree(slots[i].buf);
+	}
+	kfree(slots);
+}
+
+static struct rof_slot *rof_slots_alloc(struct rof_session *s, u32 n,
+					enum dma_data_direction dir)
+{
+	struct rof_slot *slots = kcalloc(n, sizeof(*slots), GFP_KERNEL);
+	u32 i;
+
+	if (!slots)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		u64 dma;
+
+		/* kmalloc memory is physically contiguous: one mapping. */
+		slots[i].buf = kzalloc(ROF_MSG_SIZE, GFP_KERNEL);
+		if (!slots[i].buf)
+			goto err;
+		dma = ib_dma_map_single(s->dev->ibdev, slots[i].buf,
+					ROF_MSG_SIZE, dir);
+		if (ib_dma_mapping_error(s->dev->ibdev, dma))
+			goto err;
+		slots[i].dma = dma;
+	}
+	return slots;
+err:
+	rof_slots_free(s, slots, n, dir);
+	return NULL;
+}
+
+/*
+ * Free everything the connection holds but the cm_id.  Called with
+ * s->lock held, after the data path has stopped (or never started).
+ */
+static void rof_conn_release(struct rof_session *s)
+{
+	u32 i;
+
+	if (s->qp) {
+		rdma_destroy_qp(s->cm_id);
+		s->qp = NULL;
+	}
+	if (s->cq) {
+		ib_destroy_cq(s->cq);
+		s->cq = NULL;
+	}
+	if (s->regions) {
+		for (i = 0; i < s->nregions; i++)
+			rof_sregion_free(s, &s->regions[i]);
+		kfree(s->regions);
+		s->regions = NULL;
+	}
+	rof_slots_free(s, s->rx, s->nrecv, DMA_FROM_DEVICE);
+	s->rx = NULL;
+	rof_slots_free(s, s->tx, s->sq_depth, DMA_TO_DEVICE);
+	s->tx = NULL;
+	kfree(s->rx_wr);
+	kfree(s->rx_sge);
+	kfree(s->tx_wr);
+	kfree(s->tx_sge);
+	kfree(s->reg_wr);
+	kfree(s->pending);
+	s->rx_wr = NULL;
+	s->rx_sge = NULL;
+	s->tx_wr = NULL;
+	s->tx_sge = NULL;
+	s->reg_wr = NULL;
+	s->pending = NULL;
+	rof_trl_put(s->trl);
+	s->trl = NULL;
+	s->pd = NULL;
+	if (s->charged) {
+		rof_tenant_uncharge_session(s->tenant);
+		s->charged = false;
+	}
+	if (s->dev) {
+		rof_device_put(s->dev);
+		mutex_lock(&rof_sess_lock);
+		s->dev = NULL;
+		mutex_unlock(&rof_sess_lock);
+	}
+}
+
+static int rof_conn_alloc_arrays(struct rof_session *s)
+{
+	s->rx = rof_slots_alloc(s, s->nrecv, DMA_FROM_DEVICE);
+	s->tx = rof_slots_alloc(s, s->sq_depth, DMA_TO_DEVICE);
+	s->rx_wr = kcalloc(s->nrecv, sizeof(*s->rx_wr), GFP_KERNEL);
+	s->rx_sge = kcalloc(s->nrecv, sizeof(*s->rx_sge), GFP_KERNEL);
+	s->tx_wr = kcalloc(s->sq_depth, sizeof(*s->tx_wr), GFP_KERNEL);
+	s->tx_sge = kcalloc(s->sq_depth, sizeof(*s->tx_sge), GFP_KERNEL);
+	s->reg_wr = kcalloc(max_t(u32, s->nregions, 1), sizeof(*s->reg_wr),
+			    GFP_KERNEL);
+	s->pending = kcalloc(s->nrecv, sizeof(*s->pending), GFP_KERNEL);
+	s->regions = kcalloc(max_t(u32, s->nregions, 1), sizeof(*s->regions),
+			     GFP_KERNEL);
+	if (!s->rx || !s->tx || !s->rx_wr || !s->rx_sge || !s->tx_wr ||
+	    !s->tx_sge || !s->reg_wr || !s->pending || !s->regions)
+		return -ENOMEM;
+	return 0;
+}
+
+static int rof_conn_create_qp(struct rof_session *s, struct rdma_cm_id *id)
+{
+	struct ib_qp_init_attr qa = {
+		.event_handler	= rof_qp_event,
+		.qp_context	= s,
+		.send_cq	= s->cq,
+		.recv_cq	= s->cq,
+		.sq_sig_type	= IB_SIGNAL_REQ_WR,
+		.qp_type	= IB_QPT_RC,
+		.cap = {
+			.max_send_wr	= s->sq_depth,
+			.max_recv_wr	= s->nrecv,
+			.max_send_sge	= 1,
+			.max_recv_sge	= 1,
+			.max_inline_data = ROF_INLINE_WANT,
+		},
+	};
+	int ret;
+
+	ret = rdma_create_qp(id, s->pd, &qa);
+	if (ret) {
+		/* Devices without inline sends refuse the request: go without. */
+		qa.cap.max_inline_data = 0;
+		ret = rdma_create_qp(id, s->pd, &qa);
+	}
+	if (ret)
+		return ret;
+	s->qp = id->qp;
+	s->max_inline = min_t(u32, qa.cap.max_inline_data, ROF_MSG_SIZE);
+	return 0;
+}
+
+/*
+ * Build the session's connection on @id.  Returns 0 or an enum
+ * rof_reject_reason; on failure everything built is released again.
+ */
+static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
+			  struct rof_device *dev)
+{
+	struct ib_device *ibdev = dev->ibdev;
+	struct ib_cq_init_attr ca = {};
+	u32 i, max_wr, cq_lim;
+	int reason, ret;
+
+	s->dev = dev;			/* bound by the caller under rof_sess_lock */
+	/* Attached to the tenant since prepare: it cannot be another one. */
+	ret = rof_tenant_charge_session(s->tenant);
+	if (ret)
+		return ret == -EDQUOT ? ROF_REJECT_QUOTA : ROF_REJECT_NO_TENANT;
+	s->charged = true;
+	s->pd = rof_tenant_pd(s->tenant, dev);
+	if (IS_ERR(s->pd)) {
+		ret = PTR_ERR(s->pd);
+		s->pd = NULL;
+		return ret == -ENOENT ? ROF_REJECT_NO_TENANT : ROF_REJECT_RESOURCES;
+	}
+	s->trl = rof_trl_get(s->tenant);
+	if (!s->trl)
+		return ROF_REJECT_RESOURCES;
+
+	/* Credits: the tenant's in-flight quota, within what the device takes. */
+	max_wr = ibdev->attrs.max_qp_wr;
+	cq_lim = ibdev->attrs.max_cqe;
+	s->credits = min_t(u32, rof_tenant_inflight_quota(s->tenant),
+			   ROF_SESSION_CREDITS_MAX);
+	s->credits = min_t(u32, s->credits, (max_wr - s->nregions - 2) / 2);
+	if (!s->credits || max_wr < s->nregions + 4)
+		return ROF_REJECT_RESOURCES;
+	s->nrecv = s->credits + 1;
+	s->sq_depth = 2 * s->credits + s->nregions + 2;
+	if (s->nrecv + s->sq_depth > cq_lim)
+		return ROF_REJECT_RESOURCES;
+	s->sig_every = clamp_t(u32, signal_every, 1, s->sq_depth / 2);
+
+	if (rof_conn_alloc_arrays(s))
+		return ROF_REJECT_RESOURCES;
+
+	ca.cqe = s->nrecv + s->sq_depth;
+	ca.comp_vector = s->id % ibdev->num_comp_vectors;
+	s->cq = ib_create_cq(ibdev, rof_cq_comp, rof_cq_event, s, &ca);
+	if (IS_ERR(s->cq)) {
+		s->cq = NULL;
+		return ROF_REJECT_RESOURCES;
+	}
+	if (rof_conn_create_qp(s, id))
+		return ROF_REJECT_RESOURCES;
+
+	for (i = 0; i < s->nregions; i++) {
+		reason = rof_sregion_setup(s, &s->regions[i], &s->grants[i]);
+		if (reason)
+			return reason;
+	}
+
+	{
+		struct ib_recv_wr *first = NULL, **tail = &first;
+
+		for (i = 0; i < s->nrecv; i++)
+			rof_prep_rx(s, i, &tail);
+		if (rof_post_rx_chain(s, first))
+			return ROF_REJECT_RESOURCES;
+	}
+	if (ib_req_notify_cq(s->cq, IB_CQ_NEXT_COMP) < 0)
+		return ROF_REJECT_RESOURCES;
+
+	rof_bucket_init(&s->ops_b, s->rate.ops_per_sec, 1, ktime_get_ns());
+	rof_bucket_init(&s->bytes_b, s->rate.bytes_per_sec, 2 * ROF_MSG_SIZE,
+			ktime_get_ns());
+	s->cm_id = id;
+	s->port_num = id->port_num;
+	strscpy(s->devname, dev_name(&ibdev->dev), sizeof(s->devname));
+	memcpy(&s->peer, &id->route.addr.dst_addr, sizeof(s->peer));
+	WRITE_ONCE(s->last_active_ns, ktime_get_ns());
+	return 0;
+}
+
+static void rof_cm_reject(struct rdma_cm_id *id, u32 reason)
+{
+	struct rof_reject rej = {
+		.magic = cpu_to_le32(ROF_REJECT_MAGIC),
+		.reason = cpu_to_le32(reason),
+	};
+
+	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+static void rof_audit_reject(u32 tenant, u32 session, u32 reason)
+{
+	struct rof_audit_record rec = {
+		.kind = ROF_AUDIT_SESSION_REJECT,
+		.tenant = tenant,
+		.session = session,
+		.reason = reason,
+	};
+
+	rof_audit_log(&rec);
+}
+
+/*
+ * A connect request on the listener.  Returns non-zero to have the
+ * rdma_cm destroy @id (after a reject, or a failed accept).
+ */
+static int rof_cm_connect(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const struct rdma_conn_param *cp = &ev->param.conn;
+	struct rdma_conn_param ap = {};
+	struct rof_session *s = NULL;
+	struct rof_device *dev = NULL;
+	struct rof_accept acc = {};
+	struct rof_ticket tk;
+	u32 tenant = 0, sid = 0;
+	int reason, ret;
+
+	reason = rof_ticket_check(cp->private_data, cp->private_data_len, &tk);
+	if (!reason || reason == ROF_REJECT_EXPIRED) {
+		/* Only ids a valid MAC vouches for are used, or audited. */
+		tenant = le32_to_cpu(tk.tenant);
+		sid = le32_to_cpu(tk.session);
+	}
+	if (reason)
+		goto reject;
+
+	dev = rof_device_get_ib(id->device);
+	if (!dev) {
+		reason = ROF_REJECT_DEVICE;
+		goto reject;
+	}
+	mutex_lock(&rof_sess_lock);
+	s = xa_load(&rof_sessions, sid);
+	if (!s || test_bit(ROF_SF_CLOSING, &s->flags))
+		reason = ROF_REJECT_NO_SESSION;
+	else if (s->tenant_id != tenant)
+		reason = ROF_REJECT_WRONG_TENANT;
+	else if (s->state != ROF_SESSION_PREPARED)
+		reason = ROF_REJECT_IN_USE;
+	else if (dev->sessions_stopped)
+		reason = ROF_REJECT_DEVICE;
+	if (!reason) {
+		kref_get(&s->ref);
+		s->state = ROF_SESSION_CONNECTING;
+		s->dev = dev;
+	}
+	mutex_unlock(&rof_sess_lock);
+	if (reason) {
+		s = NULL;
+		goto reject;
+	}
+
+	mutex_lock(&s->lock);
+	if (test_bit(ROF_SF_CLOSING, &s->flags)) {
+		/*
+		 * Closed (and maybe torn down) since the lookup; the device
+		 * reference went to the session, its close work drops it.
+		 */
+		dev = NULL;
+		mutex_unlock(&s->lock);
+		rof_session_put(s);
+		s = NULL;
+		reason = ROF_REJECT_NO_SESSION;
+		goto reject;
+	}
+	reason = rof_conn_build(s, id, dev);
+	dev = NULL;			/* the session owns the reference now */
+	if (reason)
+		goto unbuild;
+
+	id->context = s;
+	acc.magic = cpu_to_le32(ROF_ACCEPT_MAGIC);
+	acc.version = ROF_WIRE_VERSION;
+	acc.nregions = s->nregions;
+	acc.credits = cpu_to_le16(s->credits);
+	acc.session = cpu_to_le32(s->id);
+	acc.msg_size = cpu_to_le32(ROF_MSG_SIZE);
+	ap.private_data = &acc;
+	ap.private_data_len = sizeof(acc);
+	/* ib_cm reports the REQ from our side: the peer's initiator depth. */
+	ap.responder_resources = min_t(u32, cp->responder_resources,
+				       s->dev->ibdev->attrs.max_qp_rd_atom);
+	ap.initiator_depth = 0;
+	/* The client's receives may lag a reply: retry RNR forever. */
+	ap.rnr_retry_count = 7;
+	ret = rdma_accept(id, &ap);
+	if (ret) {
+		pr_info("session %u: rdma_accept: %d\n", s->id, ret);
+		id->context = NULL;
+		rof_conn_release(s);
+		s->cm_id = NULL;
+		goto back_to_prepared;
+	}
+	mutex_unlock(&s->lock);
+	rof_session_put(s);
+	return 0;
+
+unbuild:
+	s->cm_id = id;		/* rdma_destroy_qp needs it */
+	rof_conn_release(s);
+	s->cm_id = NULL;
+	rof_cm_reject(id, reason);
+	rof_audit_reject(tenant, sid, reason);
+back_to_prepared:
+	/* A transient failure: the ticket may be tried again until it expires. */
+	mutex_lock(&rof_sess_lock);
+	if (s->state == ROF_SESSION_CONNECTING)
+		s->state = ROF_SESSION_PREPARED;
+	mutex_unlock(&rof_sess_lock);
+	mutex_unlock(&s->lock);
+	rof_session_put(s);
+	return 1;
+
+reject:
+	if (dev)
+		rof_device_put(dev);
+	pr_info_ratelimited("connect refused: tenant %u session %u reason %d\n",
+			    tenant, sid, reason);
+	rof_cm_reject(id, reason);
+	rof_audit_reject(tenant, sid, reason);
+	return 1;
+}
+
+static void rof_cm_established(struct rof_session *s)
+{
+	struct ib_qp_attr qa = {};
+
+	mutex_lock(&rof_sess_lock);
+	if (s->state == ROF_SESSION_CONNECTING)
+		s->state = ROF_SESSION_LIVE;
+	mutex_unlock(&rof_sess_lock);
+	s->connected_ns = ktime_get_real_ns();
+	WRITE_ONCE(s->last_active_ns, ktime_get_ns());
+
+	/*
+	 * Pace the QP in hardware where the device supports it for RC
+	 * (Linux 6.1 drivers do not: rxe and siw refuse IB_QP_RATE_LIMIT,
+	 * mlx5 takes it only on raw packet QPs); the token buckets hold
+	 * either way.
+	 */
+	if (s->rate.bytes_per_sec) {
+		qa.rate_limit = max_t(u64, div_u64(s->rate.bytes_per_sec * 8, 1000), 1);
+		s->qp_paced = !ib_modify_qp(s->qp, &qa, IB_QP_RATE_LIMIT);
+	}
+	set_bit(ROF_SF_OPENED, &s->flags);
+	rof_sess_audit(s, ROF_AUDIT_SESSION_OPEN, 0, 0);
+	set_bit(ROF_SF_WELCOME, &s->flags);
+	queue_work(rof_sess_wq, &s->poll_work);
+}
+
+static int rof_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rof_session *s = id->context;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return rof_cm_connect(id, ev);
+	if (!s) {
+		/* The listener itself: it survives a device going away. */
+		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			pr_info("listener: device removed\n");
+		return 0;
+	}
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		rof_cm_established(s);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		rof_session_close(s, ROF_CLOSE_DISCONNECT);
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		rof_session_close(s, ROF_CLOSE_QP_ERROR);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/*
+		 * Normally rof_session_device_removed() closed the session
+		 * already; the close work destroys the id, not the rdma_cm.
+		 */
+		rof_session_close(s, ROF_CLOSE_DEVICE);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void rof_close_work(struct work_struct *work)
+{
+	struct rof_session *s = container_of(work, struct rof_session, close_work);
+	struct rdma_cm_id *id;
+
+	mutex_lock(&s->lock);
+	mutex_lock(&rof_sess_lock);
+	s->state = ROF_SESSION_CLOSING;
+	mutex_unlock(&rof_sess_lock);
+
+	if (s->cm_id && s->qp)
+		rdma_disconnect(s->cm_id);	/* QP to error, DREQ to the peer */
+	/* CLOSING is set: a poller queued from now on returns at once. */
+	cancel_delayed_work_sync(&s->throttle_work);
+	cancel_work_sync(&s->poll_work);
+	id = s->cm_id;
+	rof_conn_release(s);
+	if (s->tenant_attached) {
+		rof_tenant_detach(s->tenant, &s->tatt);
+		s->tenant_attached = false;
+	}
+	if (s->tenant) {
+		rof_tenant_put(s->tenant);
+		s->tenant = NULL;
+	}
+	cancel_work_sync(&s->poll_work);	/* the CQ is gone: nothing requeues */
+	s->cm_id = NULL;
+	mutex_unlock(&s->lock);
+	if (id)
+		rdma_destroy_id(id);	/* no CM handler runs for it after this */
+
+	if (test_bit(ROF_SF_OPENED, &s->flags))
+		rof_sess_audit(s, ROF_AUDIT_SESSION_CLOSE, s->close_reason, 0);
+	mutex_lock(&rof_sess_lock);
+	xa_erase(&rof_sessions, s->id);
+	mutex_unlock(&rof_sess_lock);
+	pr_info("session %u closed (reason %u)\n", s->id, s->close_reason);
+	rof_session_put(s);		/* the table's reference */
+	rof_session_put(s);		/* rof_session_close()'s */
+}
+
+/* ---- reaping idle and expired sessions ------------------------------ */
+
+static void rof_reap_fn(struct work_struct *work)
+{
+	u64 now = ktime_get_ns(), real = ktime_get_real_ns();
+	struct rof_session *s;
+	unsigned long idx;
+
+	mutex_lock(&rof_sess_lock);
+	xa_for_each(&rof_sessions, idx, s) {
+		u64 idle = s->idle_ms ? s->idle_ms : READ_ONCE(idle_timeout_ms);
+
+		if (s->state == ROF_SESSION_PREPARED && s->expires_ns <= real)
+			rof_session_close(s, ROF_CLOSE_EXPIRED);
+		else if (s->state == ROF_SESSION_LIVE && idle &&
+			 now - READ_ONCE(s->last_active_ns) > idle * NSEC_PER_MSEC)
+			rof_session_close(s, ROF_CLOSE_IDLE);
+	}
+	mutex_unlock(&rof_sess_lock);
+	queue_delayed_work(rof_sess_wq, &rof_reap_work, ROF_REAP_PERIOD);
+}
+
+/* ---- closing many at once ------------------------------------------- */
+
+/*
+ * Close the sessions @match selects and wait until they are gone.  No
+ * allocation: close them all first, then wait for one at a time.  A
+ * closing session stays in the table until its close work erased it.
+ */
+static void rof_close_matching(bool (*match)(struct rof_session *s, void *arg),
+			       void *arg, u32 reason)
+{
+	struct rof_session *s;
+	unsigned long idx;
+
+	mutex_lock(&rof_sess_lock);
+	xa_for_each(&rof_sessions, idx, s)
+		if (match(s, arg))
+			rof_session_close(s, reason);
+	mutex_unlock(&rof_sess_lock);
+
+	for (;;) {
+		struct rof_session *found = NULL;
+
+		mutex_lock(&rof_sess_lock);
+		xa_for_each(&rof_sessions, idx, s) {
+			if (match(s, arg)) {
+				found = s;
+				kref_get(&s->ref);
+				break;
+			}
+		}
+		mutex_unlock(&rof_sess_lock);
+		if (!found)
+			break;
+		/* Prepared after the first pass: close it too. */
+		rof_session_close(found, reason);
+		flush_work(&found->close_work);
+		rof_session_put(found);
+	}
+}
+
+static bool rof_match_dev(struct rof_session *s, void *arg)
+{
+	return s->dev == arg;
+}
+
+void rof_session_device_removed(struct rof_device *dev)
+{
+	mutex_lock(&rof_sess_lock);
+	dev->sessions_stopped = true;	/* no new session binds to it */
+	mutex_unlock(&rof_sess_lock);
+	rof_close_matching(rof_match_dev, dev, ROF_CLOSE_DEVICE);
+}
+
+static bool rof_match_all(struct rof_session *s, void *arg)
+{
+	return true;
+}
+
+/* ---- ioctls ---------------------------------------------------------- */
+
+static long rof_session_prepare(void __user *uarg)
+{
+	struct rof_session_prepare req;
+	struct rof_tenant *t;
+	struct rof_session *s;
+	u32 i, j;
+	int ret;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.reserved)
+		return -EINVAL;
+	if (req.nregions > ROF_SESSION_MAX_REGIONS)
+		return -E2BIG;
+	for (i = req.nregions; i < ROF_SESSION_MAX_REGIONS; i++)
+		if (req.regions[i].region || req.regions[i].access)
+			return -EINVAL;	/* unused grant slots must be zero */
+	ret = rof_rate_check(&req.rate);
+	if (ret)
+		return ret;
+	if (req.expires_ns <= ktime_get_real_ns())
+		return -ETIME;
+	if (req.idle_timeout_ms > ROF_SESSION_IDLE_MAX_MS)
+		return -ERANGE;
+
+	t = rof_tenant_get(req.tenant);
+	if (!t)
+		return -ENOENT;
+	for (i = 0; i < req.nregions; i++) {
+		const struct rof_session_grant *g = &req.regions[i];
+		struct rof_region *r;
+
+		if (!g->access || (g->access & ~ROF_ACCESS_ALL)) {
+			ret = -EINVAL;
+			goto out_tenant;
+		}
+		for (j = 0; j < i; j++) {
+			if (req.regions[j].region == g->region) {
+				ret = -EEXIST;	/* one grant per region */
+				goto out_tenant;
+			}
+		}
+		r = rof_region_get(t, g->region);
+		if (!r) {
+			ret = -ENXIO;	/* no such region of this tenant */
+			goto out_tenant;
+		}
+		if (g->access & ~rof_region_rights(r))
+			ret = -EACCES;	/* more than the region allows */
+		rof_region_put(r);
+		if (ret)
+			goto out_tenant;
+	}
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s) {
+		ret = -ENOMEM;
+		goto out_tenant;
+	}
+	kref_init(&s->ref);
+	mutex_init(&s->lock);
+	INIT_WORK(&s->poll_work, rof_poll_work);
+	INIT_DELAYED_WORK(&s->throttle_work, rof_throttle_work);
+	INIT_WORK(&s->close_work, rof_close_work);
+	s->tenant_id = req.tenant;
+	/*
+	 * The session keeps the tenant reference and attaches at once: any
+	 * destroy of the tenant revokes it, so a ticket can never connect
+	 * to a later tenant that reuses the id.
+	 */
+	s->tenant = t;
+	s->tatt.revoke = rof_tenant_revoked;
+	s->state = ROF_SESSION_PREPARED;
+	s->nregions = req.nregions;
+	memcpy(s->grants, req.regions, sizeof(s->grants));
+	s->rate = req.rate;
+	s->expires_ns = req.expires_ns;
+	s->idle_ms = req.idle_timeout_ms;
+
+	mutex_lock(&rof_sess_lock);
+	if (!rof_sess_next_id) {
+		ret = -ENOSPC;		/* 2^32 sessions: reload the module */
+	} else {
+		s->id = rof_sess_next_id;
+		ret = xa_insert(&rof_sessions, s->id, s, GFP_KERNEL);
+		if (!ret)
+			rof_sess_next_id++;
+	}
+	mutex_unlock(&rof_sess_lock);
+	if (ret) {
+		kfree(s);
+		goto out_tenant;
+	}
+	/* In the table: from here on only the close work frees it. */
+	ret = rof_tenant_attach(t, &s->tatt);
+	if (ret)
+		ret = -ENOENT;		/* the tenant is being destroyed */
+	else
+		s->tenant_attached = true;
+	if (!ret) {
+		req.session = s->id;
+		/* -ENOKEY without a key: the session would be unusable. */
+		ret = rof_ticket_sign(&req.ticket, req.tenant, s->id,
+				      req.expires_ns);
+	}
+	if (ret) {
+		/* The close work detaches and drops the tenant. */
+		rof_session_close(s, ROF_CLOSE_ADMIN);
+		return ret;
+	}
+	if (copy_to_user(uarg, &req, sizeof(req))) {
+		/* The caller never learns the id: do not leave it dangling. */
+		rof_session_close(s, ROF_CLOSE_ADMIN);
+		return -EFAULT;
+	}
+	return 0;
+
+out_tenant:
+	rof_tenant_put(t);
+	return ret;
+}
+
+static void rof_session_fill(struct rof_session *s, struct rof_session_info *si)
+{
+	lockdep_assert_held(&rof_sess_lock);
+	memset(si, 0, sizeof(*si));
+	si->id = s->id;
+	si->tenant = s->tenant_id;
+	si->state = s->state;
+	if (s->qp_paced)
+		si->flags |= ROF_SESSION_QP_PACED;
+	if (s->state != ROF_SESSION_PREPARED) {
+		strscpy(si->device, s->devname, sizeof(si->device));
+		si->port_num = s->port_num;
+		si->credits = s->credits;
+	}
+	si->nregions = s->nregions;
+	si->idle_timeout_ms = s->idle_ms ? s->idle_ms : READ_ONCE(idle_timeout_ms);
+	memcpy(si->regions, s->grants, sizeof(si->regions));
+	si->rate = s->rate;
+	si->expires_ns = s->expires_ns;
+	si->connected_ns = s->connected_ns;
+	if (s->peer.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&s->peer;
+
+		si->peer_addr[10] = 0xff;
+		si->peer_addr[11] = 0xff;
+		memcpy(&si->peer_addr[12], &a->sin_addr, 4);
+		si->peer_port = ntohs(a->sin_port);
+	} else if (s->peer.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&s->peer;
+
+		memcpy(si->peer_addr, &a->sin6_addr, 16);
+		si->peer_port = ntohs(a->sin6_port);
+	}
+	/* Counters move under the data path: a snapshot, field by field. */
+	si->counters.requests = READ_ONCE(s->cnt.requests);
+	si->counters.bytes_in = READ_ONCE(s->cnt.bytes_in);
+	si->counters.bytes_out = READ_ONCE(s->cnt.bytes_out);
+	si->counters.deferred = READ_ONCE(s->cnt.deferred);
+	si->counters.completion_errors = READ_ONCE(s->cnt.completion_errors);
+	si->counters.bad_requests = READ_ONCE(s->cnt.bad_requests);
+}
+
+static long rof_session_get(void __user *uarg)
+{
+	struct rof_session_info si;
+	struct rof_session *s;
+	u32 id;
+
+	if (copy_from_user(&si, uarg, sizeof(si)))
+		return -EFAULT;
+	if (si.flags)
+		return -EINVAL;
+	id = si.id;
+	mutex_lock(&rof_sess_lock);
+	s = xa_load(&rof_sessions, id);
+	if (s)
+		rof_session_fill(s, &si);
+	mutex_unlock(&rof_sess_lock);
+	if (!s)
+		return -ENOENT;
+	if (copy_to_user(uarg, &si, sizeof(si)))
+		return -EFAULT;
+	return 0;
+}
+
+static long rof_session_list(void __user *uarg)
+{
+	struct rof_session_info __user *uelems;
+	struct rof_session_info *si;
+	struct rof_session *s;
+	struct rof_list req;
+	unsigned long idx;
+	u32 n = 0, total = 0;
+	int ret = 0;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.reserved)
+		return -EINVAL;
+	if (req.elem_size != sizeof(*si))
+		return -EINVAL;
+	if (req.capacity > ROF_LIST_MAX)
+		return -E2BIG;
+	uelems = u64_to_user_ptr(req.elems);
+	si = kmalloc(sizeof(*si), GFP_KERNEL);
+	if (!si)
+		return -ENOMEM;
+
+	/* copy_to_user may fault and sleep: fine under a mutex. */
+	mutex_lock(&rof_sess_lock);
+	xa_for_each(&rof_sessions, idx, s) {
+		total++;
+		if (n >= req.capacity || ret)
+			continue;
+		rof_session_fill(s, si);
+		if (copy_to_user(&uelems[n], si, sizeof(*si)))
+			ret = -EFAULT;
+		else
+			n++;
+	}
+	mutex_unlock(&rof_sess_lock);
+	kfree(si);
+	if (ret)
+		return ret;
+	req.count = n;
+	req.total = total;
+	if (copy_to_user(uarg, &req, sizeof(req)))
+		return -EFAULT;
+	return 0;
+}
+
+static long rof_session_close_ioctl(void __user *uarg)
+{
+	struct rof_session_close req;
+	struct rof_session *s;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.reserved)
+		return -EINVAL;
+	mutex_lock(&rof_sess_lock);
+	s = xa_load(&rof_sessions, req.session);
+	if (s)
+		kref_get(&s->ref);
+	mutex_unlock(&rof_sess_lock);
+	if (!s)
+		return -ENOENT;
+	rof_session_close(s, ROF_CLOSE_ADMIN);
+	/* Synchronous: once this returns, the session's rkeys are dead. */
+	flush_work(&s->close_work);
+	rof_session_put(s);
+	return 0;
+}
+
+long rof_session_ioctl(unsigned int cmd, void __user *uarg)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	switch (cmd) {
+	case ROF_IOC_SET_TICKET_KEY:
+		return rof_ticket_set_key(uarg);
+	case ROF_IOC_SESSION_PREPARE:
+		return rof_session_prepare(uarg);
+	case ROF_IOC_LIST_SESSIONS:
+		return rof_session_list(uarg);
+	case ROF_IOC_GET_SESSION:
+		return rof_session_get(uarg);
+	case ROF_IOC_SESSION_CLOSE:
+		return rof_session_close_ioctl(uarg);
+	case ROF_IOC_TENANT_SET_RATE:
+		return rof_tenant_set_rate(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* ---- init and exit --------------------------------------------------- */
+
+static int rof_listen(void)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_ANY),
+		.sin_port = htons(cm_port),
+	};
+	struct rdma_cm_id *id;
+	int ret;
+
+	id = rdma_create_id(&init_net, rof_cm_handler, NULL, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	ret = rdma_bind_addr(id, (struct sockaddr *)&sin);
+	if (ret) {
+		pr_err("cannot bind the listener to port %u: %d\n", cm_port, ret);
+		goto err;
+	}
+	ret = rdma_listen(id, 128);
+	if (ret) {
+		pr_err("rdma_listen on port %u: %d\n", cm_port, ret);
+		goto err;
+	}
+	rof_listen_id = id;
+	pr_info("listening for sessions on port %u\n", cm_port);
+	return 0;
+err:
+	rdma_destroy_id(id);
+	return ret;
+}
+
+int rof_session_init(void)
+{
+	int ret;
+
+	ret = rof_ticket_init();
+	if (ret)
+		return ret;
+	rof_sess_wq = alloc_workqueue("rof_sess", WQ_HIGHPRI, 0);
+	if (!rof_sess_wq) {
+		ret = -ENOMEM;
+		goto err_ticket;
+	}
+	ret = rof_listen();
+	if (ret)
+		goto err_wq;
+	INIT_DELAYED_WORK(&rof_reap_work, rof_reap_fn);
+	queue_delayed_work(rof_sess_wq, &rof_reap_work, ROF_REAP_PERIOD);
+	return 0;
+
+err_wq:
+	destroy_workqueue(rof_sess_wq);
+err_ticket:
+	rof_ticket_exit();
+	return ret;
+}
+
+void rof_session_exit(void)
+{
+	/* No new connects, then close what is left. */
+	rdma_destroy_id(rof_listen_id);
+	rof_listen_id = NULL;
+	cancel_delayed_work_sync(&rof_reap_work);
+	rof_close_matching(rof_match_all, NULL, ROF_CLOSE_UNLOAD);
+	destroy_workqueue(rof_sess_wq);
+	rof_trl_exit();
+	rof_ticket_exit();
+}

@@ -1,0 +1,1243 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ksess-client - test client and control tool for rof.ko sessions.
+ *
+ * Control (ioctls on /dev/rof, CAP_SYS_ADMIN):
+ *   ksess-client key HEX64                    set the ticket MAC key
+ *   ksess-client tenant NAME                  create a tenant, print its id
+ *   ksess-client region TENANT NAME BYTES RIGHTS   (RIGHTS: r,w,a letters)
+ *   ksess-client prepare TENANT [-g REGION:RIGHTS]... [-o OPS/S] [-b BYTES/S]
+ *                [-t TTL_MS] [-i IDLE_MS]      print "SESSION TICKETHEX"
+ *   ksess-client ticket KEYHEX TENANT SESSION EXPIRES_MS_FROM_NOW
+ *                                             build a ticket in userspace
+ *   ksess-client tenant-rate TENANT OPS/S BYTES/S
+ *   ksess-client list | get SESSION | close SESSION
+ *   ksess-client audit                        print pending audit records
+ *   ksess-client region-destroy ID [force] | tenant-destroy ID [force]
+ *   ksess-client badargs TENANT REGION        every session ioctl with bad
+ *                arguments and without CAP_SYS_ADMIN: each errno as documented
+ *   ksess-client controller TENANT_NAME       create tenant+region+session,
+ *                print "TENANT REGION SESSION TICKET", then wait to be killed
+ *
+ * Client (librdmacm + libibverbs; a ticket of "-" sends no private data):
+ *   ksess-client connect ADDR TICKET [actions...]
+ *     -r REASON      expect the connect to be rejected with this reason
+ *     -e N -k K -s BYTES   N ECHO round trips, K in flight, BYTES payload
+ *     -n             one NOP and one INVOKE (expect "no such program")
+ *     -R OPS -S SEC  rate test: offer 10 x OPS for SEC seconds, expect OPS +-5%
+ *     -V             violate credits: expect the session to be closed
+ *     -x OP:IDX:OFF[:RKEY]:EXPECT   one-sided OP (read|write|cas|faa) on
+ *                    granted region IDX at offset OFF, optionally with
+ *                    another rkey; EXPECT ok or prot
+ *     -H SEC         print the regions, then stay connected SEC seconds
+ *                    (or until the device or the server goes away)
+ *
+ * Exit status 0 when every expectation held; messages say which did not.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+
+#include "uapi/rof.h"
+
+#define PORT_ENV	"ROF_CM_PORT"
+#define NSLOTS		(ROF_SESSION_CREDITS_MAX + 2)
+#define SCRATCH		4096
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("ksess-client: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static uint64_t now_ns(int clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t num(const char *s)
+{
+	char *end;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || end == s)
+		die("not a number: '%s'", s);
+	return v;
+}
+
+static uint32_t rights(const char *s)
+{
+	uint32_t r = 0;
+
+	for (; *s; s++) {
+		switch (*s) {
+		case 'r': r |= ROF_ACCESS_READ; break;
+		case 'w': r |= ROF_ACCESS_WRITE; break;
+		case 'a': r |= ROF_ACCESS_ATOMIC; break;
+		default: die("rights are r, w, a: '%s'", s);
+		}
+	}
+	return r;
+}
+
+static void unhex(const char *hex, void *out, size_t len)
+{
+	unsigned char *o = out;
+	size_t i;
+
+	if (strlen(hex) != 2 * len)
+		die("expected %zu hex digits, got '%s'", 2 * len, hex);
+	for (i = 0; i < len; i++) {
+		unsigned int b;
+
+		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
+			die("bad hex: '%s'", hex);
+		o[i] = b;
+	}
+}
+
+static void puthex(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		printf("%02x", b[i]);
+}
+
+/* ---- control --------------------------------------------------------- */
+
+static int rof_fd(void)
+{
+	int fd = open(ROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		die("open %s: %s", ROF_DEVICE_PATH, strerror(errno));
+	return fd;
+}
+
+static void xioctl(int fd, unsigned long cmd, void *arg, const char *what)
+{
+	if (ioctl(fd, cmd, arg))
+		die("%s: %s", what, strerror(errno));
+}
+
+static uint32_t make_tenant(int fd, const char *name)
+{
+	struct rof_tenant_create tc;
+
+	memset(&tc, 0, sizeof(tc));
+	snprintf(tc.name, sizeof(tc.name), "%s", name);
+	xioctl(fd, ROF_IOC_TENANT_CREATE, &tc, "tenant create");
+	return tc.id;
+}
+
+static uint32_t make_region(int fd, uint32_t tenant, const char *name,
+			    uint64_t size, uint32_t r)
+{
+	struct rof_region_create rc;
+
+	memset(&rc, 0, sizeof(rc));
+	snprintf(rc.name, sizeof(rc.name), "%s", name);
+	rc.size = size;
+	rc.tenant = tenant;
+	rc.rights = r;
+	xioctl(fd, ROF_IOC_REGION_CREATE, &rc, "region create");
+	return rc.id;
+}
+
+static void print_ticket_line(uint32_t session, const struct rof_ticket *t)
+{
+	printf("%u ", session);
+	puthex(t, sizeof(*t));
+	printf("\n");
+}
+
+static int cmd_prepare(int argc, char **argv)
+{
+	struct rof_session_prepare p;
+	uint64_t ttl_ms = 60000;
+	int fd, c;
+
+	if (argc < 2)
+		die("prepare TENANT [-g REGION:RIGHTS]... [-o OPS] [-b BYTES] [-t TTL_MS] [-i IDLE_MS]");
+	memset(&p, 0, sizeof(p));
+	p.tenant = num(argv[1]);
+	optind = 2;
+	while ((c = getopt(argc, argv, "g:o:b:t:i:")) != -1) {
+		char *colon;
+
+		switch (c) {
+		case 'g':
+			colon = strchr(optarg, ':');
+			if (!colon || p.nregions >= ROF_SESSION_MAX_REGIONS)
+				die("-g REGION:RIGHTS, at most %d", ROF_SESSION_MAX_REGIONS);
+			*colon = 0;
+			p.regions[p.nregions].region = num(optarg);
+			p.regions[p.nregions].access = rights(colon + 1);
+			p.nregions++;
+			break;
+		case 'o': p.rate.ops_per_sec = num(optarg); break;
+		case 'b': p.rate.bytes_per_sec = num(optarg); break;
+		case 't': ttl_ms = num(optarg); break;
+		case 'i': p.idle_timeout_ms = num(optarg); break;
+		default: die("prepare: bad option");
+		}
+	}
+	p.expires_ns = now_ns(CLOCK_REALTIME) + ttl_ms * 1000000ull;
+	fd = rof_fd();
+	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
+	print_ticket_line(p.session, &p.ticket);
+	return 0;
+}
+
+/* The same MAC the module computes: docs/protocol.md, "Tickets". */
+static void sign_ticket(const uint8_t key[ROF_TICKET_KEY_LEN], struct rof_ticket *t)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!HMAC(EVP_sha256(), key, ROF_TICKET_KEY_LEN, (const unsigned char *)t,
+		  ROF_TICKET_MAC_OFFSET, md, &mdlen) || mdlen < ROF_TICKET_MAC_LEN)
+		die("HMAC failed");
+	memcpy(t->mac, md, ROF_TICKET_MAC_LEN);
+}
+
+static int cmd_ticket(int argc, char **argv)
+{
+	uint8_t key[ROF_TICKET_KEY_LEN];
+	struct rof_ticket t;
+	int64_t rel_ms;
+
+	if (argc != 5)
+		die("ticket KEYHEX TENANT SESSION EXPIRES_MS_FROM_NOW (may be negative)");
+	unhex(argv[1], key, sizeof(key));
+	rel_ms = strtoll(argv[4], NULL, 0);
+	memset(&t, 0, sizeof(t));
+	t.version = ROF_TICKET_VERSION;
+	t.tenant = htole32(num(argv[2]));
+	t.session = htole32(num(argv[3]));
+	t.expires_ns = htole64(now_ns(CLOCK_REALTIME) + rel_ms * 1000000ll);
+	{
+		uint64_t nonce;
+
+		if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+			die("getrandom: %s", strerror(errno));
+		t.nonce = htole64(nonce);
+	}
+	sign_ticket(key, &t);
+	puthex(&t, sizeof(t));
+	printf("\n");
+	return 0;
+}
+
+static const char *state_name(uint32_t s)
+{
+	switch (s) {
+	case ROF_SESSION_PREPARED: return "prepared";
+	case ROF_SESSION_CONNECTING: return "connecting";
+	case ROF_SESSION_LIVE: return "live";
+	case ROF_SESSION_CLOSING: return "closing";
+	default: return "?";
+	}
+}
+
+static void print_info(const struct rof_session_info *si)
+{
+	printf("%u tenant=%u state=%s device=%s credits=%u regions=%u requests=%" PRIu64
+	       " deferred=%" PRIu64 " errors=%" PRIu64 " bad=%" PRIu64 " paced=%d\n",
+	       si->id, si->tenant, state_name(si->state), si->device[0] ? si->device : "-",
+	       si->credits, si->nregions, (uint64_t)si->counters.requests,
+	       (uint64_t)si->counters.deferred, (uint64_t)si->counters.completion_errors,
+	       (uint64_t)si->counters.bad_requests, !!(si->flags & ROF_SESSION_QP_PACED));
+}
+
+static int cmd_list(void)
+{
+	struct rof_session_info *v = NULL;
+	struct rof_list l;
+	int fd = rof_fd();
+	uint32_t i;
+
+	memset(&l, 0, sizeof(l));
+	l.elem_size = sizeof(*v);
+	xioctl(fd, ROF_IOC_LIST_SESSIONS, &l, "list sessions");
+	l.capacity = l.total + 8;
+	v = calloc(l.capacity, sizeof(*v));
+	if (!v)
+		die("out of memory");
+	l.elems = (uintptr_t)v;
+	xioctl(fd, ROF_IOC_LIST_SESSIONS, &l, "list sessions");
+	for (i = 0; i < l.count; i++)
+		print_info(&v[i]);
+	free(v);
+	return 0;
+}
+
+static const char *audit_kind(uint32_t k)
+{
+	switch (k) {
+	case ROF_AUDIT_INVOKE: return "invoke";
+	case ROF_AUDIT_COMPLETION_ERROR: return "completion_error";
+	case ROF_AUDIT_SESSION_OPEN: return "session_open";
+	case ROF_AUDIT_SESSION_CLOSE: return "session_close";
+	case ROF_AUDIT_SESSION_REJECT: return "session_reject";
+	default: return "other";
+	}
+}
+
+static int cmd_audit(void)
+{
+	struct rof_audit_open ao;
+	struct rof_audit_record rec[64];
+	int fd = rof_fd();
+	ssize_t n;
+
+	memset(&ao, 0, sizeof(ao));
+	ao.flags = ROF_AUDIT_NONBLOCK;
+	xioctl(fd, ROF_IOC_AUDIT_OPEN, &ao, "audit open");
+	while ((n = read(ao.fd, rec, sizeof(rec))) > 0) {
+		ssize_t i;
+
+		for (i = 0; i < n / (ssize_t)sizeof(rec[0]); i++)
+			printf("%s tenant=%u session=%u reason=%u status=%d opcode=%u\n",
+			       audit_kind(rec[i].kind), rec[i].tenant, rec[i].session,
+			       rec[i].reason, rec[i].status, rec[i].opcode);
+	}
+	if (n < 0 && errno != EAGAIN)
+		die("audit read: %s", strerror(errno));
+	return 0;
+}
+
+/* A controller that sets up objects and is then killed: they must stay. */
+static int __attribute__((noreturn)) cmd_controller(const char *name)
+{
+	struct rof_session_prepare p;
+	char rname[ROF_NAME_MAX];
+	uint32_t tenant, region;
+	int fd = rof_fd();
+
+	tenant = make_tenant(fd, name);
+	snprintf(rname, sizeof(rname), "%s-r", name);
+	region = make_region(fd, tenant, rname, 65536, ROF_ACCESS_ALL);
+	memset(&p, 0, sizeof(p));
+	p.tenant = tenant;
+	p.nregions = 1;
+	p.regions[0].region = region;
+	p.regions[0].access = ROF_ACCESS_ALL;
+	p.expires_ns = now_ns(CLOCK_REALTIME) + 600ull * 1000000000ull;
+	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
+	printf("%u %u %u ", tenant, region, p.session);
+	puthex(&p.ticket, sizeof(p.ticket));
+	printf("\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* ---- bad arguments ---------------------------------------------------- */
+
+static int bad_failed;
+
+static void expect_errno(int fd, unsigned long cmd, void *arg, int want, const char *what)
+{
+	int ret = ioctl(fd, cmd, arg), err = errno;
+
+	if (ret == 0 || err != want) {
+		printf("FAIL %s: got %s, want %s\n", what, ret ? strerror(err) : "success",
+		       strerror(want));
+		bad_failed++;
+	} else {
+		printf("ok   %s: %s\n", what, strerror(want));
+	}
+}
+
+static void prep_init(struct rof_session_prepare *p, uint32_t tenant)
+{
+	memset(p, 0, sizeof(*p));
+	p->tenant = tenant;
+	p->expires_ns = now_ns(CLOCK_REALTIME) + 60ull * 1000000000ull;
+}
+
+static int cmd_badargs(uint32_t tenant, uint32_t region)
+{
+	struct rof_session_prepare p;
+	struct rof_ticket_key k;
+	struct rof_session_info si;
+	struct rof_session_close sc;
+	struct rof_tenant_rate tr;
+	struct rof_list l;
+	char name[ROF_NAME_MAX];
+	uint32_t ro;
+	int fd = rof_fd(), status;
+	pid_t pid;
+
+	memset(&k, 0, sizeof(k));
+	expect_errno(fd, ROF_IOC_SET_TICKET_KEY, &k, EINVAL, "ticket key all zero");
+	k.key[0] = 1;
+	k.flags = 1;
+	expect_errno(fd, ROF_IOC_SET_TICKET_KEY, &k, EINVAL, "ticket key flags");
+	k.flags = 0;
+	k.reserved = 1;
+	expect_errno(fd, ROF_IOC_SET_TICKET_KEY, &k, EINVAL, "ticket key reserved");
+
+	prep_init(&p, tenant);
+	p.flags = 1;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare flags");
+	prep_init(&p, tenant);
+	p.reserved = 1;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare reserved");
+	prep_init(&p, tenant);
+	p.nregions = ROF_SESSION_MAX_REGIONS + 1;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, E2BIG, "prepare 17 grants");
+	prep_init(&p, tenant);
+	p.regions[3].region = region;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare unused grant slot set");
+	prep_init(&p, tenant);
+	p.rate.ops_per_sec = ROF_RATE_MAX + 1;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, ERANGE, "prepare ops rate too high");
+	prep_init(&p, tenant);
+	p.rate.bytes_per_sec = ~0ull;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, ERANGE, "prepare bytes rate too high");
+	prep_init(&p, tenant);
+	p.expires_ns = now_ns(CLOCK_REALTIME) - 1;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, ETIME, "prepare expiry in the past");
+	prep_init(&p, tenant);
+	p.idle_timeout_ms = ROF_SESSION_IDLE_MAX_MS + 1;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, ERANGE, "prepare idle timeout too long");
+	prep_init(&p, ROF_TENANT_ID_MAX);
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, ENOENT, "prepare unknown tenant");
+	prep_init(&p, tenant);
+	p.nregions = 1;
+	p.regions[0].region = 0x7fffffff;
+	p.regions[0].access = ROF_ACCESS_READ;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, ENXIO, "prepare unknown region");
+	p.regions[0].region = region;
+	p.regions[0].access = 0;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare grant without access");
+	p.regions[0].access = 1U << 7;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare grant unknown access bit");
+	p.regions[0].access = ROF_ACCESS_READ;
+	p.nregions = 2;
+	p.regions[1] = p.regions[0];
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EEXIST, "prepare region granted twice");
+	snprintf(name, sizeof(name), "badargs-ro-%d", getpid());
+	ro = make_region(fd, tenant, name, 4096, ROF_ACCESS_READ);
+	prep_init(&p, tenant);
+	p.nregions = 1;
+	p.regions[0].region = ro;
+	p.regions[0].access = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EACCES, "prepare grant beyond region rights");
+	{
+		struct rof_destroy d = { .id = ro };
+
+		xioctl(fd, ROF_IOC_REGION_DESTROY, &d, "region destroy");
+	}
+
+	/* One session exists, so that LIST has something to write. */
+	prep_init(&p, tenant);
+	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
+	memset(&l, 0, sizeof(l));
+	l.elem_size = sizeof(si) - 8;
+	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EINVAL, "list wrong elem_size");
+	l.elem_size = sizeof(si);
+	l.flags = 1;
+	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EINVAL, "list flags");
+	l.flags = 0;
+	l.reserved = 1;
+	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EINVAL, "list reserved");
+	l.reserved = 0;
+	l.capacity = ROF_LIST_MAX + 1;
+	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, E2BIG, "list capacity too big");
+	l.capacity = 4;
+	l.elems = 16;	/* unmapped */
+	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EFAULT, "list unwritable array");
+
+	memset(&si, 0, sizeof(si));
+	si.id = p.session;
+	si.flags = 1;
+	expect_errno(fd, ROF_IOC_GET_SESSION, &si, EINVAL, "get flags");
+	si.flags = 0;
+	si.id = 0;
+	expect_errno(fd, ROF_IOC_GET_SESSION, &si, ENOENT, "get unknown session");
+	expect_errno(fd, ROF_IOC_GET_SESSION, (void *)16, EFAULT, "get unreadable argument");
+
+	memset(&sc, 0, sizeof(sc));
+	sc.session = p.session;
+	sc.flags = 1;
+	expect_errno(fd, ROF_IOC_SESSION_CLOSE, &sc, EINVAL, "close flags");
+	sc.flags = 0;
+	sc.reserved = 1;
+	expect_errno(fd, ROF_IOC_SESSION_CLOSE, &sc, EINVAL, "close reserved");
+	sc.reserved = 0;
+	sc.session = 0;
+	expect_errno(fd, ROF_IOC_SESSION_CLOSE, &sc, ENOENT, "close unknown session");
+
+	memset(&tr, 0, sizeof(tr));
+	tr.tenant = tenant;
+	tr.flags = 1;
+	expect_errno(fd, ROF_IOC_TENANT_SET_RATE, &tr, EINVAL, "tenant rate flags");
+	tr.flags = 0;
+	tr.rate.ops_per_sec = ROF_RATE_MAX + 1;
+	expect_errno(fd, ROF_IOC_TENANT_SET_RATE, &tr, ERANGE, "tenant rate too high");
+	tr.rate.ops_per_sec = 0;
+	tr.tenant = ROF_TENANT_ID_MAX;
+	expect_errno(fd, ROF_IOC_TENANT_SET_RATE, &tr, ENOENT, "tenant rate unknown tenant");
+
+	/* Without CAP_SYS_ADMIN (the fd is open already): EPERM for each. */
+	pid = fork();
+	if (pid == 0) {
+		struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct d[2];
+
+		memset(d, 0, sizeof(d));
+		if (syscall(SYS_capset, &h, d))
+			die("capset: %s", strerror(errno));
+		k.reserved = 0;
+		expect_errno(fd, ROF_IOC_SET_TICKET_KEY, &k, EPERM, "no CAP_SYS_ADMIN: set key");
+		prep_init(&p, tenant);
+		expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EPERM, "no CAP_SYS_ADMIN: prepare");
+		memset(&l, 0, sizeof(l));
+		l.elem_size = sizeof(si);
+		expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EPERM, "no CAP_SYS_ADMIN: list");
+		expect_errno(fd, ROF_IOC_GET_SESSION, &si, EPERM, "no CAP_SYS_ADMIN: get");
+		expect_errno(fd, ROF_IOC_SESSION_CLOSE, &sc, EPERM, "no CAP_SYS_ADMIN: close");
+		expect_errno(fd, ROF_IOC_TENANT_SET_RATE, &tr, EPERM, "no CAP_SYS_ADMIN: tenant rate");
+		_exit(bad_failed ? 1 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		bad_failed++;
+
+	sc.session = p.session;
+	xioctl(fd, ROF_IOC_SESSION_CLOSE, &sc, "close session");
+	printf("%d unexpected results\n", bad_failed);
+	return bad_failed ? 1 : 0;
+}
+
+/* ---- the RDMA client ------------------------------------------------- */
+
+struct conn {
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *rx, *tx, *scratch;
+	bool tx_busy[NSLOTS];
+	uint32_t credits, nregions, session;
+	struct rof_wire_region regions[ROF_SESSION_MAX_REGIONS];
+	uint64_t next_id;
+	uint32_t outstanding;
+	uint64_t answered, failed;
+	bool dead;		/* the QP reported an error */
+};
+
+static struct rdma_cm_event *cm_wait(struct conn *c, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = c->ec->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return NULL;
+	if (rdma_get_cm_event(c->ec, &ev))
+		die("rdma_get_cm_event: %s", strerror(errno));
+	return ev;
+}
+
+static struct rdma_cm_event *cm_expect(struct conn *c, enum rdma_cm_event_type t)
+{
+	struct rdma_cm_event *ev = cm_wait(c, 10000);
+
+	if (!ev)
+		die("timed out waiting for %s", rdma_event_str(t));
+	if (ev->event != t)
+		die("expected %s, got %s (status %d)", rdma_event_str(t),
+		    rdma_event_str(ev->event), ev->status);
+	return ev;
+}
+
+static void post_rx(struct conn *c, uint32_t slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(c->rx + (size_t)slot * ROF_MSG_SIZE),
+		.length = ROF_MSG_SIZE,
+		.lkey = c->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (ibv_post_recv(c->id->qp, &wr, &bad))
+		die("ibv_post_recv: %s", strerror(errno));
+}
+
+static const char *reason_name(uint32_t r)
+{
+	static const char *const names[] = {
+		[ROF_REJECT_NO_TICKET] = "no_ticket", [ROF_REJECT_VERSION] = "version",
+		[ROF_REJECT_NO_KEY] = "no_key", [ROF_REJECT_BAD_MAC] = "bad_mac",
+		[ROF_REJECT_EXPIRED] = "expired", [ROF_REJECT_NO_SESSION] = "no_session",
+		[ROF_REJECT_WRONG_TENANT] = "wrong_tenant", [ROF_REJECT_IN_USE] = "in_use",
+		[ROF_REJECT_NO_TENANT] = "no_tenant", [ROF_REJECT_QUOTA] = "quota",
+		[ROF_REJECT_NO_REGION] = "no_region", [ROF_REJECT_RESOURCES] = "resources",
+		[ROF_REJECT_DEVICE] = "device",
+	};
+
+	if (r < sizeof(names) / sizeof(names[0]) && names[r])
+		return names[r];
+	return "unknown";
+}
+
+/* Returns 0 when connected, else the reject reason (-1 if none given). */
+static int conn_open(struct conn *c, const char *addr, const char *ticket_hex)
+{
+	struct rof_ticket ticket;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct ibv_qp_init_attr qa;
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	const char *port = getenv(PORT_ENV);
+	size_t bytes;
+	uint32_t i;
+	int reason;
+
+	memset(c, 0, sizeof(*c));
+	c->next_id = 1;
+	sin.sin_port = htons(port ? num(port) : ROF_CM_PORT_DEFAULT);
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		die("not an IPv4 address: %s", addr);
+	c->ec = rdma_create_event_channel();
+	if (!c->ec || rdma_create_id(c->ec, &c->id, NULL, RDMA_PS_TCP))
+		die("rdma_create_id: %s", strerror(errno));
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&sin, 5000))
+		die("rdma_resolve_addr: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(c, RDMA_CM_EVENT_ADDR_RESOLVED));
+	if (rdma_resolve_route(c->id, 5000))
+		die("rdma_resolve_route: %s", strerror(errno));
+	rdma_ack_cm_event(cm_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED));
+
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	c->cq = ibv_create_cq(c->id->verbs, 4 * NSLOTS, NULL, NULL, 0);
+	if (!c->pd || !c->cq)
+		die("PD/CQ: %s", strerror(errno));
+	bytes = 2 * (size_t)NSLOTS * ROF_MSG_SIZE + SCRATCH;
+	c->rx = aligned_alloc(4096, bytes);
+	if (!c->rx)
+		die("out of memory");
+	memset(c->rx, 0, bytes);
+	c->tx = c->rx + (size_t)NSLOTS * ROF_MSG_SIZE;
+	c->scratch = c->tx + (size_t)NSLOTS * ROF_MSG_SIZE;
+	c->mr = ibv_reg_mr(c->pd, c->rx, bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (!c->mr)
+		die("ibv_reg_mr: %s", strerror(errno));
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = qa.recv_cq = c->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = NSLOTS + 8;
+	qa.cap.max_recv_wr = NSLOTS;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(c->id, c->pd, &qa))
+		die("rdma_create_qp: %s", strerror(errno));
+	for (i = 0; i < NSLOTS; i++)
+		post_rx(c, i);
+
+	memset(&cp, 0, sizeof(cp));
+	if (strcmp(ticket_hex, "-")) {
+		unhex(ticket_hex, &ticket, sizeof(ticket));
+		cp.private_data = &ticket;
+		cp.private_data_len = sizeof(ticket);
+	}
+	cp.initiator_depth = 4;
+	cp.responder_resources = 0;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(c->id, &cp))
+		die("rdma_connect: %s", strerror(errno));
+	ev = cm_wait(c, 10000);
+	if (!ev)
+		die("no answer to the connect");
+	if (ev->event == RDMA_CM_EVENT_REJECTED) {
+		const struct rof_reject *rej = ev->param.conn.private_data;
+
+		reason = -1;
+		if (rej && ev->param.conn.private_data_len >= sizeof(*rej) &&
+		    le32toh(rej->magic) == ROF_REJECT_MAGIC)
+			reason = le32toh(rej->reason);
+		rdma_ack_cm_event(ev);
+		return reason;
+	}
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
+		die("connect: %s (status %d)", rdma_event_str(ev->event), ev->status);
+	{
+		const struct rof_accept *acc = ev->param.conn.private_data;
+
+		if (!acc || ev->param.conn.private_data_len < sizeof(*acc) ||
+		    le32toh(acc->magic) != ROF_ACCEPT_MAGIC || acc->version != ROF_WIRE_VERSION)
+			die("accept private data missing or not rof's");
+		c->credits = le16toh(acc->credits);
+		c->nregions = acc->nregions;
+		c->session = le32toh(acc->session);
+		if (!c->credits || c->credits > ROF_SESSION_CREDITS_MAX ||
+		    c->nregions > ROF_SESSION_MAX_REGIONS)
+			die("accept: %u credits, %u regions", c->credits, c->nregions);
+	}
+	rdma_ack_cm_event(ev);
+
+	/* The welcome message: the region table, request id 0. */
+	for (;;) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(c->cq, 1, &wc);
+		const uint8_t *buf;
+		const struct rof_resp_hdr *h;
+
+		if (n < 0)
+			die("ibv_poll_cq");
+		if (!n) {
+			usleep(100);
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS)
+			die("welcome: %s", ibv_wc_status_str(wc.status));
+		buf = c->rx + wc.wr_id * ROF_MSG_SIZE;
+		h = (const void *)buf;
+		if (wc.byte_len < sizeof(*h) || le64toh(h->id) != ROF_WELCOME_ID ||
+		    le32toh(h->len) != c->nregions * sizeof(struct rof_wire_region))
+			die("welcome malformed");
+		memcpy(c->regions, buf + sizeof(*h), le32toh(h->len));
+		post_rx(c, wc.wr_id);
+		break;
+	}
+	return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+	struct rdma_cm_event *ev;
+
+	rdma_disconnect(c->id);
+	while ((ev = cm_wait(c, 500)))
+		rdma_ack_cm_event(ev);
+	rdma_destroy_qp(c->id);
+	ibv_dereg_mr(c->mr);
+	ibv_destroy_cq(c->cq);
+	ibv_dealloc_pd(c->pd);
+	rdma_destroy_id(c->id);
+	rdma_destroy_event_channel(c->ec);
+	free(c->rx);
+}
+
+static void send_req(struct conn *c, uint16_t op, const void *payload, uint32_t len)
+{
+	uint32_t slot = c->next_id % NSLOTS;
+	uint8_t *buf = c->tx + (size_t)slot * ROF_MSG_SIZE;
+	struct rof_req_hdr h = {
+		.id = htole64(c->next_id),
+		.opcode = htole16(op),
+		.len = htole32(len),
+	};
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)buf, .length = sizeof(h) + len, .lkey = c->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = (1ull << 63) | slot, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	if (c->tx_busy[slot])
+		die("tx slot %u still busy", slot);
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + sizeof(h), payload, len);
+	if (ibv_post_send(c->id->qp, &wr, &bad))
+		die("ibv_post_send: %s", strerror(errno));
+	c->tx_busy[slot] = true;
+	c->next_id++;
+	c->outstanding++;
+}
+
+/*
+ * Poll once; returns the responses seen.  Checks each: status @want_status,
+ * for ECHO the payload pattern.  A failed completion marks the conn dead.
+ */
+static int poll_resp(struct conn *c, uint32_t want_status, uint32_t echo_len, int timeout_ms)
+{
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000;
+	struct ibv_wc wc[32];
+	int n, i, got = 0;
+
+	for (;;) {
+		n = ibv_poll_cq(c->cq, 32, wc);
+		if (n < 0)
+			die("ibv_poll_cq");
+		for (i = 0; i < n; i++) {
+			const uint8_t *buf;
+			const struct rof_resp_hdr *h;
+
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				if (!c->dead)
+					fprintf(stderr, "ksess-client: completion error: %s\n",
+						ibv_wc_status_str(wc[i].status));
+				c->dead = true;
+				continue;
+			}
+			if (wc[i].wr_id >> 63) {
+				c->tx_busy[wc[i].wr_id & 0xffff] = false;
+				continue;
+			}
+			buf = c->rx + wc[i].wr_id * ROF_MSG_SIZE;
+			h = (const void *)buf;
+			got++;
+			c->outstanding--;
+			c->answered++;
+			if (le32toh(h->status) != want_status) {
+				fprintf(stderr, "ksess-client: request %" PRIu64 ": status %u, want %u\n",
+					(uint64_t)le64toh(h->id), le32toh(h->status), want_status);
+				c->failed++;
+			} else if (echo_len != UINT32_MAX) {
+				uint64_t id = le64toh(h->id);
+				uint32_t j;
+
+				if (le32toh(h->len) != echo_len || wc[i].byte_len != sizeof(*h) + echo_len)
+					c->failed++;
+				else
+					for (j = 0; j < echo_len; j++)
+						if (buf[sizeof(*h) + j] != (uint8_t)(id + j)) {
+							c->failed++;
+							break;
+						}
+			}
+			post_rx(c, wc[i].wr_id);
+		}
+		if (got || c->dead || now_ns(CLOCK_MONOTONIC) > deadline)
+			return got;
+		if (!n)
+			usleep(20);
+	}
+}
+
+static void echo_payload(uint8_t *p, uint64_t id, uint32_t len)
+{
+	uint32_t j;
+
+	for (j = 0; j < len; j++)
+		p[j] = (uint8_t)(id + j);
+}
+
+static bool do_echo(struct conn *c, uint64_t n, uint32_t inflight, uint32_t size)
+{
+	uint8_t payload[ROF_MSG_SIZE];
+	uint64_t sent = 0;
+
+	if (inflight > c->credits) {
+		fprintf(stderr, "ksess-client: %u in flight > %u credits: using credits\n",
+			inflight, c->credits);
+		inflight = c->credits;
+	}
+	if (size > ROF_MSG_SIZE - sizeof(struct rof_req_hdr))
+		die("payload too big");
+	c->answered = c->failed = 0;
+	while ((sent < n || c->outstanding) && !c->dead) {
+		while (sent < n && c->outstanding < inflight) {
+			echo_payload(payload, c->next_id, size);
+			send_req(c, ROF_OP_ECHO, payload, size);
+			sent++;
+		}
+		if (!poll_resp(c, ROF_ST_OK, size, 5000) && !c->dead) {
+			fprintf(stderr, "ksess-client: no response in 5 s\n");
+			return false;
+		}
+	}
+	printf("echo: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64 " failed, credits %u\n",
+	       sent, c->answered, c->failed, c->credits);
+	return !c->dead && c->answered == n && !c->failed;
+}
+
+static bool do_nop_invoke(struct conn *c)
+{
+	struct rof_invoke inv = { .program = htole64(0x1234) };
+	bool ok;
+
+	c->answered = c->failed = 0;
+	send_req(c, ROF_OP_NOP, NULL, 0);
+	while (c->outstanding && !c->dead && poll_resp(c, ROF_ST_OK, 0, 5000))
+		;
+	send_req(c, ROF_OP_INVOKE, &inv, sizeof(inv));
+	while (c->outstanding && !c->dead && poll_resp(c, ROF_ST_NO_PROGRAM, UINT32_MAX, 5000))
+		;
+	send_req(c, 999, NULL, 0);
+	while (c->outstanding && !c->dead && poll_resp(c, ROF_ST_BAD_OPCODE, UINT32_MAX, 5000))
+		;
+	ok = !c->dead && c->answered == 3 && !c->failed;
+	printf("nop/invoke/bad-opcode: %s\n", ok ? "as expected" : "WRONG");
+	return ok;
+}
+
+static bool do_rate(struct conn *c, uint64_t ops, double secs)
+{
+	double offer = 10.0 * ops, elapsed, got;
+	uint64_t start, end, sent = 0, answered_in = 0, next;
+	uint8_t payload[8];
+
+	c->answered = c->failed = 0;
+	start = now_ns(CLOCK_MONOTONIC);
+	end = start + (uint64_t)(secs * 1e9);
+	next = start;
+	while (!c->dead) {
+		uint64_t t = now_ns(CLOCK_MONOTONIC);
+
+		if (t >= end)
+			break;
+		/* Offer 10x the limit, as far as credits let us. */
+		while (t >= next && c->outstanding < c->credits) {
+			echo_payload(payload, c->next_id, sizeof(payload));
+			send_req(c, ROF_OP_ECHO, payload, sizeof(payload));
+			sent++;
+			next += (uint64_t)(1e9 / offer);
+		}
+		if (poll_resp(c, ROF_ST_OK, sizeof(payload), 1))
+			answered_in = c->answered;
+		if (now_ns(CLOCK_MONOTONIC) >= end)
+			break;
+	}
+	answered_in = c->answered;
+	elapsed = (now_ns(CLOCK_MONOTONIC) - start) / 1e9;
+	/* Nothing may be lost: every request sent gets its answer. */
+	while (c->outstanding && !c->dead)
+		if (!poll_resp(c, ROF_ST_OK, sizeof(payload), 10000))
+			break;
+	got = answered_in / elapsed;
+	printf("rate: limit %" PRIu64 "/s, offered %.0f/s, achieved %.1f/s (%+.2f%%), "
+	       "sent %" PRIu64 ", answered %" PRIu64 ", failed %" PRIu64 "\n",
+	       ops, offer, got, 100.0 * (got - ops) / ops, sent, c->answered, c->failed);
+	return !c->dead && c->answered == sent && !c->failed &&
+	       got >= 0.95 * ops && got <= 1.05 * ops;
+}
+
+static bool do_violate(struct conn *c)
+{
+	uint64_t i, deadline;
+
+	/*
+	 * The session is limited to 1 op/s: after the first, requests wait.
+	 * More than credits waiting unanswered is a violation.
+	 */
+	for (i = 0; i < (uint64_t)c->credits + 2; i++)
+		send_req(c, ROF_OP_NOP, NULL, 0);
+	deadline = now_ns(CLOCK_MONOTONIC) + 10000000000ull;
+	while (!c->dead && now_ns(CLOCK_MONOTONIC) < deadline) {
+		struct rdma_cm_event *ev = cm_wait(c, 0);
+
+		if (ev) {
+			enum rdma_cm_event_type t = ev->event;
+
+			rdma_ack_cm_event(ev);
+			if (t == RDMA_CM_EVENT_DISCONNECTED) {
+				printf("violate: disconnected by the server\n");
+				return true;
+			}
+		}
+		poll_resp(c, ROF_ST_OK, 0, 10);
+	}
+	printf("violate: %s\n", c->dead ? "QP error, as the server closed it" : "still connected");
+	return c->dead;
+}
+
+static bool do_rdma(struct conn *c, char *spec)
+{
+	char *op = strtok(spec, ":"), *idx_s = strtok(NULL, ":"), *off_s = strtok(NULL, ":");
+	char *a4 = strtok(NULL, ":"), *a5 = strtok(NULL, ":");
+	const char *expect = a5 ? a5 : a4;
+	uint32_t idx, rkey;
+	uint64_t off, *val = (uint64_t *)c->scratch;
+	struct ibv_sge sge = { .addr = (uintptr_t)c->scratch, .length = 8, .lkey = c->mr->lkey };
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	bool want_ok;
+	int n;
+
+	if (!op || !idx_s || !off_s || !expect)
+		die("-x OP:IDX:OFF[:RKEY]:ok|prot");
+	want_ok = !strcmp(expect, "ok");
+	idx = num(idx_s);
+	off = num(off_s);
+	if (idx >= c->nregions)
+		die("region index %u: only %u granted", idx, c->nregions);
+	rkey = a5 ? num(a4) : le32toh(c->regions[idx].rkey);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 7;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (!strcmp(op, "write")) {
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		*val = 0x1122334455667788ull;
+	} else if (!strcmp(op, "read")) {
+		wr.opcode = IBV_WR_RDMA_READ;
+		*val = 0;
+	} else if (!strcmp(op, "cas")) {
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.compare_add = 0x1122334455667788ull;
+		wr.wr.atomic.swap = 42;
+	} else if (!strcmp(op, "faa")) {
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.wr.atomic.compare_add = 8;
+	} else {
+		die("OP is read, write, cas or faa");
+	}
+	if (wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = le64toh(c->regions[idx].addr) + off;
+		wr.wr.atomic.rkey = rkey;
+	} else {
+		wr.wr.rdma.remote_addr = le64toh(c->regions[idx].addr) + off;
+		wr.wr.rdma.rkey = rkey;
+	}
+	if (ibv_post_send(c->id->qp, &wr, &bad))
+		die("ibv_post_send: %s", strerror(errno));
+	for (n = 0; n < 50000; n++) {
+		int k = ibv_poll_cq(c->cq, 1, &wc);
+
+		if (k < 0)
+			die("ibv_poll_cq");
+		if (k && wc.wr_id == 7)
+			break;
+		if (k && wc.wr_id >> 63)
+			c->tx_busy[wc.wr_id & 0xffff] = false;
+		usleep(100);
+	}
+	if (n == 50000)
+		die("%s: no completion", op);
+	printf("%s region %u offset %" PRIu64 " rkey 0x%x: %s, value 0x%" PRIx64 "\n",
+	       op, idx, off, rkey, ibv_wc_status_str(wc.status), *val);
+	if (wc.status != IBV_WC_SUCCESS)
+		c->dead = true;
+	if (want_ok)
+		return wc.status == IBV_WC_SUCCESS;
+	/* A protection error: the responder refused the key or the range. */
+	return wc.status == IBV_WC_REM_ACCESS_ERR;
+}
+
+static int hold(struct conn *c, int secs)
+{
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)secs * 1000000000ull;
+	uint32_t i;
+
+	for (i = 0; i < c->nregions; i++)
+		printf("region %u id=%u addr=0x%" PRIx64 " length=%" PRIu64 " rkey=0x%x access=%u\n",
+		       i, le32toh(c->regions[i].region), (uint64_t)le64toh(c->regions[i].addr),
+		       (uint64_t)le64toh(c->regions[i].length), le32toh(c->regions[i].rkey),
+		       le32toh(c->regions[i].access));
+	printf("session %u credits %u\n", c->session, c->credits);
+	fflush(stdout);
+	while (now_ns(CLOCK_MONOTONIC) < end) {
+		struct rdma_cm_event *ev = cm_wait(c, 200);
+
+		if (!ev)
+			continue;
+		printf("event %s\n", rdma_event_str(ev->event));
+		fflush(stdout);
+		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+		    ev->event == RDMA_CM_EVENT_DISCONNECTED) {
+			bool removal = ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL;
+
+			rdma_ack_cm_event(ev);
+			/* Free the device's resources so that it can go. */
+			rdma_destroy_qp(c->id);
+			ibv_dereg_mr(c->mr);
+			ibv_destroy_cq(c->cq);
+			ibv_dealloc_pd(c->pd);
+			rdma_destroy_id(c->id);
+			rdma_destroy_event_channel(c->ec);
+			return removal ? 3 : 2;
+		}
+		rdma_ack_cm_event(ev);
+	}
+	return -1;
+}
+
+static int cmd_connect(int argc, char **argv)
+{
+	int want_reason = 0, c_opt, ret = 0, reason, hold_secs = -1;
+	uint64_t echo_n = 0, rate_ops = 0;
+	uint32_t inflight = 1, size = 32;
+	double rate_secs = 4;
+	bool nop = false, violate = false;
+	char *rdma_ops[16];
+	int n_rdma = 0, i;
+	struct conn c;
+
+	if (argc < 3)
+		die("connect ADDR TICKET [actions]");
+	optind = 3;
+	while ((c_opt = getopt(argc, argv, "r:e:k:s:nR:S:Vx:H:")) != -1) {
+		switch (c_opt) {
+		case 'r': want_reason = num(optarg); break;
+		case 'e': echo_n = num(optarg); break;
+		case 'k': inflight = num(optarg); break;
+		case 's': size = num(optarg); break;
+		case 'n': nop = true; break;
+		case 'R': rate_ops = num(optarg); break;
+		case 'S': rate_secs = atof(optarg); break;
+		case 'V': violate = true; break;
+		case 'x':
+			if (n_rdma == 16)
+				die("at most 16 -x");
+			rdma_ops[n_rdma++] = optarg;
+			break;
+		case 'H': hold_secs = num(optarg); break;
+		default: die("connect: bad option");
+		}
+	}
+	reason = conn_open(&c, argv[1], argv[2]);
+	if (want_reason) {
+		if (reason == want_reason) {
+			printf("rejected: %s, as expected\n", reason_name(reason));
+			return 0;
+		}
+		if (!reason) {
+			printf("connected, but expected a reject (%s)\n", reason_name(want_reason));
+			conn_close(&c);
+		} else {
+			printf("rejected: %s (%d), expected %s\n", reason_name(reason), reason,
+			       reason_name(want_reason));
+		}
+		return 1;
+	}
+	if (reason) {
+		printf("rejected: %s (%d)\n", reason_name(reason), reason);
+		return 1;
+	}
+	printf("connected: session %u, %u credits, %u regions\n", c.session, c.credits,
+	       c.nregions);
+	for (i = 0; i < n_rdma && !ret; i++)
+		if (!do_rdma(&c, rdma_ops[i]))
+			ret = 1;
+	if (!ret && nop && !do_nop_invoke(&c))
+		ret = 1;
+	if (!ret && echo_n && !do_echo(&c, echo_n, inflight, size))
+		ret = 1;
+	if (!ret && rate_ops && !do_rate(&c, rate_ops, rate_secs))
+		ret = 1;
+	if (!ret && violate && !do_violate(&c))
+		ret = 1;
+	if (hold_secs >= 0) {
+		int h = hold(&c, hold_secs);
+
+		if (h >= 0)
+			return h;	/* gone: resources already freed */
+	}
+	conn_close(&c);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	int fd;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		die("usage: see the comment at the top of ksess-client.c");
+	if (!strcmp(argv[1], "key") && argc == 3) {
+		struct rof_ticket_key k;
+
+		memset(&k, 0, sizeof(k));
+		unhex(argv[2], k.key, sizeof(k.key));
+		fd = rof_fd();
+		xioctl(fd, ROF_IOC_SET_TICKET_KEY, &k, "set ticket key");
+		return 0;
+	}
+	if (!strcmp(argv[1], "tenant") && argc == 3) {
+		printf("%u\n", make_tenant(rof_fd(), argv[2]));
+		return 0;
+	}
+	if (!strcmp(argv[1], "region") && argc == 6) {
+		printf("%u\n", make_region(rof_fd(), num(argv[2]), argv[3], num(argv[4]),
+					   rights(argv[5])));
+		return 0;
+	}
+	if (!strcmp(argv[1], "tenant-rate") && argc == 5) {
+		struct rof_tenant_rate tr;
+
+		memset(&tr, 0, sizeof(tr));
+		tr.tenant = num(argv[2]);
+		tr.rate.ops_per_sec = num(argv[3]);
+		tr.rate.bytes_per_sec = num(argv[4]);
+		xioctl(rof_fd(), ROF_IOC_TENANT_SET_RATE, &tr, "tenant rate");
+		return 0;
+	}
+	if (!strcmp(argv[1], "prepare"))
+		return cmd_prepare(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ticket"))
+		return cmd_ticket(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "list"))
+		return cmd_list();
+	if (!strcmp(argv[1], "get") && argc == 3) {
+		struct rof_session_info si;
+
+		memset(&si, 0, sizeof(si));
+		si.id = num(argv[2]);
+		xioctl(rof_fd(), ROF_IOC_GET_SESSION, &si, "get session");
+		print_info(&si);
+		return 0;
+	}
+	if (!strcmp(argv[1], "close") && argc == 3) {
+		struct rof_session_close sc;
+
+		memset(&sc, 0, sizeof(sc));
+		sc.session = num(argv[2]);
+		xioctl(rof_fd(), ROF_IOC_SESSION_CLOSE, &sc, "close session");
+		return 0;
+	}
+	if (!strcmp(argv[1], "audit"))
+		return cmd_audit();
+	if ((!strcmp(argv[1], "region-destroy") || !strcmp(argv[1], "tenant-destroy")) &&
+	    (argc == 3 || (argc == 4 && !strcmp(argv[3], "force")))) {
+		struct rof_destroy d;
+
+		memset(&d, 0, sizeof(d));
+		d.id = num(argv[2]);
+		d.flags = argc == 4 ? ROF_DESTROY_FORCE : 0;
+		xioctl(rof_fd(), argv[1][0] == 'r' ? ROF_IOC_REGION_DESTROY : ROF_IOC_TENANT_DESTROY,
+		       &d, argv[1]);
+		return 0;
+	}
+	if (!strcmp(argv[1], "badargs") && argc == 4)
+		return cmd_badargs(num(argv[2]), num(argv[3]));
+	if (!strcmp(argv[1], "controller") && argc == 3)
+		return cmd_controller(argv[2]);
+	if (!strcmp(argv[1], "connect"))
+		return cmd_connect(argc - 1, argv + 1);
+	die("unknown command '%s' (see the comment at the top of ksess-client.c)", argv[1]);
+}
