@@ -188,6 +188,23 @@ int rof_rate_check(const struct rof_rate *rate);	/* 0 or -ERANGE */
 long rof_tenant_set_rate(void __user *uarg);
 void rof_trl_exit(void);
 
+/* rof_prog.c: offload programs, named by (tenant, tag) */
+struct rof_prog_scratch;
+/*
+ * One INVOKE: returns an enum rof_status, writes the response payload
+ * (struct rof_invoke_result, then the program's response) into @out of
+ * @out_cap bytes, fills @rec's insns and reason.  *@scratch is the
+ * session's, grown here on demand; process context, as the session's
+ * poll work is.  rof_prog_scratch_free(NULL) is a no-op.
+ */
+u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scratch,
+		    u64 tag, const u8 *args, u32 args_len, u8 *out,
+		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec);
+void rof_prog_scratch_free(struct rof_prog_scratch *scratch);
+long rof_prog_ioctl(unsigned int cmd, void __user *uarg);
+int rof_prog_init(void);
+void rof_prog_exit(void);
+
 /* rof_ioctl.c */
 long rof_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 

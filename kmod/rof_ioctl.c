@@ -83,6 +83,11 @@ long rof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case ROF_IOC_SESSION_CLOSE:
 	case ROF_IOC_TENANT_SET_RATE:
 		return rof_session_ioctl(cmd, uarg);
+	case ROF_IOC_PROG_LOAD:
+	case ROF_IOC_PROG_UNLOAD:
+	case ROF_IOC_GET_PROG:
+	case ROF_IOC_LIST_PROGS:
+		return rof_prog_ioctl(cmd, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -39,9 +39,13 @@ static int __init rof_init(void)
 	ret = rof_region_init();
 	if (ret)
 		goto err_tenant;
-	ret = rof_device_init();
+	ret = rof_prog_init();
 	if (ret)
 		goto err_region;
+
+	ret = rof_device_init();
+	if (ret)
+		goto err_prog;
 
 	ret = rof_session_init();
 	if (ret)
@@ -58,6 +62,8 @@ err_session:
 	rof_session_exit();
 err_device:
 	rof_device_exit();
+err_prog:
+	rof_prog_exit();
 err_region:
 	rof_region_exit();
 err_tenant:
@@ -72,6 +78,7 @@ static void __exit rof_exit(void)
 	misc_deregister(&rof_misc);
 	rof_session_exit();
 	rof_device_exit();
+	rof_prog_exit();
 	rof_region_exit();
 	rof_tenant_exit();
 	rof_audit_exit();

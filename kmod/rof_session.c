@@ -130,6 +130,7 @@ struct rof_session {
 	struct ib_sge *tx_sge;
 	struct ib_reg_wr *reg_wr;
 	struct rof_pending *pending;
+	struct rof_prog_scratch *prog_scratch;	/* rof_prog.c; poll work only */
 
 	/* Data path state: s->poll_work only. */
 	u64 sq_posted;
@@ -260,13 +261,15 @@ static bool rof_sq_full(struct rof_session *s)
 	return s->sq_posted - s->sq_done >= s->sq_depth;
 }
 
-/* The seam to the executor: until programs can be loaded, none exists. */
+/* The seam to the executor: the tenant's program @program, by its tag. */
 static u32 rof_session_invoke(struct rof_session *s, u64 program,
 			      const u8 *args, u32 args_len, u8 *resp,
-			      u32 *resp_len)
+			      u32 *resp_len, struct rof_audit_record *rec)
 {
-	*resp_len = 0;
-	return ROF_ST_NO_PROGRAM;
+	return rof_prog_invoke(s->tenant, &s->prog_scratch, program, args,
+			       args_len, resp,
+			       ROF_MSG_SIZE - sizeof(struct rof_resp_hdr),
+			       resp_len, rec);
 }
 
 /* Payload bytes a request's response will carry; for the byte bucket. */
@@ -320,7 +323,7 @@ static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
 			status = rof_session_invoke(s, le64_to_cpu(inv.program),
 						    payload + sizeof(inv),
 						    in_len - sizeof(inv),
-						    out + sizeof(*rh), &plen);
+						    out + sizeof(*rh), &plen, &rec);
 			rec.program = le64_to_cpu(inv.program);
 			rec.status = status;
 			rec.bytes = in_len + plen;
@@ -1182,6 +1185,8 @@ static void rof_close_work(struct work_struct *work)
 		s->tenant = NULL;
 	}
 	cancel_work_sync(&s->poll_work);	/* the CQ is gone: nothing requeues */
+	rof_prog_scratch_free(s->prog_scratch);
+	s->prog_scratch = NULL;
 	s->cm_id = NULL;
 	mutex_unlock(&s->lock);
 	if (id)

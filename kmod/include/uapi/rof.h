@@ -576,6 +576,11 @@ enum rof_status {
 	ROF_ST_BAD_LENGTH	= 2,	/* header.len disagrees with the message */
 	ROF_ST_BAD_FLAGS	= 3,
 	ROF_ST_NO_PROGRAM	= 4,	/* INVOKE of a program not loaded */
+	/* INVOKE outcomes, docs/protocol.md section 5 and "Programs" below */
+	ROF_ST_PROG_FAULT	= 5,	/* the executor stopped the program */
+	ROF_ST_PROG_REVOKED	= 6,	/* a region it is bound to was destroyed */
+	ROF_ST_BAD_ARGS		= 7,	/* args outside [args_min, args_max] */
+	ROF_ST_NO_MEMORY	= 8,	/* the session's scratch: out of memory */
 };
 
 struct rof_req_hdr {
@@ -606,5 +611,95 @@ struct rof_wire_region {
 };
 
 /* End of sessions. */
+
+/*
+ * Programs (ioctl numbers 0x70-0x8f): verified offload programs
+ * (docs/isa.md) loaded into the module, owned by a tenant and run by
+ * INVOKE requests of that tenant's sessions.  A program is named by its
+ * tenant and its tag (the image's content hash, rof_isa_hdr.tag), which
+ * is what struct rof_invoke carries.  docs/kmod.md, "Programs".
+ */
+
+/* Largest image: header, 16 slots, ROF_ISA_MAX_INSNS instruction slots. */
+#define ROF_PROG_IMAGE_MAX	(64 + 48 * ROF_ISA_MAX_SLOTS + 8 * ROF_ISA_MAX_INSNS)
+
+/*
+ * An INVOKE's arguments and a program's response live in one message:
+ * a program whose args_min or resp_max does not fit is refused at load.
+ */
+#define ROF_INVOKE_ARGS_MAX	(ROF_MSG_SIZE - 16 - 8)
+#define ROF_INVOKE_RESP_MAX	(ROF_MSG_SIZE - 16 - 16)
+
+/*
+ * The payload of an INVOKE response with status ROF_ST_OK or
+ * ROF_ST_PROG_FAULT; with OK the program's response bytes follow.
+ */
+struct rof_invoke_result {
+	__le32 prog_status;	/* the program's exit/respond status; 0 on a fault */
+	__le32 exec_status;	/* enum rof_isa_status: 0, or the fault */
+	__le32 fault_pc;	/* slot index of the faulting instruction, else 0 */
+	__le32 insns;		/* instructions executed */
+};
+
+/* Binds one region slot of an image (slot i: bind[i]). */
+struct rof_prog_bind {
+	__u32 region;		/* a region of the program's tenant */
+	__u32 freelist;		/* ROF_SLOT_FREELIST slots: a free list in it; else 0 */
+};
+
+struct rof_prog_load {
+	__u64 image;		/* in: user pointer to the image */
+	__u32 image_len;	/* in: bytes, <= ROF_PROG_IMAGE_MAX */
+	__u32 tenant;		/* in: the owner */
+	__u64 budget;		/* in: instructions per run, the verifier's worst case */
+	__u64 byte_budget;	/* in: bytes COPY/CRC64/HASH may move per run */
+	char name[ROF_NAME_MAX]; /* in: a label, the names rule of tenants */
+	__u32 nbind;		/* in: == the image's slot_cnt */
+	__u32 flags;		/* in: must be 0 */
+	struct rof_prog_bind bind[ROF_ISA_MAX_SLOTS]; /* in; unused entries 0 */
+	__u64 tag;		/* out: the image's tag */
+	__u32 error_insn;	/* out, with -ENOEXEC: failing slot, ~0 = header */
+	__u32 reserved;		/* in: must be 0 */
+};
+
+/* Names one program: ROF_IOC_PROG_UNLOAD. */
+struct rof_prog_id {
+	__u64 tag;
+	__u32 tenant;
+	__u32 flags;		/* must be 0 */
+	__u64 reserved;		/* must be 0 */
+};
+
+/* rof_prog_info.flags (out) */
+#define ROF_PROG_REVOKED	(1U << 0) /* a bound region was destroyed */
+
+/* Element of ROF_IOC_LIST_PROGS; in/out of ROF_IOC_GET_PROG. */
+struct rof_prog_info {
+	char name[ROF_NAME_MAX];
+	__u64 tag;		/* GET: in */
+	__u32 tenant;		/* GET: in */
+	__u32 flags;		/* GET: in, must be 0; out: ROF_PROG_* */
+	__u64 budget;
+	__u64 byte_budget;
+	__u32 insn_cnt;		/* instruction slots */
+	__u32 nbind;		/* region slots */
+	__u32 args_min;
+	__u32 args_max;
+	__u32 scratch_size;
+	__u32 resp_max;
+	struct rof_prog_bind bind[ROF_ISA_MAX_SLOTS];
+	__u64 loaded_ns;	/* CLOCK_REALTIME */
+	__u64 invocations;	/* runs started */
+	__u64 faults;		/* runs the executor stopped */
+	__u64 insns;		/* instructions executed, all runs */
+	__u64 reserved[2];
+};
+
+#define ROF_IOC_PROG_LOAD	_IOWR(ROF_IOC_MAGIC, 0x70, struct rof_prog_load)
+#define ROF_IOC_PROG_UNLOAD	_IOW(ROF_IOC_MAGIC, 0x71, struct rof_prog_id)
+#define ROF_IOC_GET_PROG	_IOWR(ROF_IOC_MAGIC, 0x72, struct rof_prog_info)
+#define ROF_IOC_LIST_PROGS	_IOWR(ROF_IOC_MAGIC, 0x73, struct rof_list)
+
+/* End of programs. */
 
 #endif /* _UAPI_ROF_H */

@@ -1,0 +1,752 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rof_prog.c - offload programs inside the module: load, unload, list,
+ * and their runs on INVOKE requests.
+ *
+ * rofd verifies an image (libclient/prog) and loads it with the budget the
+ * verifier proved; the module re-checks only what is cheap and what it
+ * alone knows: the structure (rof_exec_check_image), its own limits, and
+ * the slot bindings against the tenant's regions and free lists.  The
+ * executor (rof_exec.c) enforces bounds, rights and the budget at run
+ * time, so a verifier bug becomes an error status, never a stray access.
+ *
+ * A program belongs to its tenant, not to a process: it is named by
+ * (tenant, tag), holds a tenant reference and is attached to the tenant
+ * (a forced tenant destroy or a drain unloads it) and to each bound
+ * region (a forced region destroy revokes it: its runs answer
+ * ROF_ST_PROG_REVOKED from then on, and it lets go of the region).
+ *
+ * Lifetimes: rof_progs (a hash table under rof_progs_lock, read under
+ * RCU) holds one reference from load to unload; a run holds its own.
+ * Before a program lets go of its regions it is stopped: ->stopped is
+ * set and the runs under way (->active) are waited for, so no run ever
+ * touches a region the program no longer holds.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/hash.h>
+#include <linux/hashtable.h>
+#include <linux/module.h>
+#include <linux/overflow.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+
+#include "rof_core.h"
+#include "rof_exec.h"
+
+static ulong prog_max_budget = 1000000;
+module_param(prog_max_budget, ulong, 0644);
+MODULE_PARM_DESC(prog_max_budget, "largest instruction budget a program may be loaded with");
+
+static ulong prog_max_bytes = 16UL << 20;
+module_param(prog_max_bytes, ulong, 0644);
+MODULE_PARM_DESC(prog_max_bytes, "largest byte budget (COPY/CRC64/HASH bytes per run)");
+
+/* The verifier's default max_scratch: anything it accepts by default loads. */
+static uint prog_scratch_max = 65536 + 4096;
+module_param(prog_scratch_max, uint, 0644);
+MODULE_PARM_DESC(prog_scratch_max, "largest scratch_size a program may declare (bytes per session)");
+
+#define ROF_PROG_HASH_BITS	8
+#define ROF_PROG_LOCK_BITS	6
+
+/* Bit of rof_prog_slot.held: the region attachment and references. */
+#define ROF_SLOT_HELD		0
+
+struct rof_prog;
+
+struct rof_prog_slot {
+	struct rof_prog *p;
+	struct rof_region *region;	/* a reference while HELD */
+	struct rof_freelist *fl;	/* a reference while HELD, or NULL */
+	struct rof_region_attach att;
+	unsigned long held;
+	u32 region_id;
+	u32 freelist_id;
+};
+
+struct rof_prog {
+	struct kref ref;
+	struct rcu_head rcu;
+	struct hlist_node hnode;	/* on rof_progs while ->linked */
+	bool linked;			/* rof_progs_lock */
+	struct rof_tenant *tenant;	/* holds a reference */
+	u32 tenant_id;
+	u64 tag;
+	char name[ROF_NAME_MAX];
+	void *image;			/* the whole image, kvmalloc'd */
+	const struct rof_isa_hdr *hdr;	/* into ->image */
+	const struct rof_insn *insns;	/* into ->image */
+	u64 budget;
+	u64 byte_budget;
+	u64 loaded_ns;
+	u32 nslots;
+	struct rof_prog_slot slots[ROF_ISA_MAX_SLOTS];
+	struct rof_exec_region xr[ROF_ISA_MAX_SLOTS];
+
+	bool stopped;			/* no run starts any more */
+	bool revoked;			/* ... because a region was destroyed */
+	atomic_t active;		/* runs under way */
+	wait_queue_head_t idle_wq;	/* woken when ->active drops to 0 */
+
+	struct rof_tenant_attach tatt;
+	bool tattached;
+
+	atomic64_t invocations;
+	atomic64_t faults;
+	atomic64_t insns_run;
+};
+
+/* A session's scratch: kept across its runs, grown on demand, zeroed new. */
+struct rof_prog_scratch {
+	u32 size;
+	u8 data[];
+};
+
+static DEFINE_HASHTABLE(rof_progs, ROF_PROG_HASH_BITS);
+static DEFINE_MUTEX(rof_progs_lock);
+
+/*
+ * Wide CAS is atomic only against wide CAS on the same region
+ * (docs/isa.md section 5): a stripe of locks, by region id, gives that
+ * to every program bound to the region without a field in it.
+ */
+static struct rof_exec_lock rof_prog_locks[1 << ROF_PROG_LOCK_BITS];
+
+static u32 rof_prog_key(u32 tenant, u64 tag)
+{
+	return hash_64(tag ^ ((u64)tenant << 32), 32);
+}
+
+static void rof_prog_release(struct kref *ref)
+{
+	struct rof_prog *p = container_of(ref, struct rof_prog, ref);
+
+	kvfree(p->image);
+	rof_tenant_put(p->tenant);
+	kfree_rcu(p, rcu);
+}
+
+static void rof_prog_put(struct rof_prog *p)
+{
+	kref_put(&p->ref, rof_prog_release);
+}
+
+/* No run starts after this returns, and none is under way. */
+static void rof_prog_stop(struct rof_prog *p)
+{
+	WRITE_ONCE(p->stopped, true);
+	smp_mb();	/* ->stopped before ->active; pairs with rof_prog_run */
+	wait_event(p->idle_wq, !atomic_read(&p->active));
+}
+
+/* Exactly once per slot, by whoever clears HELD; may sleep. */
+static void rof_prog_slot_release(struct rof_prog_slot *sl)
+{
+	if (!test_and_clear_bit(ROF_SLOT_HELD, &sl->held))
+		return;
+	rof_region_detach(sl->region, &sl->att);
+	if (sl->fl)
+		rof_freelist_put(sl->fl);
+	rof_region_put(sl->region);
+}
+
+static void rof_prog_region_revoked(struct rof_region_attach *a,
+				    const char *reason)
+{
+	struct rof_prog_slot *sl = container_of(a, struct rof_prog_slot, att);
+	struct rof_prog *p = sl->p;
+
+	pr_info("program %016llx of tenant %u: region %u revoked (%s)\n",
+		p->tag, p->tenant_id, sl->region_id, reason);
+	WRITE_ONCE(p->revoked, true);
+	rof_prog_stop(p);
+	rof_prog_slot_release(sl);
+}
+
+/* Unload: from an ioctl or a tenant's revoke; process context. */
+static void rof_prog_destroy(struct rof_prog *p)
+{
+	u32 i;
+
+	mutex_lock(&rof_progs_lock);
+	if (!p->linked) {
+		/* Another unloader got here first and finishes the job. */
+		mutex_unlock(&rof_progs_lock);
+		return;
+	}
+	hash_del_rcu(&p->hnode);
+	p->linked = false;
+	mutex_unlock(&rof_progs_lock);
+
+	rof_prog_stop(p);
+	for (i = 0; i < p->nslots; i++)
+		rof_prog_slot_release(&p->slots[i]);
+	if (p->tattached)
+		rof_tenant_detach(p->tenant, &p->tatt);
+	rof_tenant_uncharge_program(p->tenant);
+	rof_prog_put(p);	/* the table's reference */
+}
+
+static void rof_prog_tenant_revoked(struct rof_tenant_attach *a,
+				    const char *reason)
+{
+	struct rof_prog *p = container_of(a, struct rof_prog, tatt);
+
+	pr_info("program %016llx of tenant %u unloaded (%s)\n", p->tag,
+		p->tenant_id, reason);
+	rof_prog_destroy(p);
+}
+
+/* The program (tenant @t, @tag), +1 reference, or NULL.  Any context. */
+static struct rof_prog *rof_prog_lookup(struct rof_tenant *t, u64 tag)
+{
+	u32 tid = rof_tenant_id(t);
+	struct rof_prog *p, *found = NULL;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(rof_progs, p, hnode, rof_prog_key(tid, tag)) {
+		if (p->tenant == t && p->tag == tag &&
+		    kref_get_unless_zero(&p->ref)) {
+			found = p;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+/* ---- runs ------------------------------------------------------------ */
+
+void rof_prog_scratch_free(struct rof_prog_scratch *sc)
+{
+	kvfree(sc);
+}
+
+/* Grow *@scp to @want bytes, keeping its contents; the rest reads 0. */
+static int rof_prog_scratch_get(struct rof_prog_scratch **scp, u32 want)
+{
+	struct rof_prog_scratch *old = *scp, *sc;
+
+	if (!want || (old && old->size >= want))
+		return 0;
+	sc = kvzalloc(struct_size(sc, data, want), GFP_KERNEL);
+	if (!sc)
+		return -ENOMEM;
+	sc->size = want;
+	if (old)
+		memcpy(sc->data, old->data, old->size);
+	kvfree(old);
+	*scp = sc;
+	return 0;
+}
+
+static void rof_put_result(u8 *out, u32 prog_status, int exec_status,
+			   u32 fault_pc, u64 insns)
+{
+	struct rof_invoke_result res = {
+		.prog_status = cpu_to_le32(prog_status),
+		.exec_status = cpu_to_le32(exec_status),
+		.fault_pc = cpu_to_le32(fault_pc),
+		.insns = cpu_to_le32(min_t(u64, insns, U32_MAX)),
+	};
+
+	memcpy(out, &res, sizeof(res));
+}
+
+/*
+ * Run program @tag of tenant @t for one INVOKE of a session whose
+ * scratch is *@scp.  Writes the response payload (struct
+ * rof_invoke_result, then the program's response) into @out, which holds
+ * @out_cap bytes, and returns an enum rof_status.  Fills @rec's insns and
+ * reason (the executor status).  Process context (the session's poll
+ * work), which the scratch allocation needs; the run itself neither
+ * sleeps nor allocates.
+ */
+u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
+		    u64 tag, const u8 *args, u32 args_len, u8 *out,
+		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec)
+{
+	struct rof_exec_ctx ctx = {};
+	const struct rof_isa_hdr *h;
+	struct rof_prog *p;
+	u32 status;
+	int st;
+
+	*out_len = 0;
+	p = t ? rof_prog_lookup(t, tag) : NULL;
+	if (!p)
+		return ROF_ST_NO_PROGRAM;
+	atomic_inc(&p->active);
+	smp_mb__after_atomic();	/* ->active before ->stopped */
+	if (READ_ONCE(p->stopped)) {
+		status = READ_ONCE(p->revoked) ? ROF_ST_PROG_REVOKED :
+						 ROF_ST_NO_PROGRAM;
+		goto out;
+	}
+	h = p->hdr;
+	if (args_len < h->args_min || args_len > h->args_max) {
+		rec->reason = ROF_ISA_EARGS;
+		status = ROF_ST_BAD_ARGS;
+		goto out;
+	}
+	/* Refused at load; a program never writes past the message. */
+	if (out_cap < sizeof(struct rof_invoke_result) ||
+	    h->resp_max > out_cap - sizeof(struct rof_invoke_result)) {
+		status = ROF_ST_NO_MEMORY;
+		goto out;
+	}
+	if (rof_prog_scratch_get(scp, h->scratch_size)) {
+		status = ROF_ST_NO_MEMORY;
+		goto out;
+	}
+
+	/* Zeroed: unwritten response bytes must not leak earlier replies. */
+	memset(out + sizeof(struct rof_invoke_result), 0, h->resp_max);
+	ctx.insns = p->insns;
+	ctx.insn_cnt = h->insn_cnt;
+	ctx.args = args;
+	ctx.args_len = args_len;
+	ctx.scratch = h->scratch_size ? (*scp)->data : NULL;
+	ctx.scratch_len = h->scratch_size;
+	ctx.resp = out + sizeof(struct rof_invoke_result);
+	ctx.resp_cap = h->resp_max;
+	ctx.regions = p->xr;
+	ctx.region_cnt = p->nslots;
+	ctx.budget = p->budget;
+	ctx.byte_budget = p->byte_budget;
+	st = rof_exec_run(&ctx);
+
+	atomic64_inc(&p->invocations);
+	atomic64_add(ctx.executed, &p->insns_run);
+	rec->insns = ctx.executed;
+	rec->reason = st;
+	if (st == ROF_ISA_OK) {
+		rof_put_result(out, ctx.prog_status, 0, 0, ctx.executed);
+		*out_len = sizeof(struct rof_invoke_result) + ctx.resp_len;
+		status = ROF_ST_OK;
+	} else {
+		atomic64_inc(&p->faults);
+		rof_put_result(out, 0, st, ctx.fault_pc, ctx.executed);
+		*out_len = sizeof(struct rof_invoke_result);
+		status = ROF_ST_PROG_FAULT;
+	}
+out:
+	/* Full barrier: pairs with rof_prog_stop's smp_mb(). */
+	if (atomic_dec_and_test(&p->active) && READ_ONCE(p->stopped))
+		wake_up_all(&p->idle_wq);
+	rof_prog_put(p);
+	return status;
+}
+
+/* ---- load ------------------------------------------------------------- */
+
+/* Checks @b against slot @sl of the image and takes what it binds. */
+static int rof_prog_bind_slot(struct rof_prog *p, u32 i,
+			      const struct rof_isa_slot *is,
+			      const struct rof_prog_bind *b)
+{
+	struct rof_prog_slot *sl = &p->slots[i];
+	struct rof_exec_region *xr = &p->xr[i];
+	bool want_fl = is->flags & ROF_SLOT_FREELIST;
+	struct rof_region *r;
+	int ret;
+
+	if (want_fl != !!b->freelist)
+		return -EINVAL;
+	r = rof_region_get(p->tenant, b->region);
+	if (!r)
+		return -ENXIO;		/* no such region of this tenant */
+	sl->p = p;
+	sl->region = r;
+	sl->region_id = b->region;
+	sl->freelist_id = b->freelist;
+	xr->freelist = ROF_ISA_NULL;
+	if (is->rights & ~rof_region_rights(r)) {
+		ret = -EACCES;		/* the image wants more than the region gives */
+		goto err_region;
+	}
+	if (is->len > rof_region_size(r)) {
+		ret = -ERANGE;
+		goto err_region;
+	}
+	if (want_fl) {
+		sl->fl = rof_freelist_get(p->tenant, b->freelist);
+		if (!sl->fl) {
+			ret = -ENXIO;
+			goto err_region;
+		}
+		if (rof_freelist_region(sl->fl) != r) {
+			ret = -EXDEV;	/* the list lives in another region */
+			goto err_fl;
+		}
+		xr->freelist = rof_freelist_offset(sl->fl);
+		if (xr->freelist > is->len ||
+		    is->len - xr->freelist < sizeof(struct rof_isa_freelist)) {
+			ret = -ERANGE;	/* its header is outside the window */
+			goto err_fl;
+		}
+	}
+	sl->att.revoke = rof_prog_region_revoked;
+	if (rof_region_attach(r, &sl->att)) {
+		ret = -ENXIO;		/* being destroyed */
+		goto err_fl;
+	}
+	set_bit(ROF_SLOT_HELD, &sl->held);
+
+	xr->base = rof_region_vaddr(r);
+	xr->len = is->len;
+	xr->rights = is->rights;
+	xr->flags = 0;
+	xr->lock = &rof_prog_locks[hash_32(b->region, ROF_PROG_LOCK_BITS)];
+	return 0;
+
+err_fl:
+	if (sl->fl)
+		rof_freelist_put(sl->fl);
+	sl->fl = NULL;
+err_region:
+	rof_region_put(r);
+	sl->region = NULL;
+	return ret;
+}
+
+static int rof_prog_check_req(const struct rof_prog_load *req)
+{
+	u32 i;
+
+	if (req->flags || req->reserved || req->error_insn || req->tag)
+		return -EINVAL;
+	if (rof_name_check(req->name))
+		return -EINVAL;
+	if (!req->budget || !req->byte_budget)
+		return -EINVAL;
+	if (req->nbind > ROF_ISA_MAX_SLOTS)
+		return -EINVAL;
+	for (i = req->nbind; i < ROF_ISA_MAX_SLOTS; i++)
+		if (req->bind[i].region || req->bind[i].freelist)
+			return -EINVAL;
+	if (req->budget > READ_ONCE(prog_max_budget) ||
+	    req->byte_budget > READ_ONCE(prog_max_bytes))
+		return -E2BIG;
+	if (!req->image_len || req->image_len > ROF_PROG_IMAGE_MAX)
+		return -E2BIG;
+	return 0;
+}
+
+/* Limits of the module, past the image's own: -EFBIG. */
+static int rof_prog_check_hdr(const struct rof_isa_hdr *h)
+{
+	if (h->args_min > ROF_INVOKE_ARGS_MAX ||
+	    h->resp_max > ROF_INVOKE_RESP_MAX ||
+	    h->scratch_size > READ_ONCE(prog_scratch_max))
+		return -EFBIG;
+	return 0;
+}
+
+static bool rof_prog_exists(struct rof_tenant *t, u64 tag)
+{
+	u32 tid = rof_tenant_id(t);
+	struct rof_prog *p;
+
+	lockdep_assert_held(&rof_progs_lock);
+	hash_for_each_possible(rof_progs, p, hnode, rof_prog_key(tid, tag))
+		if (p->tenant == t && p->tag == tag)
+			return true;
+	return false;
+}
+
+static long rof_prog_load(void __user *uarg)
+{
+	struct rof_prog_load *req;
+	const struct rof_isa_slot *islots;
+	struct rof_tenant *t;
+	struct rof_prog *p;
+	u32 i, bad = ~0U;
+	long ret;
+
+	req = kmalloc(sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return -ENOMEM;
+	if (copy_from_user(req, uarg, sizeof(*req))) {
+		ret = -EFAULT;
+		goto out_req;
+	}
+	ret = rof_prog_check_req(req);
+	if (ret)
+		goto out_req;
+
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p) {
+		ret = -ENOMEM;
+		goto out_req;
+	}
+	kref_init(&p->ref);
+	atomic_set(&p->active, 0);
+	init_waitqueue_head(&p->idle_wq);
+	atomic64_set(&p->invocations, 0);
+	atomic64_set(&p->faults, 0);
+	atomic64_set(&p->insns_run, 0);
+	p->image = kvmalloc(req->image_len, GFP_KERNEL);
+	if (!p->image) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	if (copy_from_user(p->image, u64_to_user_ptr(req->image),
+			   req->image_len)) {
+		ret = -EFAULT;
+		goto err_free;
+	}
+	ret = rof_exec_check_image(p->image, req->image_len, &bad);
+	if (ret) {
+		/* The tag is wrong: corrupted, or edited after signing. */
+		if (ret != -EBADMSG)
+			ret = -ENOEXEC;
+		req->error_insn = bad;
+		if (copy_to_user(uarg, req, sizeof(*req)))
+			ret = -EFAULT;
+		goto err_free;
+	}
+	p->hdr = p->image;
+	islots = p->image + sizeof(*p->hdr);
+	p->insns = (const void *)(islots + p->hdr->slot_cnt);
+	if (p->hdr->slot_cnt != req->nbind) {
+		ret = -EINVAL;
+		goto err_free;
+	}
+	ret = rof_prog_check_hdr(p->hdr);
+	if (ret)
+		goto err_free;
+	p->tag = p->hdr->tag;
+	p->nslots = p->hdr->slot_cnt;
+	p->budget = req->budget;
+	p->byte_budget = req->byte_budget;
+	strscpy(p->name, req->name, sizeof(p->name));
+	p->loaded_ns = ktime_get_real_ns();
+
+	t = rof_tenant_get(req->tenant);
+	if (!t) {
+		ret = -ENOENT;
+		goto err_free;
+	}
+	p->tenant = t;
+	p->tenant_id = req->tenant;
+	ret = rof_tenant_charge_program(t);	/* -EDQUOT, or -ENOENT: dying */
+	if (ret)
+		goto err_tenant;
+	for (i = 0; i < p->nslots; i++) {
+		ret = rof_prog_bind_slot(p, i, &islots[i], &req->bind[i]);
+		if (ret)
+			goto err_slots;
+	}
+	/*
+	 * Attach to the tenant and link in one step under rof_progs_lock:
+	 * a tenant revoke that sees the attachment also finds the program
+	 * linked, and one that started earlier makes the attach fail.
+	 */
+	p->tatt.revoke = rof_prog_tenant_revoked;
+	mutex_lock(&rof_progs_lock);
+	if (rof_prog_exists(t, p->tag))
+		ret = -EEXIST;
+	else
+		ret = rof_tenant_attach(t, &p->tatt);	/* -ENOENT: dying */
+	if (ret) {
+		mutex_unlock(&rof_progs_lock);
+		goto err_slots;
+	}
+	p->tattached = true;
+	hash_add_rcu(rof_progs, &p->hnode, rof_prog_key(p->tenant_id, p->tag));
+	p->linked = true;
+	mutex_unlock(&rof_progs_lock);
+
+	req->tag = p->tag;
+	if (copy_to_user(uarg, req, sizeof(*req))) {
+		/* Nobody would learn it was loaded. */
+		rof_prog_destroy(p);
+		ret = -EFAULT;
+		goto out_req;
+	}
+	pr_debug("program %016llx (%s) loaded for tenant %u\n", p->tag,
+		 p->name, p->tenant_id);
+	ret = 0;
+	goto out_req;
+
+err_slots:
+	for (i = 0; i < p->nslots; i++)
+		rof_prog_slot_release(&p->slots[i]);
+	rof_tenant_uncharge_program(t);
+err_tenant:
+	rof_tenant_put(t);
+err_free:
+	kvfree(p->image);
+	kfree(p);
+out_req:
+	kfree(req);
+	return ret;
+}
+
+/* ---- unload, get, list ------------------------------------------------ */
+
+static long rof_prog_unload(void __user *uarg)
+{
+	struct rof_prog_id req;
+	struct rof_tenant *t;
+	struct rof_prog *p;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.reserved)
+		return -EINVAL;
+	t = rof_tenant_get(req.tenant);
+	if (!t)
+		return -ENOENT;
+	p = rof_prog_lookup(t, req.tag);
+	rof_tenant_put(t);
+	if (!p)
+		return -ENOENT;
+	rof_prog_destroy(p);
+	rof_prog_put(p);
+	return 0;
+}
+
+static void rof_prog_fill(const struct rof_prog *p, struct rof_prog_info *pi)
+{
+	u32 i;
+
+	memset(pi, 0, sizeof(*pi));
+	strscpy(pi->name, p->name, sizeof(pi->name));
+	pi->tag = p->tag;
+	pi->tenant = p->tenant_id;
+	if (READ_ONCE(p->revoked))
+		pi->flags |= ROF_PROG_REVOKED;
+	pi->budget = p->budget;
+	pi->byte_budget = p->byte_budget;
+	pi->insn_cnt = p->hdr->insn_cnt;
+	pi->nbind = p->nslots;
+	pi->args_min = p->hdr->args_min;
+	pi->args_max = p->hdr->args_max;
+	pi->scratch_size = p->hdr->scratch_size;
+	pi->resp_max = p->hdr->resp_max;
+	for (i = 0; i < p->nslots; i++) {
+		pi->bind[i].region = p->slots[i].region_id;
+		pi->bind[i].freelist = p->slots[i].freelist_id;
+	}
+	pi->loaded_ns = p->loaded_ns;
+	pi->invocations = atomic64_read(&p->invocations);
+	pi->faults = atomic64_read(&p->faults);
+	pi->insns = atomic64_read(&p->insns_run);
+}
+
+static long rof_prog_get(void __user *uarg)
+{
+	struct rof_prog_info *pi;
+	struct rof_tenant *t;
+	struct rof_prog *p;
+	long ret = 0;
+
+	pi = kmalloc(sizeof(*pi), GFP_KERNEL);
+	if (!pi)
+		return -ENOMEM;
+	if (copy_from_user(pi, uarg, sizeof(*pi))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	if (pi->flags) {
+		ret = -EINVAL;
+		goto out;
+	}
+	t = rof_tenant_get(pi->tenant);
+	p = t ? rof_prog_lookup(t, pi->tag) : NULL;
+	if (t)
+		rof_tenant_put(t);
+	if (!p) {
+		ret = -ENOENT;
+		goto out;
+	}
+	rof_prog_fill(p, pi);
+	rof_prog_put(p);
+	if (copy_to_user(uarg, pi, sizeof(*pi)))
+		ret = -EFAULT;
+out:
+	kfree(pi);
+	return ret;
+}
+
+static long rof_prog_list(void __user *uarg)
+{
+	struct rof_prog_info __user *uelems;
+	struct rof_prog_info *pi;
+	struct rof_list req;
+	struct rof_prog *p;
+	u32 n = 0, total = 0, bkt;
+	long ret;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	ret = rof_list_check(&req, sizeof(*pi));
+	if (ret)
+		return ret;
+	uelems = u64_to_user_ptr(req.elems);
+	pi = kmalloc(sizeof(*pi), GFP_KERNEL);
+	if (!pi)
+		return -ENOMEM;
+
+	mutex_lock(&rof_progs_lock);
+	hash_for_each(rof_progs, bkt, p, hnode) {
+		total++;
+		if (n >= req.capacity || ret)
+			continue;
+		rof_prog_fill(p, pi);
+		if (copy_to_user(&uelems[n], pi, sizeof(*pi)))
+			ret = -EFAULT;
+		else
+			n++;
+	}
+	mutex_unlock(&rof_progs_lock);
+	kfree(pi);
+	if (ret)
+		return ret;
+	req.count = n;
+	req.total = total;
+	if (copy_to_user(uarg, &req, sizeof(req)))
+		return -EFAULT;
+	return 0;
+}
+
+long rof_prog_ioctl(unsigned int cmd, void __user *uarg)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	switch (cmd) {
+	case ROF_IOC_PROG_LOAD:
+		return rof_prog_load(uarg);
+	case ROF_IOC_PROG_UNLOAD:
+		return rof_prog_unload(uarg);
+	case ROF_IOC_GET_PROG:
+		return rof_prog_get(uarg);
+	case ROF_IOC_LIST_PROGS:
+		return rof_prog_list(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+int rof_prog_init(void)
+{
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(rof_prog_locks); i++)
+		ROF_EXEC_LOCK_INIT(&rof_prog_locks[i]);
+	return 0;
+}
+
+/* Programs hold tenant references, tenants module references: none left. */
+void rof_prog_exit(void)
+{
+	WARN_ON(!hash_empty(rof_progs));
+	rcu_barrier();		/* kfree_rcu of unloaded programs */
+}

@@ -1,0 +1,829 @@
+// kprog-check: end-to-end checks of programs inside rof.ko (issue 4).
+//
+//   kprog-check ioctls     every program ioctl with good and bad arguments,
+//                          and without CAP_SYS_ADMIN: each errno as documented
+//   kprog-check invoke     programs loaded and invoked over rxe: a hash GET
+//                          and a list traversal over regions filled through
+//                          their mmap, per-session scratch, a run-time fault
+//                          (the session keeps serving), budget, bad args,
+//                          unknown program, a revoked program, the audit
+//   kprog-check race       a region force-destroyed under a stream of
+//                          INVOKEs: right sums, then PROG_REVOKED only
+//   kprog-check cycles N   N load/unload cycles, then a tenant destroyed
+//                          with programs loaded (the script compares slabs)
+//   kprog-check leave NAME a tenant with a program, left behind on exit
+//   kprog-check count      programs loaded;  kprog-check drain: force drain
+//
+// Prints "ok"/"FAIL" lines; exit status 0 when every expectation held.
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kprog.h"
+#include "rof/prog/asm.h"
+#include "rof_exec.h"
+
+namespace {
+
+int failed = 0;
+
+void check(bool ok, const std::string& what, const std::string& detail = "") {
+    printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", what.c_str(), detail.empty() ? "" : ": ",
+           detail.c_str());
+    failed += !ok;
+}
+
+void expect_errno(const kprog::Dev& dev, unsigned long cmd, void* arg, int want,
+                  const std::string& what) {
+    int got = dev.ioc(cmd, arg);
+    check(got == want, what, "got " + kprog::errno_name(got) + ", want " + kprog::errno_name(want));
+}
+
+rof::prog::Program assemble(const std::string& text, const std::string& name) {
+    rof::prog::AsmResult a = rof::prog::assemble(text, name);
+    if (!a.ok())
+        throw kprog::Error(a.error_text());
+    return *a.program;
+}
+
+// The tag field is a CRC of the image with the field as 0: re-sign an
+// image edited on purpose, so that the module sees the edit, not the tag.
+void retag(std::vector<uint8_t>& img) {
+    uint64_t t = rof_exec_image_tag(img.data(), img.size());
+    std::memcpy(img.data() + offsetof(rof_isa_hdr, tag), &t, 8);
+}
+
+rof_isa_hdr* hdr(std::vector<uint8_t>& img) {
+    return reinterpret_cast<rof_isa_hdr*>(img.data());
+}
+
+std::vector<uint8_t> u64le(std::initializer_list<uint64_t> v) {
+    std::vector<uint8_t> b;
+    for (uint64_t x : v)
+        for (int i = 0; i < 8; i++)
+            b.push_back(static_cast<uint8_t>(x >> (8 * i)));
+    return b;
+}
+
+void put64(uint8_t* p, uint64_t v) {
+    std::memcpy(p, &v, 8);
+}
+
+const char* kSmall = R"(
+.args 0, 8
+.resp 8
+.region data, rw, 4096
+        ld64  r2, data[0]
+        st64  resp[0], r2
+        exit  0
+)";
+
+const char* kFreelist = R"(
+.resp 8
+.region heap, rwa, 8192, freelist
+        alloc r2, heap
+        st64  resp[0], r2
+        exit  0
+)";
+
+// ---- ioctls -------------------------------------------------------------
+
+bool tenant_has_programs(const kprog::Dev& dev, uint32_t t) {
+    rof_list li{};
+    li.elem_size = sizeof(rof_prog_info);
+    dev.must(ROF_IOC_LIST_PROGS, &li, "list programs");
+    std::vector<rof_prog_info> v(li.total + 8);
+    li.elems = reinterpret_cast<uintptr_t>(v.data());
+    li.capacity = static_cast<uint32_t>(v.size());
+    dev.must(ROF_IOC_LIST_PROGS, &li, "list programs");
+    for (uint32_t i = 0; i < li.count; i++)
+        if (v[i].tenant == t)
+            return true;
+    return false;
+}
+
+int cmd_ioctls() {
+    kprog::Dev dev;
+    std::string tag = "kprog-ioctl-" + std::to_string(getpid());
+    uint32_t t = dev.tenant_create(tag);
+    uint32_t t2 = dev.tenant_create(tag + "-2");
+    struct Cleanup {
+        kprog::Dev& d;
+        uint32_t a, b;
+        ~Cleanup() {
+            d.tenant_destroy(a);
+            d.tenant_destroy(b);
+        }
+    } cleanup{dev, t, t2};
+    uint32_t rw = dev.region_create(t, tag + "-rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+    uint32_t ro = dev.region_create(t, tag + "-ro", 4096, ROF_ACCESS_READ);
+    uint32_t heap = dev.region_create(t, tag + "-heap", 8192, ROF_ACCESS_ALL);
+    uint32_t heap2 = dev.region_create(t, tag + "-heap2", 8192, ROF_ACCESS_ALL);
+    uint32_t other = dev.region_create(t2, tag + "-other", 4096, ROF_ACCESS_ALL);
+    uint32_t fl = dev.freelist_create(heap, 64, 0, 16);
+    uint32_t fl2 = dev.freelist_create(heap2, 64, 0, 16);
+
+    rof::prog::Program small = assemble(kSmall, "small.rofs");
+    const std::vector<uint8_t> good = small.encode();
+    auto req = [&](const std::vector<uint8_t>& img) {
+        return kprog::load_req(t, img, {{rw, 0}}, 100, 4096, "small");
+    };
+
+    // Good arguments: load, get, list, unload.
+    rof_prog_load l = req(good);
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, 0, "load a good program");
+    check(l.tag == small.tag(), "load returns the image's tag");
+    rof_prog_load again = req(good);
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &again, EEXIST, "load the same tag twice");
+    rof_prog_info pi{};
+    pi.tenant = t;
+    pi.tag = l.tag;
+    expect_errno(dev, ROF_IOC_GET_PROG, &pi, 0, "get");
+    check(!strcmp(pi.name, "small") && pi.budget == 100 && pi.byte_budget == 4096 &&
+              pi.nbind == 1 && pi.bind[0].region == rw && pi.insn_cnt == small.insns.size() &&
+              pi.resp_max == 8 && pi.args_max == 8 && !pi.flags,
+          "get reports what was loaded");
+    {
+        std::vector<rof_prog_info> v(4);
+        rof_list li{};
+        li.elems = reinterpret_cast<uintptr_t>(v.data());
+        li.capacity = 4;
+        li.elem_size = sizeof(rof_prog_info);
+        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, 0, "list");
+        bool found = false;
+        for (uint32_t i = 0; i < li.count; i++)
+            found |= v[i].tag == l.tag && v[i].tenant == t;
+        check(found && li.total >= 1, "list contains it");
+        li.elem_size = sizeof(rof_prog_info) - 8;
+        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EINVAL, "list wrong elem_size");
+        li.elem_size = sizeof(rof_prog_info);
+        li.flags = 1;
+        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EINVAL, "list flags");
+        li.flags = 0;
+        li.capacity = ROF_LIST_MAX + 1;
+        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, E2BIG, "list capacity too big");
+        li.capacity = 4;
+        li.elems = 16;
+        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EFAULT, "list unwritable array");
+    }
+    {
+        rof_destroy d{};
+        d.id = rw;
+        expect_errno(dev, ROF_IOC_REGION_DESTROY, &d, EBUSY,
+                     "destroy a region a program is bound to, without force");
+    }
+    pi.flags = 1;
+    expect_errno(dev, ROF_IOC_GET_PROG, &pi, EINVAL, "get flags");
+    pi.flags = 0;
+    pi.tag ^= 1;
+    expect_errno(dev, ROF_IOC_GET_PROG, &pi, ENOENT, "get unknown tag");
+    pi.tag = l.tag;
+    pi.tenant = t2;
+    expect_errno(dev, ROF_IOC_GET_PROG, &pi, ENOENT, "get with another tenant");
+
+    rof_prog_id id{};
+    id.tenant = t;
+    id.tag = l.tag;
+    id.flags = 1;
+    expect_errno(dev, ROF_IOC_PROG_UNLOAD, &id, EINVAL, "unload flags");
+    id.flags = 0;
+    id.reserved = 1;
+    expect_errno(dev, ROF_IOC_PROG_UNLOAD, &id, EINVAL, "unload reserved");
+    id.reserved = 0;
+    id.tenant = t2;
+    expect_errno(dev, ROF_IOC_PROG_UNLOAD, &id, ENOENT, "unload with another tenant");
+    id.tenant = t;
+    expect_errno(dev, ROF_IOC_PROG_UNLOAD, &id, 0, "unload");
+    expect_errno(dev, ROF_IOC_PROG_UNLOAD, &id, ENOENT, "unload again");
+
+    // Bad fields of the load request.
+    l = req(good);
+    l.flags = 1;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load unknown flags");
+    l = req(good);
+    l.reserved = 1;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load reserved field");
+    l = req(good);
+    l.tag = 5;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load with an out field set");
+    l = req(good);
+    std::memset(l.name, 'x', sizeof(l.name));
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load name not NUL-terminated");
+    l = req(good);
+    l.name[0] = 0;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load empty name");
+    l = req(good);
+    l.budget = 0;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load budget 0");
+    l = req(good);
+    l.byte_budget = 0;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load byte budget 0");
+    l = req(good);
+    l.budget = 1ull << 40;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, E2BIG, "load budget above the module limit");
+    l = req(good);
+    l.byte_budget = 1ull << 40;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, E2BIG, "load byte budget above the module limit");
+    l = req(good);
+    l.image_len = ROF_PROG_IMAGE_MAX + 1;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, E2BIG, "load image too large");
+    l = req(good);
+    l.image_len = 0;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, E2BIG, "load empty image");
+    l = req(good);
+    l.image = 16;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EFAULT, "load unreadable image");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, reinterpret_cast<void*>(16), EFAULT,
+                 "load unreadable argument");
+    l = req(good);
+    l.nbind = 2;
+    l.bind[1] = {rw, 0};
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load bindings != image slots");
+    l = req(good);
+    l.nbind = ROF_ISA_MAX_SLOTS + 1;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load 17 bindings");
+    l = req(good);
+    l.bind[5] = {rw, 0};
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load unused binding set");
+    l = req(good);
+    l.tenant = ROF_TENANT_ID_MAX;
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENOENT, "load unknown tenant");
+
+    // Bad images.
+    {
+        std::vector<uint8_t> img = good;
+        img.resize(img.size() - 8);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENOEXEC, "load truncated image");
+        img = good;
+        hdr(img)->magic ^= 1;
+        retag(img);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENOEXEC, "load bad magic");
+        check(l.error_insn == ~0U, "... error_insn names the header");
+        img = good;
+        hdr(img)->version = 2;
+        retag(img);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENOEXEC, "load bad version");
+        img = good;
+        hdr(img)->flags = 1;
+        retag(img);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENOEXEC, "load image flags");
+        img = good;
+        hdr(img)->reserved[1] = 1;
+        retag(img);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENOEXEC, "load image reserved");
+        img = good;
+        img.back() ^= 0x40;  // the exit status: the tag no longer matches
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EBADMSG, "load bad tag (hash)");
+        img = good;
+        size_t insn2 = sizeof(rof_isa_hdr) + sizeof(rof_isa_slot) + 2 * sizeof(rof_insn);
+        img[insn2] = 0xff;  // no such opcode
+        retag(img);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENOEXEC, "load unknown opcode");
+        check(l.error_insn == 2, "... error_insn names the instruction",
+              std::to_string(l.error_insn));
+        img = good;
+        hdr(img)->resp_max = ROF_INVOKE_RESP_MAX + 8;
+        retag(img);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EFBIG, "load resp_max above the message");
+        img = good;
+        hdr(img)->scratch_size = 1u << 20;
+        retag(img);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EFBIG, "load scratch above the module limit");
+        img = good;
+        hdr(img)->args_min = ROF_INVOKE_ARGS_MAX + 1;
+        hdr(img)->args_max = ROF_INVOKE_ARGS_MAX + 1;
+        retag(img);
+        l = req(img);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EFBIG, "load args_min above the message");
+    }
+
+    // Bindings.
+    l = kprog::load_req(t, good, {{ro, 0}}, 100, 4096, "small");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EACCES, "load slot rights beyond the region's");
+    l = kprog::load_req(t, good, {{other, 0}}, 100, 4096, "small");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENXIO, "load with another tenant's region");
+    l = kprog::load_req(t, good, {{0x7fffffff, 0}}, 100, 4096, "small");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENXIO, "load unknown region");
+    l = kprog::load_req(t, good, {{rw, fl}}, 100, 4096, "small");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load free list on a plain slot");
+    {
+        std::vector<uint8_t> img = good;
+        auto* s = reinterpret_cast<rof_isa_slot*>(img.data() + sizeof(rof_isa_hdr));
+        s->len = 8192;
+        retag(img);
+        l = kprog::load_req(t, img, {{rw, 0}}, 100, 4096, "small");
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ERANGE, "load slot longer than the region");
+    }
+    rof::prog::Program fprog = assemble(kFreelist, "fl.rofs");
+    std::vector<uint8_t> fimg = fprog.encode();
+    l = kprog::load_req(t, fimg, {{heap, 0}}, 100, 4096, "fl");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EINVAL, "load free-list slot without a list");
+    l = kprog::load_req(t, fimg, {{heap, fl2}}, 100, 4096, "fl");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EXDEV, "load free list of another region");
+    l = kprog::load_req(t, fimg, {{heap, 0x7fffffff}}, 100, 4096, "fl");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENXIO, "load unknown free list");
+    l = kprog::load_req(t, fimg, {{heap, fl}}, 100, 4096, "fl");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, 0, "load a free-list program");
+    {
+        rof_destroy d{};
+        d.id = fl;
+        expect_errno(dev, ROF_IOC_FREELIST_DESTROY, &d, EBUSY,
+                     "destroy a free list a program holds, without force");
+    }
+
+    // Quota: the free-list program counts; a quota of 1 refuses a second.
+    {
+        rof_tenant_set_quota q{};
+        q.id = t;
+        q.quota.region_bytes = ROF_QUOTA_UNLIMITED;
+        q.quota.sessions = 0xffffffff;
+        q.quota.programs = 1;
+        q.quota.inflight = ROF_INFLIGHT_DEFAULT;
+        dev.must(ROF_IOC_TENANT_SET_QUOTA, &q, "set quota");
+        l = req(good);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EDQUOT, "load beyond the program quota");
+        rof_tenant_info ti{};
+        ti.id = t;
+        dev.must(ROF_IOC_GET_TENANT, &ti, "get tenant");
+        check(ti.usage.programs == 1, "tenant usage counts the program",
+              std::to_string(ti.usage.programs));
+        rof_destroy d{};
+        d.id = t;
+        expect_errno(dev, ROF_IOC_TENANT_DESTROY, &d, ENOTEMPTY,
+                     "destroy a tenant with a program, without force");
+    }
+
+    // Without CAP_SYS_ADMIN: EPERM for each (the fd is open already).
+    pid_t pid = fork();
+    if (pid == 0) {
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2] = {};
+        if (syscall(SYS_capset, &h, d))
+            _exit(2);
+        rof_prog_load ll = req(good);
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &ll, EPERM, "no CAP_SYS_ADMIN: load");
+        rof_prog_id ii{};
+        ii.tenant = t;
+        ii.tag = fprog.tag();
+        expect_errno(dev, ROF_IOC_PROG_UNLOAD, &ii, EPERM, "no CAP_SYS_ADMIN: unload");
+        rof_prog_info pp{};
+        pp.tenant = t;
+        pp.tag = fprog.tag();
+        expect_errno(dev, ROF_IOC_GET_PROG, &pp, EPERM, "no CAP_SYS_ADMIN: get");
+        rof_list li{};
+        li.elem_size = sizeof(rof_prog_info);
+        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EPERM, "no CAP_SYS_ADMIN: list");
+        _exit(failed ? 1 : 0);
+    }
+    int status = 0;
+    check(
+        pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the unprivileged child saw EPERM everywhere");
+
+    // A forced tenant destroy unloads its programs.
+    dev.tenant_destroy(t);
+    check(!tenant_has_programs(dev, t), "forced tenant destroy unloaded its programs");
+    printf("%d unexpected results\n", failed);
+    return failed ? 1 : 0;
+}
+
+// ---- invoke --------------------------------------------------------------
+
+const char* kHashGet = R"(
+; Hash GET (docs/isa.md 11.2): index of 8-byte record offsets, records
+; {u64 key, u64 len, value}; the value goes out with respond.
+.args 8, 8
+.resp 256
+.region index, r, 8192
+.region heap, r, 65536
+        ld64  r2, args[0]
+        mov64 r3, 0
+        hash  r3, args[0], r1
+        and64 r3, 1023
+        lsh64 r3, 3
+        ld64  r4, index[r3]
+        ld64  r5, heap[r4]
+        jne   r5, r2, miss
+        ld64  r7, heap[r4+8]
+        copy  resp[0], heap[r4+16], r7 max 240 -> r6
+        respond r6, 0
+miss:   exit  2
+)";
+
+const char* kList = R"(
+; List traversal with a predicate (docs/isa.md 11.3): first key >= target.
+.args 16, 16
+.resp 64
+.region nodes, r, 65536
+        ld64  r2, args[0]
+        ld64  r3, args[8]
+        mov64 r4, 0
+top:    ld64  r5, nodes[r3]
+        jge   r5, r2, hit
+        ld64  r3, nodes[r3+8]
+        jeq   r3, 0, miss
+        loop  r4, top, 64
+miss:   exit  1
+hit:    copy  resp[0], nodes[r3], 64
+        exit  0
+)";
+
+const char* kFault = R"(
+; An indirect read through a pointer the tenant stored in its region.
+.args 0, 0
+.resp 8
+.region nodes, r, 65536
+        copy  resp[0], nodes[*nodes[16]], 8
+        exit  0
+)";
+
+const char* kCounter = R"(
+; Per-session scratch: a counter that survives between invocations.
+.args 0, 0
+.scratch 8
+.resp 8
+        ld64  r2, scratch[0]
+        add64 r2, 1
+        st64  scratch[0], r2
+        st64  resp[0], r2
+        exit  7
+)";
+
+const char* kSpin = R"(
+.args 0, 0
+        mov64 r2, 0
+top:    loop  r2, top, 100
+        exit  0
+)";
+
+uint64_t load(kprog::Dev& dev, uint32_t t, const rof::prog::Program& p,
+              const std::vector<rof_prog_bind>& b, uint64_t budget, const char* name) {
+    std::vector<uint8_t> img = p.encode();
+    rof_prog_load l = kprog::load_req(t, img, b, budget, 1 << 20, name);
+    dev.must(ROF_IOC_PROG_LOAD, &l, std::string("load ") + name);
+    return l.tag;
+}
+
+std::string describe(const kprog::InvokeResult& r) {
+    return "status " + std::to_string(r.status) + " prog " + std::to_string(r.prog_status) +
+           " exec " + rof_exec_status_name(static_cast<int>(r.exec_status)) + " pc " +
+           std::to_string(r.fault_pc) + " insns " + std::to_string(r.insns) + " resp " +
+           std::to_string(r.resp.size()) + " bytes";
+}
+
+int cmd_invoke() {
+    kprog::Dev dev;
+    std::string tag = "kprog-inv-" + std::to_string(getpid());
+    uint32_t t = dev.tenant_create(tag);
+    struct Cleanup {
+        kprog::Dev& d;
+        uint32_t a;
+        ~Cleanup() { d.tenant_destroy(a); }
+    } cleanup{dev, t};
+    uint32_t index = dev.region_create(t, tag + "-index", 8192, ROF_ACCESS_READ);
+    uint32_t heap = dev.region_create(t, tag + "-heap", 65536, ROF_ACCESS_READ);
+    uint32_t nodes = dev.region_create(t, tag + "-nodes", 65536, ROF_ACCESS_READ);
+
+    // Open the audit ring first: the records of this test follow.
+    rof_audit_open ao{};
+    ao.flags = ROF_AUDIT_NONBLOCK;
+    dev.must(ROF_IOC_AUDIT_OPEN, &ao, "audit open");
+    std::vector<rof_audit_record> old(256);
+    while (read(ao.fd, old.data(), old.size() * sizeof(old[0])) > 0) {
+    }
+
+    // Fill the regions through their mappings, as a tenant application would.
+    std::vector<uint64_t> stored;
+    {
+        kprog::Mapping mi(dev, index), mh(dev, heap), mn(dev, nodes);
+        std::vector<bool> used(1024);
+        for (uint64_t k = 1; k <= 20; k++) {
+            uint64_t key = k * 1000003;
+            uint64_t b = rof_exec_hash64(0, &key, 8) & 1023;
+            if (used[b])
+                continue;  // a collision: this simple index keeps one key
+            used[b] = true;
+            stored.push_back(k);
+            uint64_t off = 64 + (k - 1) * 256;
+            put64(mi.data() + 8 * b, off);
+            put64(mh.data() + off, key);
+            put64(mh.data() + off + 8, 10 + k);
+            for (uint64_t j = 0; j < 10 + k; j++)
+                mh.data()[off + 16 + j] = static_cast<uint8_t>(k + j);
+        }
+        for (uint64_t i = 1; i <= 100; i++) {
+            put64(mn.data() + 64 * i, 10 * i);
+            put64(mn.data() + 64 * i + 8, i < 100 ? 64 * (i + 1) : 0);
+            for (int j = 16; j < 64; j++)
+                mn.data()[64 * i + j] = static_cast<uint8_t>(i ^ j);
+        }
+        put64(mn.data() + 16, 0xffffffff0000ull);  // the fault's pointer
+    }
+
+    rof::prog::Program get = assemble(kHashGet, "hash_get.rofs");
+    rof::prog::Program list = assemble(kList, "list.rofs");
+    rof::prog::Program fault = assemble(kFault, "fault.rofs");
+    rof::prog::Program counter = assemble(kCounter, "counter.rofs");
+    rof::prog::Program spin = assemble(kSpin, "spin.rofs");
+    uint64_t tget = load(dev, t, get, {{index, 0}, {heap, 0}}, 100, "hash-get");
+    uint64_t tlist = load(dev, t, list, {{nodes, 0}}, 1000, "list");
+    uint64_t tfault = load(dev, t, fault, {{nodes, 0}}, 10, "fault");
+    uint64_t tcount = load(dev, t, counter, {}, 10, "counter");
+    uint64_t tspin = load(dev, t, spin, {}, 10, "spin");  // the loop needs ~102
+
+    dev.set_random_key();
+    {
+        kprog::Client c(kprog::server_addr(), dev.prepare(t));
+
+        for (uint64_t k : {stored.front(), stored.back()}) {
+            uint64_t key = k * 1000003;
+            kprog::InvokeResult r = kprog::decode_invoke(c.invoke(tget, u64le({key})));
+            std::vector<uint8_t> want;
+            for (uint64_t j = 0; j < 10 + k; j++)
+                want.push_back(static_cast<uint8_t>(k + j));
+            check(r.status == ROF_ST_OK && r.prog_status == 0 && r.resp == want && r.insns > 5,
+                  "hash GET of key " + std::to_string(key) + " returns its value", describe(r));
+        }
+        kprog::InvokeResult r = kprog::decode_invoke(c.invoke(tget, u64le({4242})));
+        check(r.status == ROF_ST_OK && r.prog_status == 2 && r.resp.empty(),
+              "hash GET of a missing key: program status 2", describe(r));
+
+        r = kprog::decode_invoke(c.invoke(tlist, u64le({355, 64})));
+        std::vector<uint8_t> node40 = u64le({360, 64 * 37});
+        for (int j = 16; j < 64; j++)
+            node40.push_back(static_cast<uint8_t>(36 ^ j));
+        check(r.status == ROF_ST_OK && r.prog_status == 0 && r.resp == node40,
+              "list traversal finds the first key >= 355 (node 36)", describe(r));
+        r = kprog::decode_invoke(c.invoke(tlist, u64le({100000, 64})));
+        check(r.status == ROF_ST_OK && r.prog_status == 1, "list traversal: no such key",
+              describe(r));
+
+        r = kprog::decode_invoke(c.invoke(tfault, {}));
+        check(r.status == ROF_ST_PROG_FAULT && r.exec_status == ROF_ISA_EPTR && r.fault_pc == 0 &&
+                  r.insns == 1,
+              "an out-of-bounds indirect read faults with EPTR at pc 0", describe(r));
+        std::vector<uint8_t> hello = {'h', 'e', 'l', 'l', 'o'};
+        kprog::Response e = c.request(ROF_OP_ECHO, hello);
+        check(e.status == ROF_ST_OK && e.payload == hello, "the same session then ECHOes");
+        r = kprog::decode_invoke(c.invoke(tget, u64le({stored.front() * 1000003})));
+        check(r.status == ROF_ST_OK && r.prog_status == 0, "... and serves a good INVOKE",
+              describe(r));
+
+        r = kprog::decode_invoke(c.invoke(tspin, {}));
+        check(r.status == ROF_ST_PROG_FAULT && r.exec_status == ROF_ISA_EBUDGET && r.insns == 10,
+              "a run past its budget faults with EBUDGET after 10 insns", describe(r));
+        r = kprog::decode_invoke(c.invoke(tget, std::vector<uint8_t>(4, 0)));
+        check(r.status == ROF_ST_BAD_ARGS, "args shorter than args_min: BAD_ARGS", describe(r));
+        r = kprog::decode_invoke(c.invoke(tget ^ 1, u64le({1})));
+        check(r.status == ROF_ST_NO_PROGRAM, "unknown tag: NO_PROGRAM", describe(r));
+        kprog::Response shorty = c.request(ROF_OP_INVOKE, std::vector<uint8_t>(4, 0));
+        check(shorty.status == ROF_ST_BAD_LENGTH, "INVOKE payload shorter than the tag");
+
+        for (uint64_t i = 1; i <= 3; i++) {
+            r = kprog::decode_invoke(c.invoke(tcount, {}));
+            check(r.status == ROF_ST_OK && r.prog_status == 7 && r.resp == u64le({i}),
+                  "scratch keeps a counter across invocations: " + std::to_string(i), describe(r));
+        }
+    }
+    {
+        kprog::Client c(kprog::server_addr(), dev.prepare(t));
+        kprog::InvokeResult r = kprog::decode_invoke(c.invoke(tcount, {}));
+        check(r.status == ROF_ST_OK && r.resp == u64le({1}), "a new session's scratch starts at 0",
+              describe(r));
+
+        // A forced destroy of a bound region revokes the program only.
+        rof_destroy d{};
+        d.id = nodes;
+        d.flags = ROF_DESTROY_FORCE;
+        dev.must(ROF_IOC_REGION_DESTROY, &d, "force-destroy region nodes");
+        r = kprog::decode_invoke(c.invoke(tlist, u64le({355, 64})));
+        check(r.status == ROF_ST_PROG_REVOKED, "a program of a destroyed region: PROG_REVOKED",
+              describe(r));
+        rof_prog_info pi{};
+        pi.tenant = t;
+        pi.tag = tlist;
+        dev.must(ROF_IOC_GET_PROG, &pi, "get list program");
+        check(pi.flags & ROF_PROG_REVOKED, "get shows ROF_PROG_REVOKED");
+        check(pi.invocations == 2 && pi.faults == 0, "get counts its runs",
+              std::to_string(pi.invocations));
+        kprog::Response e = c.request(ROF_OP_ECHO, std::vector<uint8_t>(3, 9));
+        check(e.status == ROF_ST_OK, "the session still serves ECHO");
+        r = kprog::decode_invoke(c.invoke(tget, u64le({stored.back() * 1000003})));
+        check(r.status == ROF_ST_OK && r.prog_status == 0, "... and other programs", describe(r));
+        rof_prog_id id{};
+        id.tenant = t;
+        id.tag = tlist;
+        expect_errno(dev, ROF_IOC_PROG_UNLOAD, &id, 0, "a revoked program unloads");
+    }
+
+    // The audit: one INVOKE record per run, with the tag and instructions.
+    std::vector<rof_audit_record> recs(1024);
+    ssize_t n = read(ao.fd, recs.data(), recs.size() * sizeof(recs[0]));
+    bool ok_rec = false, fault_rec = false;
+    for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof(recs[0])); i++) {
+        const rof_audit_record& a = recs[i];
+        if (a.kind != ROF_AUDIT_INVOKE || a.tenant != t)
+            continue;
+        ok_rec |= a.program == tget && a.status == ROF_ST_OK && a.insns > 5;
+        fault_rec |= a.program == tfault && a.status == ROF_ST_PROG_FAULT &&
+                     a.reason == ROF_ISA_EPTR && a.insns == 1;
+    }
+    check(ok_rec, "audit: INVOKE record of the GET with its instructions");
+    check(fault_rec, "audit: INVOKE record of the fault, reason EPTR");
+    close(ao.fd);
+    printf("%d unexpected results\n", failed);
+    return failed ? 1 : 0;
+}
+
+// ---- race: a region revoked under a stream of invocations ---------------
+
+const char* kSum = R"(
+; Sums the region's first 512 words: a run that takes a while.
+.args 0, 0
+.resp 8
+.region data, r, 4096
+        mov64 r2, 0
+        mov64 r3, 0
+        mov64 r4, 0
+top:    ld64  r5, data[r3]
+        add64 r2, r5
+        add64 r3, 8
+        loop  r4, top, 512
+        st64  resp[0], r2
+        exit  0
+)";
+
+int cmd_race() {
+    kprog::Dev dev;
+    std::string tag = "kprog-race-" + std::to_string(getpid());
+    uint32_t t = dev.tenant_create(tag);
+    struct Cleanup {
+        kprog::Dev& d;
+        uint32_t a;
+        ~Cleanup() { d.tenant_destroy(a); }
+    } cleanup{dev, t};
+    uint32_t data = dev.region_create(t, tag + "-data", 4096, ROF_ACCESS_READ);
+    {
+        kprog::Mapping m(dev, data);
+        for (uint64_t i = 0; i < 512; i++)
+            put64(m.data() + 8 * i, i);
+    }
+    uint64_t tsum = load(dev, t, assemble(kSum, "sum.rofs"), {{data, 0}}, 4000, "sum");
+    dev.set_random_key();
+    kprog::Client c(kprog::server_addr(), dev.prepare(t));
+
+    std::atomic<bool> stop{false};
+    std::atomic<int> oks{0}, revoked{0}, wrong{0};
+    std::thread invoker([&] {
+        bool seen_revoked = false;
+        try {
+            while (!stop) {
+                kprog::InvokeResult r = kprog::decode_invoke(c.invoke(tsum, {}));
+                if (r.status == ROF_ST_OK && !seen_revoked && r.resp == u64le({511 * 512 / 2}))
+                    oks++;
+                else if (r.status == ROF_ST_PROG_REVOKED)
+                    seen_revoked = true, revoked++;
+                else
+                    wrong++;
+            }
+        } catch (const std::exception& e) {
+            printf("invoker: %s\n", e.what());
+            wrong++;
+        }
+    });
+    while (oks < 20 && !wrong)
+        usleep(1000);
+    rof_destroy d{};
+    d.id = data;
+    d.flags = ROF_DESTROY_FORCE;
+    int e = dev.ioc(ROF_IOC_REGION_DESTROY, &d);
+    while (revoked < 5 && !wrong)
+        usleep(1000);
+    stop = true;
+    invoker.join();
+    check(e == 0, "forced region destroy under a stream of INVOKEs", kprog::errno_name(e));
+    check(oks >= 20 && revoked >= 5 && wrong == 0,
+          "every answer is the right sum until the revoke, then PROG_REVOKED",
+          std::to_string(oks) + " sums, " + std::to_string(revoked) + " revoked, " +
+              std::to_string(wrong) + " wrong");
+    kprog::Response echo = c.request(ROF_OP_ECHO, std::vector<uint8_t>(8, 1));
+    check(echo.status == ROF_ST_OK, "the session keeps serving");
+    printf("%d unexpected results\n", failed);
+    return failed ? 1 : 0;
+}
+
+// ---- leave, drain: programs outlive their loader, block unload ------------
+
+// Loads a program for a new tenant and exits without cleaning up.
+int cmd_leave(const std::string& name) {
+    kprog::Dev dev;
+    uint32_t t = dev.tenant_create(name);
+    uint32_t rw = dev.region_create(t, name + "-rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+    rof::prog::Program small = assemble(kSmall, "small.rofs");
+    load(dev, t, small, {{rw, 0}}, 100, "left");
+    printf("%u %016llx\n", t, static_cast<unsigned long long>(small.tag()));
+    return 0;
+}
+
+// Prints how many programs are loaded (all tenants).
+int cmd_count() {
+    kprog::Dev dev;
+    rof_list li{};
+    li.elem_size = sizeof(rof_prog_info);
+    dev.must(ROF_IOC_LIST_PROGS, &li, "list programs");
+    printf("%u\n", li.total);
+    return 0;
+}
+
+int cmd_drain() {
+    kprog::Dev dev;
+    rof_drain d{};
+    d.flags = ROF_DESTROY_FORCE;
+    dev.must(ROF_IOC_DRAIN, &d, "drain");
+    printf("%u tenants destroyed\n", d.tenants);
+    return 0;
+}
+
+// ---- cycles --------------------------------------------------------------
+
+int cmd_cycles(int n) {
+    kprog::Dev dev;
+    std::string tag = "kprog-cyc-" + std::to_string(getpid());
+    uint32_t t = dev.tenant_create(tag);
+    uint32_t rw = dev.region_create(t, tag + "-rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+    uint32_t heap = dev.region_create(t, tag + "-heap", 8192, ROF_ACCESS_ALL);
+    uint32_t fl = dev.freelist_create(heap, 64, 0, 16);
+    std::vector<uint8_t> small = assemble(kSmall, "small.rofs").encode();
+    std::vector<uint8_t> fimg = assemble(kFreelist, "fl.rofs").encode();
+    for (int i = 0; i < n; i++) {
+        rof_prog_load a = kprog::load_req(t, small, {{rw, 0}}, 100, 4096, "small");
+        rof_prog_load b = kprog::load_req(t, fimg, {{heap, fl}}, 100, 4096, "fl");
+        dev.must(ROF_IOC_PROG_LOAD, &a, "load small");
+        dev.must(ROF_IOC_PROG_LOAD, &b, "load fl");
+        rof_prog_id id{};
+        id.tenant = t;
+        id.tag = a.tag;
+        dev.must(ROF_IOC_PROG_UNLOAD, &id, "unload small");
+        id.tag = b.tag;
+        dev.must(ROF_IOC_PROG_UNLOAD, &id, "unload fl");
+    }
+    // The last round stays loaded: the tenant's destroy must clean up.
+    rof_prog_load a = kprog::load_req(t, small, {{rw, 0}}, 100, 4096, "small");
+    rof_prog_load b = kprog::load_req(t, fimg, {{heap, fl}}, 100, 4096, "fl");
+    dev.must(ROF_IOC_PROG_LOAD, &a, "load small");
+    dev.must(ROF_IOC_PROG_LOAD, &b, "load fl");
+    dev.tenant_destroy(t);
+    rof_tenant_info ti{};
+    ti.id = t;
+    check(dev.ioc(ROF_IOC_GET_TENANT, &ti) == ENOENT, "forced destroy removed the tenant");
+    check(!tenant_has_programs(dev, t), "... and its programs");
+    printf("%d load/unload cycles done\n", n);
+    return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string cmd = argc > 1 ? argv[1] : "";
+    try {
+        if (cmd == "ioctls")
+            return cmd_ioctls();
+        if (cmd == "invoke")
+            return cmd_invoke();
+        if (cmd == "race")
+            return cmd_race();
+        if (cmd == "leave" && argc == 3)
+            return cmd_leave(argv[2]);
+        if (cmd == "count")
+            return cmd_count();
+        if (cmd == "drain")
+            return cmd_drain();
+        if (cmd == "cycles" && argc == 3)
+            return cmd_cycles(std::stoi(argv[2]));
+    } catch (const std::exception& e) {
+        fprintf(stderr, "kprog-check %s: %s\n", cmd.c_str(), e.what());
+        return 1;
+    }
+    fprintf(stderr,
+            "usage: kprog-check ioctls | invoke | race | cycles N | leave NAME | count | drain\n");
+    return 2;
+}
