@@ -6,95 +6,104 @@
 #include "rof_bucket.h"
 #include "uapi/rof.h"
 
-namespace {
+namespace
+{
 
 constexpr u64 kSec = 1000000000ULL;
 
-TEST(Bucket, UnlimitedNeverWaits) {
-  rof_bucket b;
-  rof_bucket_init(&b, 0, 1, 0);
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 0u);
-  rof_bucket_take(&b, 1000000);
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 1000000), 0u);
+TEST(Bucket, UnlimitedNeverWaits)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 0, 1, 0);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 0u);
+	rof_bucket_take(&b, 1000000);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 1000000), 0u);
 }
 
-TEST(Bucket, StartsEmptyAndWaitsOnePeriod) {
-  rof_bucket b;
-  rof_bucket_init(&b, 100, 1, 5 * kSec);  // 100/s: one token per 10 ms
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 10000000u);
-  rof_bucket_refill(&b, 5 * kSec + 9999999);
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 1u);
-  rof_bucket_refill(&b, 5 * kSec + 10000000);
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 0u);
-  rof_bucket_take(&b, 1);
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 10000000u);
+TEST(Bucket, StartsEmptyAndWaitsOnePeriod)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 100, 1, 5 * kSec); // 100/s: one token per 10 ms
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 10000000u);
+	rof_bucket_refill(&b, 5 * kSec + 9999999);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 1u);
+	rof_bucket_refill(&b, 5 * kSec + 10000000);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 0u);
+	rof_bucket_take(&b, 1);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 10000000u);
 }
 
 // Admitting greedily for 10 s at 1 ms steps gives exactly rate * 10.
-TEST(Bucket, LongRunRateIsExact) {
-  for (u64 rate : {1ULL, 7ULL, 200ULL, 3200ULL, 1000000ULL}) {
-    rof_bucket b;
-    rof_bucket_init(&b, rate, 1, 0);
-    u64 admitted = 0;
-    for (u64 t = 0; t <= 10 * kSec; t += 1000000) {
-      rof_bucket_refill(&b, t);
-      while (rof_bucket_wait_ns(&b, 1) == 0) {
-        rof_bucket_take(&b, 1);
-        admitted++;
-      }
-    }
-    EXPECT_EQ(admitted, rate * 10) << "rate " << rate;
-  }
+TEST(Bucket, LongRunRateIsExact)
+{
+	for (u64 rate : { 1ULL, 7ULL, 200ULL, 3200ULL, 1000000ULL }) {
+		rof_bucket b;
+		rof_bucket_init(&b, rate, 1, 0);
+		u64 admitted = 0;
+		for (u64 t = 0; t <= 10 * kSec; t += 1000000) {
+			rof_bucket_refill(&b, t);
+			while (rof_bucket_wait_ns(&b, 1) == 0) {
+				rof_bucket_take(&b, 1);
+				admitted++;
+			}
+		}
+		EXPECT_EQ(admitted, rate * 10) << "rate " << rate;
+	}
 }
 
-TEST(Bucket, BurstIsCapped) {
-  rof_bucket b;
-  rof_bucket_init(&b, 1000, 1, 0);  // burst: 50 ms worth = 50 tokens
-  rof_bucket_refill(&b, 3600 * kSec);
-  u64 n = 0;
-  while (rof_bucket_wait_ns(&b, 1) == 0) {
-    rof_bucket_take(&b, 1);
-    n++;
-  }
-  EXPECT_EQ(n, 1000u * ROF_BUCKET_BURST_MS / 1000);
+TEST(Bucket, BurstIsCapped)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 1000, 1, 0); // burst: 50 ms worth = 50 tokens
+	rof_bucket_refill(&b, 3600 * kSec);
+	u64 n = 0;
+	while (rof_bucket_wait_ns(&b, 1) == 0) {
+		rof_bucket_take(&b, 1);
+		n++;
+	}
+	EXPECT_EQ(n, 1000u * ROF_BUCKET_BURST_MS / 1000);
 }
 
-TEST(Bucket, MinBurstLetsABigRequestPass) {
-  rof_bucket b;
-  rof_bucket_init(&b, 100, 2048, 0);  // 100 B/s, one request of 2000 B
-  EXPECT_GT(rof_bucket_wait_ns(&b, 2000), 0u);
-  rof_bucket_refill(&b, 20 * kSec);
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 2000), 0u);
+TEST(Bucket, MinBurstLetsABigRequestPass)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 100, 2048, 0); // 100 B/s, one request of 2000 B
+	EXPECT_GT(rof_bucket_wait_ns(&b, 2000), 0u);
+	rof_bucket_refill(&b, 20 * kSec);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 2000), 0u);
 }
 
-TEST(Bucket, CostAboveCapacityWaitsForAFullBucket) {
-  rof_bucket b;
-  rof_bucket_init(&b, 10, 1, 0);  // capacity 2 tokens
-  u64 w = rof_bucket_wait_ns(&b, 1000);
-  EXPECT_EQ(w, 2 * kSec / 10);
-  rof_bucket_refill(&b, w);
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 1000), 0u);
-  rof_bucket_take(&b, 1000);
-  EXPECT_EQ(b.tokens, 0u);
+TEST(Bucket, CostAboveCapacityWaitsForAFullBucket)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 10, 1, 0); // capacity 2 tokens
+	u64 w = rof_bucket_wait_ns(&b, 1000);
+	EXPECT_EQ(w, 2 * kSec / 10);
+	rof_bucket_refill(&b, w);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 1000), 0u);
+	rof_bucket_take(&b, 1000);
+	EXPECT_EQ(b.tokens, 0u);
 }
 
-TEST(Bucket, ExtremesDoNotOverflow) {
-  rof_bucket b;
-  rof_bucket_init(&b, ROF_RATE_MAX, 1, 0);
-  rof_bucket_refill(&b, ~0ULL);  // centuries later
-  EXPECT_EQ(b.tokens, b.cap);
-  EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 0u);
-  rof_bucket_init(&b, 1, 1, 0);
-  rof_bucket_refill(&b, ~0ULL);
-  EXPECT_EQ(b.tokens, b.cap);
+TEST(Bucket, ExtremesDoNotOverflow)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, ROF_RATE_MAX, 1, 0);
+	rof_bucket_refill(&b, ~0ULL); // centuries later
+	EXPECT_EQ(b.tokens, b.cap);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 1), 0u);
+	rof_bucket_init(&b, 1, 1, 0);
+	rof_bucket_refill(&b, ~0ULL);
+	EXPECT_EQ(b.tokens, b.cap);
 }
 
-TEST(Bucket, TimeGoingBackwardsChangesNothing) {
-  rof_bucket b;
-  rof_bucket_init(&b, 100, 1, 10 * kSec);
-  rof_bucket_refill(&b, 5 * kSec);
-  EXPECT_EQ(b.tokens, 0u);
-  EXPECT_EQ(b.last_ns, 10 * kSec);
+TEST(Bucket, TimeGoingBackwardsChangesNothing)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 100, 1, 10 * kSec);
+	rof_bucket_refill(&b, 5 * kSec);
+	EXPECT_EQ(b.tokens, 0u);
+	EXPECT_EQ(b.last_ns, 10 * kSec);
 }
 
-}  // namespace
+} // namespace

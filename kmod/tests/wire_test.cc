@@ -6,56 +6,66 @@
 
 #include "uapi/rof.h"
 
-namespace {
+namespace
+{
 
-TEST(Wire, TicketFitsAnRcConnectRequest) {
-  // IB_CM_REQ_PRIVATE_DATA_SIZE (92) minus the rdma_cm header (36).
-  EXPECT_LE(sizeof(rof_ticket), 56u);
-  EXPECT_EQ(sizeof(rof_ticket), 48u);
-  EXPECT_EQ(offsetof(rof_ticket, mac), static_cast<size_t>(ROF_TICKET_MAC_OFFSET));
-  EXPECT_EQ(offsetof(rof_ticket, tenant), 4u);
-  EXPECT_EQ(offsetof(rof_ticket, session), 8u);
-  EXPECT_EQ(offsetof(rof_ticket, expires_ns), 16u);
-  EXPECT_EQ(offsetof(rof_ticket, nonce), 24u);
+TEST(Wire, TicketFitsAnRcConnectRequest)
+{
+	// IB_CM_REQ_PRIVATE_DATA_SIZE (92) minus the rdma_cm header (36).
+	EXPECT_LE(sizeof(rof_ticket), 56u);
+	EXPECT_EQ(sizeof(rof_ticket), 48u);
+	EXPECT_EQ(offsetof(rof_ticket, mac),
+		  static_cast<size_t>(ROF_TICKET_MAC_OFFSET));
+	EXPECT_EQ(offsetof(rof_ticket, tenant), 4u);
+	EXPECT_EQ(offsetof(rof_ticket, session), 8u);
+	EXPECT_EQ(offsetof(rof_ticket, expires_ns), 16u);
+	EXPECT_EQ(offsetof(rof_ticket, nonce), 24u);
 }
 
-TEST(Wire, AcceptAndRejectFitTheirCmMessages) {
-  EXPECT_EQ(sizeof(rof_accept), 16u);
-  EXPECT_LE(sizeof(rof_accept), 196u);  // IB_CM_REP_PRIVATE_DATA_SIZE
-  EXPECT_EQ(sizeof(rof_reject), 8u);
-  EXPECT_LE(sizeof(rof_reject), 148u);  // IB_CM_REJ_PRIVATE_DATA_SIZE
+TEST(Wire, AcceptAndRejectFitTheirCmMessages)
+{
+	EXPECT_EQ(sizeof(rof_accept), 16u);
+	EXPECT_LE(sizeof(rof_accept), 196u); // IB_CM_REP_PRIVATE_DATA_SIZE
+	EXPECT_EQ(sizeof(rof_reject), 8u);
+	EXPECT_LE(sizeof(rof_reject), 148u); // IB_CM_REJ_PRIVATE_DATA_SIZE
 }
 
-TEST(Wire, MessageHeaders) {
-  EXPECT_EQ(sizeof(rof_req_hdr), 16u);
-  EXPECT_EQ(sizeof(rof_resp_hdr), 16u);
-  EXPECT_EQ(sizeof(rof_invoke), 8u);
-  EXPECT_EQ(sizeof(rof_wire_region), 32u);
-  // The welcome message carries every granted region in one message.
-  EXPECT_LE(sizeof(rof_resp_hdr) + ROF_SESSION_MAX_REGIONS * sizeof(rof_wire_region),
-            static_cast<size_t>(ROF_MSG_SIZE));
+TEST(Wire, MessageHeaders)
+{
+	EXPECT_EQ(sizeof(rof_req_hdr), 16u);
+	EXPECT_EQ(sizeof(rof_resp_hdr), 16u);
+	EXPECT_EQ(sizeof(rof_invoke), 8u);
+	EXPECT_EQ(sizeof(rof_wire_region), 32u);
+	// The welcome message carries every granted region in one message.
+	EXPECT_LE(sizeof(rof_resp_hdr) +
+			  ROF_SESSION_MAX_REGIONS * sizeof(rof_wire_region),
+		  static_cast<size_t>(ROF_MSG_SIZE));
 }
 
-TEST(Wire, IoctlStructsHaveNoHiddenPadding) {
-  EXPECT_EQ(sizeof(rof_ticket_key), 40u);
-  EXPECT_EQ(sizeof(rof_session_grant), 8u);
-  EXPECT_EQ(sizeof(rof_rate), 16u);
-  EXPECT_EQ(sizeof(rof_session_prepare) % 8, 0u);
-  EXPECT_EQ(sizeof(rof_session_prepare),
-            8 + ROF_SESSION_MAX_REGIONS * 8 + 16 + 8 + 16 + sizeof(rof_ticket));
-  EXPECT_EQ(sizeof(rof_session_info) % 8, 0u);
-  EXPECT_EQ(sizeof(rof_session_close), 16u);
-  EXPECT_EQ(sizeof(rof_tenant_rate), 24u);
+TEST(Wire, IoctlStructsHaveNoHiddenPadding)
+{
+	EXPECT_EQ(sizeof(rof_ticket_key), 40u);
+	EXPECT_EQ(sizeof(rof_session_grant), 8u);
+	EXPECT_EQ(sizeof(rof_rate), 16u);
+	EXPECT_EQ(sizeof(rof_session_prepare) % 8, 0u);
+	EXPECT_EQ(sizeof(rof_session_prepare), 8 + ROF_SESSION_MAX_REGIONS * 8 +
+						       16 + 8 + 16 +
+						       sizeof(rof_ticket));
+	EXPECT_EQ(sizeof(rof_session_info) % 8, 0u);
+	EXPECT_EQ(sizeof(rof_session_close), 16u);
+	EXPECT_EQ(sizeof(rof_tenant_rate), 24u);
 }
 
-TEST(Wire, IoctlNumbersAreInTheSessionRange) {
-  for (unsigned long cmd : {ROF_IOC_SET_TICKET_KEY, ROF_IOC_SESSION_PREPARE,
-                            ROF_IOC_LIST_SESSIONS, ROF_IOC_GET_SESSION,
-                            ROF_IOC_SESSION_CLOSE, ROF_IOC_TENANT_SET_RATE}) {
-    EXPECT_GE(_IOC_NR(cmd), 0x40u);
-    EXPECT_LE(_IOC_NR(cmd), 0x6fu);
-    EXPECT_EQ(_IOC_TYPE(cmd), static_cast<unsigned>(ROF_IOC_MAGIC));
-  }
+TEST(Wire, IoctlNumbersAreInTheSessionRange)
+{
+	for (unsigned long cmd :
+	     { ROF_IOC_SET_TICKET_KEY, ROF_IOC_SESSION_PREPARE,
+	       ROF_IOC_LIST_SESSIONS, ROF_IOC_GET_SESSION,
+	       ROF_IOC_SESSION_CLOSE, ROF_IOC_TENANT_SET_RATE }) {
+		EXPECT_GE(_IOC_NR(cmd), 0x40u);
+		EXPECT_LE(_IOC_NR(cmd), 0x6fu);
+		EXPECT_EQ(_IOC_TYPE(cmd), static_cast<unsigned>(ROF_IOC_MAGIC));
+	}
 }
 
-}  // namespace
+} // namespace
