@@ -1213,11 +1213,17 @@ static void rof_reap_fn(struct work_struct *work)
 	mutex_lock(&rof_sess_lock);
 	xa_for_each(&rof_sessions, idx, s) {
 		u64 idle = s->idle_ms ? s->idle_ms : READ_ONCE(idle_timeout_ms);
+		/*
+		 * The data path stamps last_active_ns without this lock, so it
+		 * can be later than @now: that session is busy, not idle (an
+		 * unsigned now - last would wrap and reap it).
+		 */
+		u64 last = READ_ONCE(s->last_active_ns);
 
 		if (s->state == ROF_SESSION_PREPARED && s->expires_ns <= real)
 			rof_session_close(s, ROF_CLOSE_EXPIRED);
-		else if (s->state == ROF_SESSION_LIVE && idle &&
-			 now - READ_ONCE(s->last_active_ns) > idle * NSEC_PER_MSEC)
+		else if (s->state == ROF_SESSION_LIVE && idle && now > last &&
+			 now - last > idle * NSEC_PER_MSEC)
 			rof_session_close(s, ROF_CLOSE_IDLE);
 	}
 	mutex_unlock(&rof_sess_lock);
