@@ -126,12 +126,9 @@ int rof_device_list(struct rof_list *req)
 	u32 n = 0;
 	int ret = 0;
 
-	if (req->flags || req->reserved)
-		return -EINVAL;
-	if (req->elem_size != sizeof(struct rof_device_info))
-		return -EINVAL;
-	if (req->capacity > ROF_LIST_MAX)
-		return -E2BIG;
+	ret = rof_list_check(req, sizeof(*info));
+	if (ret)
+		return ret;
 
 	info = kmalloc(sizeof(*info), GFP_KERNEL);
 	if (!info)

@@ -1489,12 +1489,9 @@ static long rof_session_list(void __user *uarg)
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags || req.reserved)
-		return -EINVAL;
-	if (req.elem_size != sizeof(*si))
-		return -EINVAL;
-	if (req.capacity > ROF_LIST_MAX)
-		return -E2BIG;
+	ret = rof_list_check(&req, sizeof(*si));
+	if (ret)
+		return ret;
 	uelems = u64_to_user_ptr(req.elems);
 	si = kmalloc(sizeof(*si), GFP_KERNEL);
 	if (!si)

@@ -683,7 +683,7 @@ out:
 	return ret;
 }
 
-/* Validate the common LIST header; shared with rof_region.c. */
+/* Validate the common LIST header; every LIST command calls it. */
 int rof_list_check(const struct rof_list *req, size_t elem_size)
 {
 	if (req->flags || req->reserved)
