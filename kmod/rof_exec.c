@@ -505,8 +505,18 @@ static int rof_mem(struct rof_run *run, u32 space, u64 off, u64 size,
 	}
 	if (off > len || size > len - off)
 		return fault;
-	if (!base && size)
-		return fault;
+	/*
+	 * An empty buffer may have no storage (the module passes a NULL
+	 * scratch when a program declares none).  NULL + 0 is undefined in C,
+	 * so a zero-length access to it gets NULL, which its caller never
+	 * dereferences: every access of zero bytes copies or hashes nothing.
+	 */
+	if (!base) {
+		if (size)
+			return fault;
+		*out = NULL;
+		return 0;
+	}
 	*out = base + off;
 	if (space == ROF_SPACE_RESP && right == ROF_ACCESS_WRITE &&
 	    off + size > run->resp_hw)
@@ -1115,7 +1125,9 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 			err = ROF_ISA_EBUDGET;
 			break;
 		}
-		ctx->executed++;
+		/* A reschedule point in a long run (the kernel's only). */
+		if (!(++ctx->executed & (ROF_EXEC_YIELD_EVERY - 1)))
+			rof_exec_yield();
 		err = rof_step(&run, &pc, &done);
 		if (err)
 			break;

@@ -24,6 +24,14 @@
 #error "rof programs address memory as little-endian"
 #endif
 
+/*
+ * A run is process context with no lock held between instructions: it
+ * lets other work on its CPU run every ROF_EXEC_YIELD_EVERY instructions,
+ * so a program at the largest budget cannot hold a CPU for its whole run.
+ */
+#include <linux/sched.h>
+#define rof_exec_yield()	cond_resched()
+
 struct rof_exec_lock {
 	spinlock_t lock;	/* serialises wide CAS on one region */
 };
@@ -89,7 +97,10 @@ static inline u64 rof_exec_cmpxchg64(u64 *p, u64 old, u64 new_val)
 
 #define rof_exec_fetch_add64(p, v) \
 	__atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define rof_exec_yield()	do { } while (0)
 #endif /* __KERNEL__ */
+
+#define ROF_EXEC_YIELD_EVERY	65536	/* instructions; a power of 2 */
 
 /*
  * struct rof_exec_region - one region slot as bound for this invocation.

@@ -364,15 +364,18 @@ class Assembler {
 
     void directive(const Tok& d) {
         if (d.s == ".args") {
+            prog_.args_line = line_;
             prog_.args_min = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_ARGS, "args minimum"));
             expect(",");
             prog_.args_max = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_ARGS, "args maximum"));
             if (prog_.args_min > prog_.args_max)
                 fail(d, "args minimum is above the maximum");
         } else if (d.s == ".scratch") {
+            prog_.scratch_line = line_;
             prog_.scratch_size =
                 static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_SCRATCH, "scratch size"));
         } else if (d.s == ".resp") {
+            prog_.resp_line = line_;
             prog_.resp_max = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_RESP, "resp size"));
         } else if (d.s == ".const") {
             const Tok& n = next();
@@ -442,6 +445,8 @@ class Assembler {
                 fail(f, strf("unknown region flag '%s'", f.s.c_str()));
         }
         prog_.slots.push_back(s);
+        prog_.slot_lines.resize(prog_.slots.size() - 1);
+        prog_.slot_lines.push_back(line_);
     }
 
     // "add64" -> (ROF_ALU_ADD, false); also the jumps.

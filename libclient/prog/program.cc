@@ -94,9 +94,13 @@ uint64_t Program::tag() const {
 }
 
 std::string Program::where(uint32_t pc) const {
-    if (pc >= lines.size() || lines[pc] == 0)
+    return where_line(pc < lines.size() ? lines[pc] : 0);
+}
+
+std::string Program::where_line(uint32_t line) const {
+    if (line == 0)
         return "";
-    return strf("%s:%u", file.empty() ? "<input>" : file.c_str(), lines[pc]);
+    return strf("%s:%u", file.empty() ? "<input>" : file.c_str(), line);
 }
 
 std::optional<uint32_t> Program::find_slot(std::string_view name) const {

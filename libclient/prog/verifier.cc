@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <deque>
+#include <numeric>
 #include <set>
 
 #include "rof/prog/asm.h"
@@ -361,7 +363,17 @@ class Verifier {
         return w.empty() ? strf("insn %u", pc) : strf("insn %u (%s)", pc, w.c_str());
     }
     bool reject(uint32_t pc, const std::string& why) {
-        res_.error = (pc == UINT32_MAX ? std::string("program") : at(pc)) + ": " + why;
+        return refuse(pc == UINT32_MAX ? std::string("program") : at(pc), pc, why);
+    }
+    // A header field or slot at fault: ".region (file:line): why", naming
+    // the directive that set it, or "program: why" without source.
+    bool reject_directive(const char* name, uint32_t line, const std::string& why) {
+        std::string w = p_.where_line(line);
+        return refuse(w.empty() ? std::string("program") : strf("%s (%s)", name, w.c_str()),
+                      UINT32_MAX, why);
+    }
+    bool refuse(const std::string& where, uint32_t pc, const std::string& why) {
+        res_.error = where + ": " + why;
         res_.error_insn = pc;
         log_ += res_.error + "\n";
         return false;
@@ -396,6 +408,7 @@ class Verifier {
     }
 
     // ---- A: header and slots ----
+    uint32_t slot_line(size_t i) const { return i < p_.slot_lines.size() ? p_.slot_lines[i] : 0; }
     bool header() {
         if (n_ == 0)
             return reject(UINT32_MAX, "has no instructions");
@@ -403,62 +416,64 @@ class Verifier {
             return reject(UINT32_MAX, strf("has %u instruction slots, limit %u", n_,
                                            std::min<uint32_t>(lim_.max_insns, ROF_ISA_MAX_INSNS)));
         if (p_.args_min > p_.args_max)
-            return reject(UINT32_MAX, strf("args minimum %u is above its maximum %u", p_.args_min,
-                                           p_.args_max));
+            return reject_directive(
+                ".args", p_.args_line,
+                strf("args minimum %u is above its maximum %u", p_.args_min, p_.args_max));
         if (p_.args_max > lim_.max_args || p_.args_max > ROF_ISA_MAX_ARGS)
-            return reject(UINT32_MAX,
-                          strf("args maximum %u above the limit %u", p_.args_max, lim_.max_args));
+            return reject_directive(
+                ".args", p_.args_line,
+                strf("args maximum %u above the limit %u", p_.args_max, lim_.max_args));
         if (p_.scratch_size > lim_.max_scratch || p_.scratch_size > ROF_ISA_MAX_SCRATCH)
-            return reject(UINT32_MAX, strf("scratch size %u above the limit %u", p_.scratch_size,
-                                           lim_.max_scratch));
+            return reject_directive(
+                ".scratch", p_.scratch_line,
+                strf("scratch size %u above the limit %u", p_.scratch_size, lim_.max_scratch));
         if (p_.resp_max > lim_.max_resp || p_.resp_max > ROF_ISA_MAX_RESP)
-            return reject(UINT32_MAX,
-                          strf("response size %u above the limit %u", p_.resp_max, lim_.max_resp));
+            return reject_directive(
+                ".resp", p_.resp_line,
+                strf("response size %u above the limit %u", p_.resp_max, lim_.max_resp));
         if (p_.slots.size() > ROF_ISA_MAX_SLOTS)
-            return reject(UINT32_MAX, strf("declares %zu region slots, limit %u", p_.slots.size(),
-                                           ROF_ISA_MAX_SLOTS));
+            return reject_directive(
+                ".region", slot_line(ROF_ISA_MAX_SLOTS),
+                strf("declares %zu region slots, limit %u", p_.slots.size(), ROF_ISA_MAX_SLOTS));
         std::set<std::string> names;
-        for (const Slot& s : p_.slots) {
+        for (size_t i = 0; i < p_.slots.size(); i++) {
+            const Slot& s = p_.slots[i];
+            auto bad = [&](const std::string& why) {
+                return reject_directive(".region", slot_line(i), why);
+            };
             bool good = !s.name.empty() && s.name.size() < ROF_ISA_NAME_MAX &&
                         !(s.name[0] >= '0' && s.name[0] <= '9');
             for (char c : s.name)
                 good = good && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                                 (c >= '0' && c <= '9') || c == '_');
             if (!good)
-                return reject(UINT32_MAX, strf("region slot name '%s' is not a valid "
-                                               "name",
-                                               s.name.c_str()));
+                return bad(strf("region slot name '%s' is not a valid name", s.name.c_str()));
             if (!names.insert(s.name).second)
-                return reject(UINT32_MAX, strf("region slot '%s' declared twice", s.name.c_str()));
+                return bad(strf("region slot '%s' declared twice", s.name.c_str()));
             if (!s.rights || (s.rights & ~ROF_ACCESS_ALL))
-                return reject(UINT32_MAX, strf("region slot '%s' has invalid rights "
-                                               "0x%x",
-                                               s.name.c_str(), s.rights));
+                return bad(
+                    strf("region slot '%s' has invalid rights 0x%x", s.name.c_str(), s.rights));
             if (s.flags & ~ROF_SLOT_FREELIST)
-                return reject(UINT32_MAX, strf("region slot '%s' has unknown flags "
-                                               "0x%x",
-                                               s.name.c_str(), s.flags));
+                return bad(
+                    strf("region slot '%s' has unknown flags 0x%x", s.name.c_str(), s.flags));
             if ((s.flags & ROF_SLOT_FREELIST) && !(s.rights & ROF_ACCESS_ATOMIC))
-                return reject(UINT32_MAX, strf("region slot '%s' has a free list but "
-                                               "no atomic right",
-                                               s.name.c_str()));
+                return bad(
+                    strf("region slot '%s' has a free list but no atomic right", s.name.c_str()));
             if (o_.grants) {
                 const Grant* g = nullptr;
                 for (const Grant& x : *o_.grants)
                     if (x.slot == s.name)
                         g = &x;
                 if (!g)
-                    return reject(UINT32_MAX, strf("region slot '%s' is not granted by "
-                                                   "policy",
-                                                   s.name.c_str()));
+                    return bad(strf("region slot '%s' is not granted by policy", s.name.c_str()));
                 if (s.rights & ~g->rights)
-                    return reject(UINT32_MAX, strf("region slot '%s' needs %s but policy grants %s",
-                                                   s.name.c_str(), rights_str(s.rights).c_str(),
-                                                   rights_str(g->rights).c_str()));
+                    return bad(strf("region slot '%s' needs %s but policy grants %s",
+                                    s.name.c_str(), rights_str(s.rights).c_str(),
+                                    rights_str(g->rights).c_str()));
                 if (g->len && g->len < s.len)
-                    return reject(UINT32_MAX, strf("region slot '%s' needs %" PRIu64 " bytes, the "
-                                                   "granted region has %" PRIu64,
-                                                   s.name.c_str(), s.len, g->len));
+                    return bad(strf("region slot '%s' needs %" PRIu64
+                                    " bytes, the granted region has %" PRIu64,
+                                    s.name.c_str(), s.len, g->len));
             }
         }
         return true;
@@ -649,25 +664,50 @@ class Verifier {
             if (insn_[pc] && insn_[pc]->kind == Kind::Loop)
                 loops_.push_back(Loop{pc + 1 + static_cast<uint32_t>(insn_[pc]->off), pc,
                                       insn_[pc]->dst, static_cast<uint32_t>(insn_[pc]->imm)});
-        for (size_t i = 0; i < loops_.size(); i++) {
-            const Loop& a = loops_[i];
-            uint32_t depth = 1;
-            for (size_t j = 0; j < loops_.size(); j++) {
-                if (i == j)
-                    continue;
-                const Loop& b = loops_[j];
-                bool disjoint = a.end < b.head || b.end < a.head;
-                bool a_in_b = b.head <= a.head && a.end <= b.end;
-                bool b_in_a = a.head <= b.head && b.end <= a.end;
-                if (!disjoint && !a_in_b && !b_in_a)
-                    return reject(a.end, strf("loop body [%u, %u] overlaps the loop "
-                                              "body [%u, %u] without nesting",
-                                              a.head, a.end, b.head, b.end));
-                if (a_in_b)
-                    depth++;
+        // Nesting in one pass over the loops by head, outer first, with the
+        // bodies still open on a stack: the loops around a loop are exactly
+        // those open when it starts, unless some body overlaps another.
+        const size_t k = loops_.size();
+        std::vector<uint32_t> order(k), depth(k, 1), open;
+        parent_.assign(k, kNoLoop);
+        std::iota(order.begin(), order.end(), 0u);
+        std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+            const Loop &a = loops_[x], &b = loops_[y];
+            return a.head != b.head ? a.head < b.head : a.end > b.end;
+        });
+        bool nested = true;
+        for (uint32_t c : order) {
+            while (!open.empty() && loops_[open.back()].end < loops_[c].head)
+                open.pop_back();
+            if (!open.empty() && loops_[open.back()].end < loops_[c].end) {
+                nested = false;
+                break;
             }
-            if (depth > lim_.max_loop_depth)
-                return reject(a.end, strf("loop nesting depth %u above the limit %u", depth,
+            parent_[c] = open.empty() ? kNoLoop : open.back();
+            depth[c] = static_cast<uint32_t>(open.size()) + 1;
+            open.push_back(c);
+        }
+        for (size_t i = 0; i < k; i++) {
+            const Loop& a = loops_[i];
+            if (!nested) {  // some bodies overlap: name the first pair, loop by loop
+                depth[i] = 1;
+                for (size_t j = 0; j < k; j++) {
+                    if (i == j)
+                        continue;
+                    const Loop& b = loops_[j];
+                    bool disjoint = a.end < b.head || b.end < a.head;
+                    bool a_in_b = b.head <= a.head && a.end <= b.end;
+                    bool b_in_a = a.head <= b.head && b.end <= a.end;
+                    if (!disjoint && !a_in_b && !b_in_a)
+                        return reject(a.end, strf("loop body [%u, %u] overlaps the loop "
+                                                  "body [%u, %u] without nesting",
+                                                  a.head, a.end, b.head, b.end));
+                    if (a_in_b)
+                        depth[i]++;
+                }
+            }
+            if (depth[i] > lim_.max_loop_depth)
+                return reject(a.end, strf("loop nesting depth %u above the limit %u", depth[i],
                                           lim_.max_loop_depth));
             for (uint32_t pc = a.head; pc < a.end; pc++)
                 if (insn_[pc] && (regs_written(*insn_[pc]) & (1u << a.counter)))
@@ -675,19 +715,26 @@ class Verifier {
                                            "%u: the trip bound would not hold",
                                            a.counter, a.end));
         }
-        // No edge enters a body except at its head.
+        // No edge enters a body except at its head.  The loops around an
+        // instruction, innermost (lowest end) first: from inner_ up parent_.
+        inner_.assign(n_, kNoLoop);
+        for (uint32_t c : order)
+            for (uint32_t pc = loops_[c].head; pc <= loops_[c].end; pc++)
+                inner_[pc] = c;
         std::vector<uint32_t> s;
         for (uint32_t pc = 0; pc < n_; pc++) {
             if (!insn_[pc])
                 continue;
             succs(pc, *insn_[pc], s);
             for (uint32_t t : s)
-                for (const Loop& l : loops_)
-                    if (t > l.head && t <= l.end && (pc < l.head || pc > l.end))
+                for (uint32_t c = t < n_ ? inner_[t] : kNoLoop; c != kNoLoop; c = parent_[c]) {
+                    const Loop& l = loops_[c];
+                    if (t > l.head && (pc < l.head || pc > l.end))
                         return reject(pc, strf("jump to insn %u enters the body of the "
                                                "loop at insn %u (head %u) other than at "
                                                "its head",
                                                t, l.end, l.head));
+                }
         }
         for (const Loop& l : loops_)
             log(1, l.end,
@@ -696,36 +743,64 @@ class Verifier {
     }
 
     // ---- E: worst-case path ----
-    // d[pc]: most instructions executed before pc starts, or kNone.
-    void walk(std::vector<uint64_t>& d, uint32_t lo, uint32_t hi, std::vector<bool>& expanded) {
+    // Most instructions executed before each pc starts, or kNone, with the
+    // list of the entries set, so that expanding a loop costs its body, not
+    // the program; one per level of expansion.  At level 0 nest[pc] is the
+    // costliest loop nest on that longest path (kNoLoop: none).
+    struct Dist {
+        std::vector<uint64_t> v;
+        std::vector<uint32_t> set, nest;
+        bool raise(uint32_t t, uint64_t x) {
+            if (v[t] == kNone)
+                set.push_back(t);
+            else if (x <= v[t])
+                return false;
+            v[t] = x;
+            return true;
+        }
+    };
+    std::deque<Dist> dist_;       // grows at the end only: references stay valid
+    std::vector<uint64_t> cost_;  // per outermost loop: instructions its nest runs
+
+    void walk(size_t lvl, uint32_t lo, uint32_t hi, std::vector<bool>& expanded) {
+        Dist& d = dist_[lvl];
         std::vector<uint32_t> s;
         for (uint32_t pc = lo; pc <= hi && pc < n_;) {
             const Insn& in = *insn_[pc];
-            if (d[pc] == kNone) {
+            if (d.v[pc] == kNone) {
                 pc += in.slots();
                 continue;
             }
-            // The outermost loop headed here that is not being expanded already.
-            int pick = -1;
-            for (size_t i = 0; i < loops_.size(); i++)
-                if (loops_[i].head == pc && !expanded[i] &&
-                    (pick < 0 || loops_[i].end > loops_[pick].end))
-                    pick = static_cast<int>(i);
-            if (pick >= 0) {
+            // The outermost loop headed here that is not being expanded
+            // already (the loops headed here are the innermost around it).
+            uint32_t pick = kNoLoop;
+            for (uint32_t c = inner_[pc]; c != kNoLoop && loops_[c].head == pc; c = parent_[c])
+                if (!expanded[c])
+                    pick = c;
+            if (pick != kNoLoop) {
                 const Loop& l = loops_[pick];
-                std::vector<uint64_t> d1(n_ + 1, kNone);
-                d1[pc] = 0;
+                if (dist_.size() == lvl + 1)
+                    dist_.push_back(Dist{std::vector<uint64_t>(n_ + 1, kNone), {}, {}});
+                Dist& d1 = dist_[lvl + 1];
+                d1.raise(pc, 0);
                 expanded[pick] = true;
-                walk(d1, pc, l.end, expanded);
+                walk(lvl + 1, pc, l.end, expanded);
                 expanded[pick] = false;
-                uint64_t body = d1[l.end] == kNone ? 0 : sat_add(d1[l.end], 1);
-                uint64_t base = sat_add(d[pc], sat_mul(l.trip - 1, body));
-                for (uint32_t t = pc; t <= n_; t++)
-                    if (d1[t] != kNone) {
-                        uint64_t v = sat_add(base, d1[t]);
-                        if (d[t] == kNone || v > d[t])
-                            d[t] = v;
-                    }
+                uint64_t body = d1.v[l.end] == kNone ? 0 : sat_add(d1.v[l.end], 1);
+                uint64_t extra = sat_mul(l.trip - 1, body);
+                uint64_t base = sat_add(d.v[pc], extra);
+                uint32_t nest = kNoLoop;
+                if (lvl == 0) {
+                    cost_[pick] = sat_add(extra, body);
+                    nest = d.nest[pc] != kNoLoop && cost_[d.nest[pc]] >= cost_[pick] ? d.nest[pc]
+                                                                                     : pick;
+                }
+                for (uint32_t t : d1.set) {
+                    if (d.raise(t, sat_add(base, d1.v[t])) && lvl == 0)
+                        d.nest[t] = nest;
+                    d1.v[t] = kNone;
+                }
+                d1.set.clear();
                 pc = l.end + 1;
                 continue;
             }
@@ -734,36 +809,52 @@ class Verifier {
             } else {
                 succs(pc, in, s);
             }
-            for (uint32_t t : s) {
-                uint64_t v = sat_add(d[pc], 1);
-                if (d[t] == kNone || v > d[t])
-                    d[t] = v;
-            }
+            for (uint32_t t : s)
+                if (d.raise(t, sat_add(d.v[pc], 1)) && lvl == 0)
+                    d.nest[t] = d.nest[pc];
             pc += in.slots();
         }
     }
 
     bool worst_case() {
-        std::vector<uint64_t> d(n_ + 1, kNone);
         std::vector<bool> expanded(loops_.size(), false);
-        d[0] = 0;
-        walk(d, 0, n_ - 1, expanded);
+        cost_.assign(loops_.size(), 0);
+        dist_.clear();
+        dist_.push_back(
+            Dist{std::vector<uint64_t>(n_ + 1, kNone), {}, std::vector<uint32_t>(n_ + 1, kNoLoop)});
+        dist_[0].raise(0, 0);
+        walk(0, 0, n_ - 1, expanded);
+        const Dist& d = dist_[0];
         uint64_t w = 0;
+        uint32_t last = UINT32_MAX;  // the exit of a longest path
         for (uint32_t pc = 0; pc < n_; pc++) {
-            if (!insn_[pc] || d[pc] == kNone)
+            if (!insn_[pc] || d.v[pc] == kNone)
                 continue;
             Kind k = insn_[pc]->kind;
-            if (k == Kind::Exit || k == Kind::ExitReg || k == Kind::Respond)
-                w = std::max(w, sat_add(d[pc], 1));
+            if ((k == Kind::Exit || k == Kind::ExitReg || k == Kind::Respond) &&
+                (last == UINT32_MAX || sat_add(d.v[pc], 1) > w)) {
+                w = sat_add(d.v[pc], 1);
+                last = pc;
+            }
         }
         res_.worst_case = w;
         have_w_ = true;
-        if (w >= kSat || w > lim_.max_worst_case)
-            return reject(UINT32_MAX, w >= kSat ? std::string("worst-case path overflows")
-                                                : strf("worst-case path %" PRIu64
-                                                       " instructions, limit %" PRIu64,
-                                                       w, lim_.max_worst_case));
-        return true;
+        if (w < kSat && w <= lim_.max_worst_case)
+            return true;
+        std::string why = w >= kSat
+                              ? std::string("worst-case path overflows")
+                              : strf("worst-case path %" PRIu64 " instructions, limit %" PRIu64, w,
+                                     lim_.max_worst_case);
+        uint32_t nest = last == UINT32_MAX ? kNoLoop : d.nest[last];
+        if (nest == kNoLoop)
+            return reject(last, why + ": the longest path ends here");
+        const Loop& l = loops_[nest];
+        std::string runs = cost_[nest] >= kSat
+                               ? std::string("too many instructions to count")
+                               : strf("up to %" PRIu64 " instructions", cost_[nest]);
+        return reject(l.end, why + strf(": the costliest loop nest on it ends here (body [%u, %u], "
+                                        "trip limit %u, %s)",
+                                        l.head, l.end, l.trip, runs.c_str()));
     }
 
     // ---- F: registers and bounds ----
@@ -860,10 +951,14 @@ class Verifier {
             case Kind::Alu: {
                 Range b = operand(st, in);
                 if (check && (in.sub == ROF_ALU_DIV || in.sub == ROF_ALU_MOD) && !in.use_imm) {
-                    uint64_t hi = in.is32 ? std::min<uint64_t>(b.hi, 0xffffffff) : b.hi;
-                    if (in.is32 ? (b.hi <= 0xffffffff && hi == 0) : b.hi == 0)
+                    if (b.hi == 0)
                         return reject(pc, strf("division by zero: r%u is always 0", in.src));
-                    if (b.lo == 0)
+                    // A 32-bit divisor is the low half: 0 for any multiple
+                    // of 2^32 in the range, not only for 0.
+                    if (in.is32 && ((b.lo >> 32) != (b.hi >> 32) || !(b.lo & 0xffffffff)))
+                        log(1, pc,
+                            strf("32-bit divisor r%u may be 0: checked at run time", in.src));
+                    else if (!in.is32 && b.lo == 0)
                         log(1, pc, strf("divisor r%u may be 0: checked at run time", in.src));
                 }
                 if (in.sub == ROF_ALU_NEG)
@@ -1027,18 +1122,22 @@ class Verifier {
         return s;
     }
 
+    // The fixpoint, in passes over the program in instruction order, as
+    // chaotic iteration: a forward edge is followed in the same pass, a
+    // back edge in the next.  Only instructions whose input changed since
+    // they were last visited are visited (visiting another changes
+    // nothing), so a loop costs the same whatever precedes it.
     bool dataflow() {
         std::vector<State> in(n_);
         std::vector<uint32_t> widen(n_, 0);
         in[0].live = true;
         in[0].r[1] = Range{true, p_.args_min, p_.args_max};
         std::vector<std::pair<uint32_t, State>> out;
-        bool changed = true;
-        while (changed) {
-            changed = false;
-            for (uint32_t pc = 0; pc < n_; pc++) {
-                if (!insn_[pc] || !in[pc].live)
-                    continue;
+        std::set<uint32_t> pass{0}, next;
+        while (!pass.empty()) {
+            uint32_t pc = *pass.begin();
+            pass.erase(pass.begin());
+            if (insn_[pc]) {
                 if (++processed_ > lim_.max_processed)
                     return reject(
                         pc, strf("program too complex: more than %" PRIu64 " instruction visits",
@@ -1053,11 +1152,15 @@ class Verifier {
                             for (int r = 0; r < ROF_ISA_NREGS; r++)
                                 if (!(j.r[r].lo == in[t].r[r].lo && j.r[r].hi == in[t].r[r].hi))
                                     j.r[r].lo = 0, j.r[r].hi = kMax;
-                        changed = true;
+                        next.insert(t);
+                    } else {
+                        pass.insert(t);
                     }
                     in[t] = j;
                 }
             }
+            if (pass.empty())
+                pass.swap(next);
         }
         // Final pass: every rule, on the fixpoint.
         for (uint32_t pc = 0; pc < n_; pc++) {
@@ -1094,6 +1197,9 @@ class Verifier {
     uint32_t n_;
     std::vector<std::optional<Insn>> insn_;
     std::vector<Loop> loops_;
+    static constexpr uint32_t kNoLoop = UINT32_MAX;
+    std::vector<uint32_t> parent_;  // per loop: the innermost loop around it
+    std::vector<uint32_t> inner_;   // per insn: the innermost loop around it
     VerifyResult res_;
     std::string log_;
     uint64_t processed_ = 0;

@@ -139,6 +139,41 @@ TEST(ExecMem, BoundsChecksAtRunTime) {
     EXPECT_EQ(args.go(), ROF_ISA_EBOUNDS) << "args is only args_len long";
 }
 
+// A program without scratch, args or resp runs with NULL buffers (the module
+// passes a NULL scratch when scratch_size is 0): zero-length accesses to
+// them are in bounds and must not compute an address from NULL (undefined
+// behaviour in C, which the UBSan build of this test turns into a failure).
+TEST(ExecMem, ZeroLengthAccessesToEmptyBuffers) {
+    Program p = must_assemble(
+        ".args 0, 0\n.scratch 0\n.resp 0\n.region data, rw, 8\n"
+        "mov64 r2, 0\nmov64 r4, 0\n"
+        "copy scratch[0], data[0], r2 max 8 -> r3\n"
+        "copy data[0], scratch[0], r2 max 8\n"
+        "copy resp[0], args[0], r2 max 8\n"
+        "crc64 r4, scratch[0], r2\n"
+        "hash r4, args[0], r2\n"
+        "crc64 r4, resp[0], r2\n"
+        "respond r2, 7\n");
+    VerifyResult v = verify(p);
+    ASSERT_TRUE(v.ok) << v.log;
+    Env e(p, 0);
+    ASSERT_TRUE(e.scratch.empty() && e.args.empty() && e.resp.empty());
+    int st = e.run(p);
+    ASSERT_EQ(st, ROF_ISA_OK) << rof_exec_status_name(st) << " at insn " << e.ctx.fault_pc;
+    EXPECT_EQ(e.ctx.scratch, nullptr);
+    EXPECT_EQ(e.ctx.prog_status, 7u);
+    EXPECT_EQ(e.ctx.resp_len, 0u);
+    EXPECT_EQ(e.ctx.bytes, 0u);
+    EXPECT_EQ(e.ctx.regs[3], 0u);
+    // One byte is out of bounds of an empty buffer, NULL or not.
+    Program q = must_assemble(
+        ".scratch 0\n.region data, rw, 8\nmov64 r2, 1\n"
+        "copy scratch[0], data[0], r2 max 8\nexit 0\n");
+    Env f(q, 0);
+    EXPECT_EQ(f.run(q), ROF_ISA_EBOUNDS);
+    EXPECT_EQ(f.ctx.fault_pc, 1u);
+}
+
 TEST(ExecMem, RightsAndSlotsAtRunTime) {
     // Bypass the verifier: the executor alone must refuse.
     Case t("mov64 r2, 1\nst64 data[0], r2\nexit 0\n");
@@ -490,6 +525,38 @@ TEST(ExecBudget, InstructionAndByteBudgets) {
     Case b("copy resp[0], args[0], 16\ncopy resp[16], args[0], 16\nexit 0\n");
     EXPECT_EQ(b.env.run(b.p, 100, 20), ROF_ISA_EBUDGET);
     EXPECT_EQ(b.env.ctx.fault_pc, 2u);
+}
+
+// ctx.executed, the `insns` of the INVOKE result and of the audit record,
+// counts every instruction that started, the faulting one included; a fault
+// raised before an instruction starts (instruction budget spent, control
+// left the program) counts none (docs/isa.md section 7).
+TEST(ExecBudget, ExecutedCountsTheFaultingInstruction) {
+    Case ok("mov64 r2, 1\nexit 0\n");
+    EXPECT_EQ(ok.go(), ROF_ISA_OK);
+    EXPECT_EQ(ok.env.ctx.executed, 2u) << "exit counts";
+    Case div("mov64 r2, 1\nmov64 r3, 0\ndiv64 r2, r3\nexit 0\n", 160, false);
+    EXPECT_EQ(div.go(), ROF_ISA_EDIVZERO);
+    EXPECT_EQ(div.env.ctx.fault_pc, 2u);
+    EXPECT_EQ(div.env.ctx.executed, 3u) << "the division that faulted";
+    Case bytes("copy resp[0], args[0], 16\ncopy resp[16], args[0], 16\nexit 0\n");
+    EXPECT_EQ(bytes.env.run(bytes.p, 100, 20), ROF_ISA_EBUDGET);
+    EXPECT_EQ(bytes.env.ctx.fault_pc, 2u);
+    EXPECT_EQ(bytes.env.ctx.executed, 2u) << "the copy that spent the byte budget";
+    Case budget("mov64 r2, 1\nmov64 r2, 2\nmov64 r2, 3\nexit 0\n");
+    EXPECT_EQ(budget.go(2), ROF_ISA_EBUDGET);
+    EXPECT_EQ(budget.env.ctx.fault_pc, 2u);
+    EXPECT_EQ(budget.env.ctx.executed, 2u) << "the instruction past the budget never started";
+    Program bad = must_assemble(std::string(kPrelude) + "mov64 r2, 1\n.raw 0xff\n");
+    Env e(bad, 160);
+    EXPECT_EQ(e.run(bad), ROF_ISA_EINSN);
+    EXPECT_EQ(e.ctx.fault_pc, 1u);
+    EXPECT_EQ(e.ctx.executed, 2u) << "the malformed instruction";
+    Program off = must_assemble(std::string(kPrelude) + "mov64 r2, 1\n");
+    Env f(off, 160);
+    EXPECT_EQ(f.run(off), ROF_ISA_EPC);
+    EXPECT_EQ(f.ctx.fault_pc, 1u);
+    EXPECT_EQ(f.ctx.executed, 1u) << "nothing at the pc control left the program for";
 }
 
 TEST(ExecUnverified, GarbageAndFallingOff) {

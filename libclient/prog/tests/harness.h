@@ -82,15 +82,18 @@ struct Env {
         std::memcpy(mem[s].data() + off, &v, 8);
     }
 
+    // An empty buffer is passed as NULL, as the module passes the scratch
+    // of a program that declares none.
     int run(const Program& p, uint64_t budget = 1000000, uint64_t byte_budget = 1u << 24) {
+        auto ptr = [](std::vector<uint8_t>& b) { return b.empty() ? nullptr : b.data(); };
         ctx = rof_exec_ctx{};
         ctx.insns = p.insns.data();
         ctx.insn_cnt = static_cast<uint32_t>(p.insns.size());
-        ctx.args = args.data();
+        ctx.args = ptr(args);
         ctx.args_len = static_cast<uint32_t>(args.size());
-        ctx.scratch = scratch.data();
+        ctx.scratch = ptr(scratch);
         ctx.scratch_len = static_cast<uint32_t>(scratch.size());
-        ctx.resp = resp.data();
+        ctx.resp = ptr(resp);
         ctx.resp_cap = static_cast<uint32_t>(resp.size());
         ctx.regions = regions.data();
         ctx.region_cnt = static_cast<uint32_t>(regions.size());

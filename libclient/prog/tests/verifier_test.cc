@@ -135,6 +135,9 @@ const VCase kCases[] = {
 {"mod32 by immediate 0", "mov64 r2, 1\nmod32 r2, 0\nexit 0\n", REJECT, "division by zero", NONE},
 {"div by a register that is always 0", "mov64 r2, 1\nmov64 r3, 0\ndiv64 r2, r3\nexit 0\n", REJECT, "division by zero: r3 is always 0", NONE},
 {"div by a register that may be 0", "ld8 r3, args[0]\nmov64 r2, 1\ndiv64 r2, r3\nexit 0\n", ACCEPT, "divisor r3 may be 0: checked at run time", L1},
+{"div32 by a register that may be 0", "ld8 r3, args[0]\nmov64 r2, 1\ndiv32 r2, r3\nexit 0\n", ACCEPT, "insn 2 (test.rofs:10): 32-bit divisor r3 may be 0: checked at run time", L1},
+{"div32 by a range that crosses 2^32", "ld32 r3, args[0]\nadd64 r3, 1\nmov64 r2, 1\ndiv32 r2, r3\nexit 0\n", ACCEPT, "insn 3 (test.rofs:11): 32-bit divisor r3 may be 0: checked at run time", L1},
+{"mod32 by 2^32", "ldimm64 r3, 0x100000000\nmov64 r2, 1\nmod32 r2, r3\nexit 0\n", ACCEPT, "32-bit divisor r3 may be 0: checked at run time", L1},
 {"div32 by a register whose low half is 0", "mov64 r2, 1\nmov64 r3, 0\ndiv32 r2, r3\nexit 0\n", REJECT, "division by zero", NONE},
 {"lsh64 by 64", "mov64 r2, 1\nlsh64 r2, 64\nexit 0\n", REJECT, "shift by 64 out of range 0..63", NONE},
 {"lsh32 by 32", "mov64 r2, 1\nlsh32 r2, 32\nexit 0\n", REJECT, "shift by 32 out of range 0..31", NONE},
@@ -261,15 +264,17 @@ const VCase kCases[] = {
 {"cas old into args", "cas64 r2, at[0], args[0], eq, old\nexit 0\n", REJECT, "writes the old value to args, which is read-only", NONE},
 {"store into args", "mov64 r1, 1\n.raw 0x8000001017\nexit 0\n", REJECT, "writes args, which is read-only", NONE},
 {"cas operand block in a slot needs read", "cas64 r2, at[0], table[0], eq\nexit 0\n", ACCEPT, "", NONE},
-{"free list without atomic", ".region f, rw, 64, freelist\nexit 0\n", REJECT, "region slot 'f' has a free list but no atomic right", NOPRE},
-{"slot without rights", ".region z, 0, 8\nexit 0\n", REJECT, "region slot 'z' has invalid rights 0x0", NOPRE},
+{"free list without atomic", ".region f, rw, 64, freelist\nexit 0\n", REJECT, ".region (test.rofs:1): region slot 'f' has a free list but no atomic right", NOPRE},
+{"slot without rights", ".region z, 0, 8\nexit 0\n", REJECT, ".region (test.rofs:1): region slot 'z' has invalid rights 0x0", NOPRE},
+{"slot with unknown flags", ".scratch 8\n.region y, r, 8, 4\nexit 0\n", REJECT, ".region (test.rofs:2): region slot 'y' has unknown flags 0x4", NOPRE},
 {"policy grants everything", "ld64 r2, table[0]\nexit 0\n", ACCEPT, "", G_OK},
-{"policy grants table read-only", "ld64 r2, table[0]\nexit 0\n", REJECT, "region slot 'table' needs read,write but policy grants read", G_RO},
-{"policy does not grant heap", "exit 0\n", REJECT, "region slot 'heap' is not granted by policy", G_MISS},
-{"granted region too short", "exit 0\n", REJECT, "region slot 'table' needs 64 bytes, the granted region has 32", G_SHORT},
-{"resp above the policy", ".resp 70000\nexit 0\n", REJECT, "response size 70000 above the limit", NOPRE},
-{"scratch above the policy", ".scratch 70000\nexit 0\n", REJECT, "scratch size 70000 above the limit", NOPRE},
-{"args above the policy", ".args 0, 70000\nexit 0\n", REJECT, "args maximum 70000 above the limit", NOPRE},
+{"policy grants table read-only", "ld64 r2, table[0]\nexit 0\n", REJECT, ".region (test.rofs:4): region slot 'table' needs read,write but policy grants read", G_RO},
+{"policy does not grant heap", "exit 0\n", REJECT, ".region (test.rofs:7): region slot 'heap' is not granted by policy", G_MISS},
+{"granted region too short", "exit 0\n", REJECT, ".region (test.rofs:4): region slot 'table' needs 64 bytes, the granted region has 32", G_SHORT},
+{"resp above the policy", ".resp 70000\nexit 0\n", REJECT, ".resp (test.rofs:1): response size 70000 above the limit", NOPRE},
+{"scratch above the policy", ".scratch 70000\nexit 0\n", REJECT, ".scratch (test.rofs:1): scratch size 70000 above the limit", NOPRE},
+{"args above the policy", ".args 0, 70000\nexit 0\n", REJECT, ".args (test.rofs:1): args maximum 70000 above the limit", NOPRE},
+{"the last .args counts", ".args 0, 8\n.resp 8\n.args 0, 70000\nexit 0\n", REJECT, ".args (test.rofs:3): args maximum 70000", NOPRE},
 
 // ---- loops ----
 {"simple loop bound", "mov64 r3, 0\nL: add64 r1, 1\nloop r3, L, 10\nexit 0\n", ACCEPT, "worst-case path 22", NONE},
@@ -299,7 +304,10 @@ const VCase kCases[] = {
 {"continue", "mov64 r3, 0\nL: jeq r1, 5, next\nadd64 r1, 1\nnext: loop r3, L, 8\nexit 0\n", ACCEPT, "worst-case path 26", NONE},
 {"break out of two loops", "mov64 r3, 0\nA: mov64 r4, 0\nB: jeq r1, 5, out\nloop r4, B, 3\nloop r3, A, 2\nout: exit 0\n", ACCEPT, "", NONE},
 {"loop target after the loop", "mov64 r3, 0\n.raw 0x20000030c\nexit 0\n", REJECT, "is after the loop", NONE},
-{"worst case above the policy", "mov64 r3, 0\nL: add64 r1, 1\nadd64 r1, 1\nloop r3, L, 50\nexit 0\n", REJECT, "worst-case path 152 instructions, limit 100", LIM_W},
+{"worst case above the policy", "mov64 r3, 0\nL: add64 r1, 1\nadd64 r1, 1\nloop r3, L, 50\nexit 0\n", REJECT, "insn 3 (test.rofs:11): worst-case path 152 instructions, limit 100: the costliest loop nest on it ends here (body [1, 3], trip limit 50, up to 150 instructions)", LIM_W},
+{"worst case names the costliest nest", "mov64 r3, 0\nA: loop r3, A, 10\nmov64 r4, 0\nB: add64 r1, 1\nloop r4, B, 50\nmov64 r5, 0\nC: loop r5, C, 2\nexit 0\n", REJECT, "insn 4 (test.rofs:12): worst-case path 116 instructions, limit 100: the costliest loop nest on it ends here (body [3, 4], trip limit 50, up to 100 instructions)", LIM_W},
+{"worst case names the outermost loop of a nest", "mov64 r3, 0\nA: mov64 r4, 0\nB: loop r4, B, 20\nloop r3, A, 5\nexit 0\n", REJECT, "insn 3 (test.rofs:11): worst-case path 112 instructions, limit 100: the costliest loop nest on it ends here (body [1, 3], trip limit 5, up to 110 instructions)", LIM_W},
+{"worst case on the longer arm", "mov64 r3, 0\njeq r1, 0, S\nA: loop r3, A, 120\nexit 0\nS: mov64 r4, 0\nB: loop r4, B, 30\nexit 1\n", REJECT, "insn 2 (test.rofs:10): worst-case path 123 instructions, limit 100: the costliest loop nest on it ends here (body [2, 2], trip limit 120, up to 120 instructions)", LIM_W},
 {"worst case takes the longer arm", "jeq r1, 0, A\nmov64 r2, 1\nmov64 r2, 2\nmov64 r2, 3\nexit 0\nA: exit 1\n", ACCEPT, "worst-case path 5", NONE},
 {"verifier work limit", "mov64 r2, 1\nmov64 r2, 2\nmov64 r2, 3\nmov64 r2, 4\nmov64 r2, 5\nmov64 r2, 6\nexit 0\n", REJECT, "program too complex", LIM_PROC},
 {"RedN while with break (isa.md 11.1)",
@@ -390,6 +398,69 @@ TEST(Verifier, LevelTwoTracesEveryInstruction) {
         << r.log;
 }
 
+// k sequential bounded loops, each "mov64 rC, 0; L: add64 r2, 1; loop rC,
+// L, 50" (101 instructions), after "mov64 r2, 0" and before "exit r2".
+std::string sequential_loops(int k) {
+    std::string t = std::string(kPrelude) + "mov64 r2, 0\n";
+    for (int i = 0; i < k; i++)
+        t += "mov64 r3, 0\nL" + std::to_string(i) + ": add64 r2, 1\nloop r3, L" +
+             std::to_string(i) + ", 50\n";
+    return t + "exit r2\n";
+}
+
+// The analysis of a loop costs the same whatever precedes it: 600 loops in
+// a row are accepted (when every round of the analysis revisited the whole
+// program, 300 of them exceeded max_processed), and the verifier's work
+// grows linearly with their number.
+TEST(Verifier, SequentialLoopsCostLinearWork) {
+    VerifyResult r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = verify(test::must_assemble(sequential_loops(300 * i)));
+        ASSERT_TRUE(r[i].ok) << r[i].error;
+        EXPECT_EQ(r[i].worst_case, 2u + 300u * i * 101u);
+    }
+    EXPECT_EQ(r[2].processed - r[1].processed, r[1].processed - r[0].processed)
+        << r[0].processed << " " << r[1].processed << " " << r[2].processed;
+    EXPECT_LT(r[2].processed, 20u * 600u);
+}
+
+// Level 1 names every division whose divisor may be 0 at run time, and no
+// other: the 32-bit divisor is the low half of the register.
+TEST(Verifier, DivisorsCheckedAtRunTimeAreLogged) {
+    auto logged = [](const std::string& body) {
+        VerifyOptions o;
+        o.log_level = 1;
+        VerifyResult r = verify(test::must_assemble(std::string(kPrelude) + body), o);
+        EXPECT_TRUE(r.ok) << r.log;
+        return r.log.find("may be 0: checked at run time") != std::string::npos;
+    };
+    EXPECT_FALSE(logged("mov64 r2, 1\ndiv32 r2, r1\nexit 0\n")) << "r1 is [16, 64]";
+    EXPECT_FALSE(logged("mov64 r2, 1\ndiv64 r2, r1\nexit 0\n"));
+    EXPECT_FALSE(logged("ld32 r3, args[0]\nadd64 r3, 1\nmov64 r2, 1\ndiv64 r2, r3\nexit 0\n"))
+        << "[1, 2^32] is never 0 in 64 bits";
+    EXPECT_FALSE(logged("ldimm64 r3, 0x100000001\nmov64 r2, 1\ndiv32 r2, r3\nexit 0\n"));
+    EXPECT_TRUE(logged("ld32 r3, args[0]\nadd64 r3, 1\nmov64 r2, 1\nmod32 r2, r3\nexit 0\n"));
+    EXPECT_TRUE(
+        logged("ld64 r3, args[0]\njne r3, 0, nz\nexit 1\n"
+               "nz: mov64 r2, 1\ndiv32 r2, r3\nexit 0\n"))
+        << "a 64-bit test for 0 does not protect a 32-bit division: 2^32 passes it";
+}
+
+// Rejections without an instruction name their line all the same.
+TEST(Verifier, WorstCaseWithoutLoopsNamesTheLongestPath) {
+    VerifyOptions o;
+    o.limits.max_worst_case = 3;
+    VerifyResult r = verify(
+        test::must_assemble(std::string(kPrelude) + "jeq r1, 0, A\nmov64 r2, 1\nmov64 r2, 2\n"
+                                                    "exit 0\nA: exit 1\n"),
+        o);
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.error,
+              "insn 3 (test.rofs:11): worst-case path 4 instructions, limit 3: the longest path "
+              "ends here");
+    EXPECT_EQ(r.error_insn, 3u);
+}
+
 TEST(Verifier, BadImagesAreRefusedWithAReason) {
     Program p = test::must_assemble(std::string(kPrelude) + "exit 0\n");
     std::vector<uint8_t> img = p.encode();
@@ -438,7 +509,7 @@ TEST(Verifier, ReasonsOnlyReachableFromBuiltPrograms) {
     p = base();
     p.args_min = 10;
     p.args_max = 5;
-    EXPECT_NE(reason(p).find("args minimum 10 is above its maximum 5"), std::string::npos);
+    EXPECT_EQ(reason(p), "program: args minimum 10 is above its maximum 5") << "no source line";
     p = base();
     for (int i = 0; i < 17; i++)
         p.slots.push_back(Slot{"s" + std::to_string(i), ROF_ACCESS_READ, 0, 8});
@@ -470,7 +541,9 @@ TEST(Verifier, ReasonsOnlyReachableFromBuiltPrograms) {
     VerifyOptions o;
     o.limits.max_trip = ROF_ISA_MAX_TRIP;
     o.limits.max_worst_case = UINT64_MAX;
-    EXPECT_NE(reason(*big, o).find("worst-case path overflows"), std::string::npos);
+    EXPECT_EQ(reason(*big, o),
+              "insn 7: worst-case path overflows: the costliest loop nest on it ends here (body "
+              "[1, 7], trip limit 1048576, too many instructions to count)");
 }
 
 }  // namespace

@@ -24,7 +24,9 @@ struct Slot {
 
 // A program: the header fields, the slot table and the instruction slots.
 // `lines[i]` is the source line of slot i (0 when unknown), `file` the
-// source name; both only serve messages and are not part of the image.
+// source name; `args_line`, `scratch_line`, `resp_line` and `slot_lines[s]`
+// those of the .args, .scratch, .resp and .region directives (0 or absent
+// when unknown).  These only serve messages and are not part of the image.
 struct Program {
     uint32_t args_min = 0;
     uint32_t args_max = 65536;
@@ -34,12 +36,16 @@ struct Program {
     std::vector<rof_insn> insns;
     std::vector<uint32_t> lines;
     std::string file;
+    uint32_t args_line = 0, scratch_line = 0, resp_line = 0;
+    std::vector<uint32_t> slot_lines;
 
     // The image bytes, tag included.
     std::vector<uint8_t> encode() const;
     uint64_t tag() const;
     // "file:line" for slot pc, or "" without source information.
     std::string where(uint32_t pc) const;
+    // "file:line" for a source line, or "" for line 0.
+    std::string where_line(uint32_t line) const;
     // The slot index of a region name.
     std::optional<uint32_t> find_slot(std::string_view name) const;
 };
