@@ -9,7 +9,7 @@ namespace {
 
 rof::Status two_devices() {
     rof::Status s;
-    s.module = {"0.1.0", 0, 1};
+    s.module = {"0.1.0", 0, 2};
     s.daemon = {"0.1.0", std::chrono::seconds(192)};
     s.devices.push_back(
         rof::Device{"rxe0", 2, 0x505400fffe123456ULL, 1, {{1, rof::PortState::active, 1024}}});
@@ -36,7 +36,7 @@ std::string render(const rof::Status& s, bool json, bool pretty = false) {
 
 TEST(PrintStatus, TextIsATableOfDevicesAndPorts) {
     EXPECT_EQ(render(two_devices(), false),
-              "module  rof.ko 0.1.0, ABI 0.1\n"
+              "module  rof.ko 0.1.0, ABI 0.2\n"
               "daemon  rofd 0.1.0, up 3m 12s\n"
               "\n"
               "DEVICE            INDEX  NODE_GUID            PORT  STATE           MTU\n"
@@ -50,7 +50,7 @@ TEST(PrintStatus, TextIsATableOfDevicesAndPorts) {
 
 TEST(PrintStatus, JsonCarriesTheSameValues) {
     EXPECT_EQ(render(two_devices(), true),
-              R"({"module":{"version":"0.1.0","abi_major":0,"abi_minor":1},)"
+              R"({"module":{"version":"0.1.0","abi_major":0,"abi_minor":2},)"
               R"("daemon":{"version":"0.1.0","uptime_seconds":192},)"
               R"("devices":[)"
               R"({"name":"rxe0","index":2,"node_guid":"5054:00ff:fe12:3456","num_ports":1,)"
@@ -68,7 +68,7 @@ TEST(PrintStatus, NoDevices) {
     s.devices.clear();
 
     EXPECT_EQ(render(s, false),
-              "module  rof.ko 0.1.0, ABI 0.1\n"
+              "module  rof.ko 0.1.0, ABI 0.2\n"
               "daemon  rofd 0.1.0, up 3m 12s\n"
               "\n"
               "no RDMA devices\n");

@@ -9,6 +9,15 @@
  * reader also sees the loss as a gap in seq.  Records written while no
  * reader is open stay in the ring, so a restarted rofd drains what its
  * predecessor left.
+ *
+ * A quarter of the ring is a reserve that invocation records, the
+ * kind one tenant can produce by the million, never take: an INVOKE
+ * record that finds ring_size - reserve records pending is dropped and
+ * counted (globally and for its tenant) instead of being queued.  Every
+ * other kind may fill the whole ring.  So when the ring is full, its
+ * newest "reserve" records are all of other kinds, and an error, reject,
+ * close or destroy record is only ever overwritten after "reserve" newer
+ * ones of those kinds: no flood of invocations can push one out.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -29,6 +38,7 @@
 #define ROF_AUDIT_RING_MIN	64
 #define ROF_AUDIT_RING_MAX	(1U << 20)
 #define ROF_AUDIT_READ_BATCH	16	/* records copied per lock hold */
+#define ROF_AUDIT_RESERVE_SHIFT	2	/* reserve: 1/4 of the ring */
 
 static unsigned int audit_ring_size = 4096;
 module_param(audit_ring_size, uint, 0444);
@@ -36,12 +46,14 @@ MODULE_PARM_DESC(audit_ring_size,
 		 "audit ring records (64 .. 1048576, rounded up to a power of 2)");
 
 static struct {
-	spinlock_t lock;	/* recs, head, tail, overruns */
+	spinlock_t lock;	/* recs, head, tail, overruns, dropped */
 	struct rof_audit_record *recs;
 	u32 mask;
+	u32 invoke_max;		/* INVOKE records queue below this many pending */
 	u64 head;		/* seq of the next record written */
 	u64 tail;		/* seq of the oldest unread record */
 	u64 overruns;
+	u64 dropped;		/* INVOKE records not queued */
 	wait_queue_head_t wq;
 	atomic_t reader;	/* 1 while an audit fd is open */
 } rof_audit = {
@@ -55,6 +67,15 @@ void rof_audit_log(const struct rof_audit_record *rec)
 	unsigned long flags;
 
 	spin_lock_irqsave(&rof_audit.lock, flags);
+	if (rec->kind == ROF_AUDIT_INVOKE &&
+	    rof_audit.head - rof_audit.tail >= rof_audit.invoke_max) {
+		rof_audit.dropped++;
+		spin_unlock_irqrestore(&rof_audit.lock, flags);
+		/* The tenant's counters stay exact: they count it anyway. */
+		rof_tenant_account(rec);
+		rof_tenant_count_audit_drop(rec->tenant);
+		return;
+	}
 	if (rof_audit.head - rof_audit.tail > rof_audit.mask) {
 		rof_audit.tail++;
 		rof_audit.overruns++;
@@ -196,22 +217,26 @@ err_reader:
 	return ret;
 }
 
-static long rof_audit_stats(void __user *uarg)
+/* @size: sizeof(struct rof_audit_stats), or the 32 bytes of before 0.2. */
+static long rof_audit_stats(void __user *uarg, size_t size)
 {
-	struct rof_audit_stats st;
+	struct rof_audit_stats st = {};
 	unsigned long flags;
 
-	if (copy_from_user(&st, uarg, sizeof(st)))
+	BUILD_BUG_ON(_IOC_SIZE(ROF_IOC_AUDIT_STATS_V1) != 32);
+	if (copy_from_user(&st, uarg, size))
 		return -EFAULT;
-	if (st.flags || st.reserved)
+	if (st.flags || st.reserved || st.reserved2)
 		return -EINVAL;
 	spin_lock_irqsave(&rof_audit.lock, flags);
 	st.next_seq = rof_audit.head;
 	st.overruns = rof_audit.overruns;
 	st.pending = rof_audit.head - rof_audit.tail;
+	st.dropped = rof_audit.dropped;
 	spin_unlock_irqrestore(&rof_audit.lock, flags);
 	st.ring_size = rof_audit.mask + 1;
-	if (copy_to_user(uarg, &st, sizeof(st)))
+	st.reserve = st.ring_size - rof_audit.invoke_max;
+	if (copy_to_user(uarg, &st, size))
 		return -EFAULT;
 	return 0;
 }
@@ -225,7 +250,8 @@ long rof_audit_ioctl(unsigned int cmd, void __user *uarg)
 	case ROF_IOC_AUDIT_OPEN:
 		return rof_audit_open(uarg);
 	case ROF_IOC_AUDIT_STATS:
-		return rof_audit_stats(uarg);
+	case ROF_IOC_AUDIT_STATS_V1:
+		return rof_audit_stats(uarg, _IOC_SIZE(cmd));
 	default:
 		return -ENOTTY;
 	}
@@ -245,6 +271,7 @@ int rof_audit_init(void)
 	if (!rof_audit.recs)
 		return -ENOMEM;
 	rof_audit.mask = n - 1;
+	rof_audit.invoke_max = n - (n >> ROF_AUDIT_RESERVE_SHIFT);
 	rof_audit.head = 1;
 	rof_audit.tail = 1;
 	return 0;

@@ -34,6 +34,7 @@ struct rof_bucket {
 	u64 rate;	/* units per second; 0 = unlimited */
 	u64 cap;	/* scaled units when full */
 	u64 tokens;	/* scaled units now */
+	u64 debt;	/* scaled units charged beyond empty; tokens is 0 */
 	u64 last_ns;	/* time of the last refill */
 };
 
@@ -53,32 +54,37 @@ static inline void rof_bucket_init(struct rof_bucket *b, u64 rate,
 	b->rate = rate;
 	b->cap = burst * ROF_BUCKET_SCALE;
 	b->tokens = 0;
+	b->debt = 0;
 	b->last_ns = now_ns;
 }
 
 static inline void rof_bucket_refill(struct rof_bucket *b, u64 now_ns)
 {
-	u64 elapsed;
+	u64 elapsed, room, add;
 
 	if (!b->rate || now_ns <= b->last_ns)
 		return;
 	elapsed = now_ns - b->last_ns;
 	b->last_ns = now_ns;
-	/* Compare before multiplying: elapsed * rate may not fit. */
-	if (elapsed >= rof_bucket_div(b->cap - b->tokens, b->rate) + 1) {
+	/* Debt is paid first.  Compare before multiplying: elapsed * rate may not fit. */
+	room = b->cap - b->tokens + b->debt;
+	if (elapsed >= rof_bucket_div(room, b->rate) + 1) {
+		b->debt = 0;
 		b->tokens = b->cap;
 		return;
 	}
-	b->tokens += elapsed * b->rate;
+	add = elapsed * b->rate;
+	if (add <= b->debt) {
+		b->debt -= add;
+		return;
+	}
+	add -= b->debt;
+	b->debt = 0;
+	b->tokens += add;
 	if (b->tokens > b->cap)
 		b->tokens = b->cap;
 }
 
-/*
- * Nanoseconds until @cost units are available (0: available now).  A cost
- * above the capacity is charged as the capacity, so that it can pass at
- * all, once the bucket is full.
- */
 static inline u64 rof_bucket_wait_ns(const struct rof_bucket *b, u64 cost)
 {
 	u64 need;
@@ -88,12 +94,12 @@ static inline u64 rof_bucket_wait_ns(const struct rof_bucket *b, u64 cost)
 	need = cost * ROF_BUCKET_SCALE;
 	if (cost > b->cap / ROF_BUCKET_SCALE)
 		need = b->cap;
-	if (b->tokens >= need)
+	if (!b->debt && b->tokens >= need)
 		return 0;
-	return rof_bucket_div(need - b->tokens + b->rate - 1, b->rate);
+	/* With a debt the bucket is empty: the debt is paid, then @cost. */
+	return rof_bucket_div(need + b->debt - b->tokens + b->rate - 1, b->rate);
 }
 
-/* Takes @cost units; only after rof_bucket_wait_ns() returned 0. */
 static inline void rof_bucket_take(struct rof_bucket *b, u64 cost)
 {
 	u64 need;
@@ -104,6 +110,28 @@ static inline void rof_bucket_take(struct rof_bucket *b, u64 cost)
 	if (cost > b->cap / ROF_BUCKET_SCALE)
 		need = b->cap;
 	b->tokens = b->tokens >= need ? b->tokens - need : 0;
+}
+
+/*
+ * Charge @cost that was not known before the work was admitted (an
+ * INVOKE's response): what the bucket lacks becomes a debt, paid from
+ * the next refills before anything else is admitted.
+ */
+static inline void rof_bucket_charge(struct rof_bucket *b, u64 cost)
+{
+	u64 need;
+
+	if (!b->rate || !cost)
+		return;
+	need = cost * ROF_BUCKET_SCALE;
+	if (cost > b->cap / ROF_BUCKET_SCALE)
+		need = b->cap;
+	if (b->tokens >= need) {
+		b->tokens -= need;
+		return;
+	}
+	b->debt += need - b->tokens;
+	b->tokens = 0;
 }
 
 #endif /* ROF_BUCKET_H */

@@ -31,7 +31,6 @@ struct rof_device {
 	struct ib_device *ibdev;	/* valid until the remove callback returns */
 	bool removed;
 	bool sessions_stopped;		/* rof_session.c: no new sessions on it */
-	bool pds_closed;		/* rof_tenant.c: no new PDs on it */
 };
 
 int rof_device_init(void);
@@ -56,29 +55,22 @@ struct rof_session;
 struct rof_tenant *rof_tenant_get(u32 id);	/* +1 ref, or NULL */
 void rof_tenant_put(struct rof_tenant *t);
 u32 rof_tenant_id(const struct rof_tenant *t);
-/*
- * The tenant's protection domain on @dev, allocated on first use and
- * freed when the tenant is destroyed or the device removed.  Valid while
- * the caller holds a tenant reference and the device is not removed.
- * Returns an ERR_PTR on failure.
- */
-struct ib_pd *rof_tenant_pd(struct rof_tenant *t, struct rof_device *dev);
+bool rof_tenant_dying(const struct rof_tenant *t);	/* a destroy has begun */
 /* Quota accounting; -EDQUOT when the tenant's quota would be exceeded. */
 int rof_tenant_charge_session(struct rof_tenant *t);
 void rof_tenant_uncharge_session(struct rof_tenant *t);
 u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
-void rof_tenant_device_removed(struct rof_device *dev);
 /*
  * Lifetime rules: rof_tenant_get/put work in any context.  Once a tenant
  * is being destroyed, rof_tenant_get returns NULL and
- * rof_tenant_charge_session, rof_tenant_attach and rof_tenant_pd fail
- * with -ENOENT, so a session must charge before it takes the PD.
+ * rof_tenant_charge_session and rof_tenant_attach fail with -ENOENT.
+ * Protection domains are the sessions' own (rof_session.c), one each.
  *
  * A session attaches to its tenant (after charging) so that a forced
  * tenant destroy or ROF_IOC_DRAIN can close it: ->revoke is called for
  * every attachment from process context, outside the tenant's locks; the
  * session must then detach and uncharge.  The destroy waits (killable)
- * until every session has uncharged, then frees the PDs.
+ * until every session has uncharged.
  * rof_tenant_detach may sleep if it races with a revoke of @a.
  */
 struct rof_tenant_attach {
@@ -98,15 +90,36 @@ int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes); /* -EDQUOT */
 void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes);
 void rof_tenant_count_freelists(struct rof_tenant *t, int delta);
 void rof_tenant_account(const struct rof_audit_record *rec);
+/* An INVOKE record of @tenant that rof_audit_log dropped; any context. */
+void rof_tenant_count_audit_drop(u32 tenant);
 int rof_name_check(const char *name);	/* -EINVAL unless a valid name */
 int rof_list_check(const struct rof_list *req, size_t elem_size);
+/*
+ * The one LIST shape (issue 11): @snap takes its lock, fills at most @cap
+ * elements of the kernel array @buf (NULL when @cap is 0), drops the lock
+ * and returns how many objects exist; the helpers copy to user space with
+ * no lock held.  rof_list_copy_out checks @req and fills its count and
+ * total (the caller copies it back); rof_list_ioctl is a whole LIST
+ * command: header in, copy-out, header out.
+ */
+int rof_list_copy_out(struct rof_list *req, size_t elem_size,
+		      u32 (*snap)(void *buf, u32 cap, void *arg), void *arg);
+long rof_list_ioctl(void __user *uarg, size_t elem_size,
+		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg);
+/*
+ * Race tests' fault injection: with fault_delay_ms set (default 0: off),
+ * logs "fault injection: @what @id delayed N ms", then sleeps N ms.
+ */
+void rof_fault_delay(const char *what, u32 id);
 
 /* rof_region.c */
 /*
  * A session that uses a region attaches to it; a forced region destroy
  * calls ->revoke for every attachment (outside the region's locks, from
- * process context), and the user must then detach.  Destroy without
- * force fails with -EBUSY while attachments exist.
+ * process context), and the user must then detach.  The destroy waits
+ * (killable) until every attachment has detached, so ->revoke must not
+ * wait for the destroy: it detaches at once or queues work that does.
+ * Destroy without force fails with -EBUSY while attachments exist.
  */
 struct rof_region_attach {
 	struct list_head node;		/* owned by rof_region.c */
@@ -126,11 +139,19 @@ u32 rof_region_id(const struct rof_region *r);
 /*
  * rof_region_get/put, attach and the accessors work in any context (the
  * memory is freed from a workqueue).  rof_region_attach fails with
- * -ENOENT once the region is being destroyed; rof_region_detach may
- * sleep (process context) if it races with a revoke of the same
- * attachment.
+ * -ENOENT once the region is being destroyed.  rof_region_detach is for
+ * process context (it may sleep: racing a revoke of the same attachment,
+ * or fault_delay_ms), by a caller that holds a region reference.
  */
 struct rof_tenant *rof_region_tenant(const struct rof_region *r);
+/*
+ * Region memory is shared live by the NIC, the executor and local
+ * mappings, and never synced: after ib_dma_map_sg() of a region's pages
+ * for @ibdev, false means the mapping needs syncs (swiotlb bounce
+ * buffers, a non-coherent device) and the region must not be served.
+ */
+bool rof_region_dma_ok(struct ib_device *ibdev, struct scatterlist *sgl,
+		       int nents);
 
 /*
  * Free lists (rof_region.c): fixed-size blocks inside a region, in the
@@ -147,9 +168,10 @@ u64 rof_freelist_offset(const struct rof_freelist *fl);	/* of the header */
 
 int rof_region_init(void);
 void rof_region_exit(void);
+void rof_region_flush(void);	/* every queued region free has run */
 long rof_region_ioctl(struct file *file, unsigned int cmd, void __user *uarg);
 /* Destroy every region of @t (tenant destroy); @reason: ROF_DESTROY_*. */
-void rof_region_destroy_tenant(struct rof_tenant *t, u32 reason);
+int rof_region_destroy_tenant(struct rof_tenant *t, u32 reason); /* -EINTR */
 /* /dev/rof file operations: the fd a ROF_IOC_REGION_MAP binds. */
 int rof_region_fopen(struct inode *inode, struct file *file);
 int rof_region_frelease(struct inode *inode, struct file *file);
@@ -158,22 +180,34 @@ int rof_region_mmap(struct file *file, struct vm_area_struct *vma);
 /* rof_audit.c */
 /*
  * Fills in seq and time_ns, queues the record for rofd and adds it to the
- * counters of rec->tenant.  Any context.
+ * counters of rec->tenant.  Any context.  An INVOKE record that would
+ * take the ring's reserve is dropped instead (docs/kmod.md, section 6).
  */
 void rof_audit_log(const struct rof_audit_record *rec);	/* any context */
 int rof_audit_init(void);
 void rof_audit_exit(void);
 long rof_audit_ioctl(unsigned int cmd, void __user *uarg);
+/* ROF_IOC_AUDIT_STATS of binaries built before ABI 0.2: 32 bytes. */
+#define ROF_IOC_AUDIT_STATS_V1	_IOC(_IOC_READ | _IOC_WRITE, ROF_IOC_MAGIC, \
+				     0x29, offsetof(struct rof_audit_stats, dropped))
 
 /* rof_session.c */
 void rof_session_device_removed(struct rof_device *dev);
+void rof_session_flush(void);	/* every queued close work has run */
 int rof_session_init(void);
 void rof_session_exit(void);
 long rof_session_ioctl(unsigned int cmd, void __user *uarg);
 
 /* rof_ticket.c: the ticket MAC key; checks return enum rof_reject_reason. */
 long rof_ticket_set_key(void __user *uarg);
-int rof_ticket_sign(struct rof_ticket *t, u32 tenant, u32 session, u64 expires_ns);
+/*
+ * @nonce is the session instance's: a connect is accepted only with the
+ * ticket of the session as prepared, not with an older one for the same
+ * (tenant, id) after a reload.
+ */
+int rof_ticket_sign(struct rof_ticket *t, u32 tenant, u32 session,
+		    u64 expires_ns, __le64 nonce);
+bool rof_ticket_have_key(void);	/* a key, once set, stays set */
 int rof_ticket_check(const void *data, u8 len, struct rof_ticket *out);
 int rof_ticket_init(void);
 void rof_ticket_exit(void);
@@ -184,6 +218,8 @@ struct rof_tenant_rl *rof_trl_get(struct rof_tenant *t);	/* +1 user, or NULL */
 void rof_trl_put(struct rof_tenant_rl *rl);
 /* 0 and tokens taken, or nanoseconds until one request of @bytes fits. */
 u64 rof_trl_admit(struct rof_tenant_rl *rl, u64 bytes, u64 now_ns);
+/* Bytes known only after admission (a response): a debt if short. */
+void rof_trl_charge(struct rof_tenant_rl *rl, u64 bytes);
 int rof_rate_check(const struct rof_rate *rate);	/* 0 or -ERANGE */
 long rof_tenant_set_rate(void __user *uarg);
 void rof_trl_exit(void);

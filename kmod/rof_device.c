@@ -16,7 +16,6 @@
 
 static LIST_HEAD(rof_devices);
 static DEFINE_MUTEX(rof_devices_lock);
-static unsigned int rof_devices_count;
 
 static struct ib_client rof_ib_client;
 
@@ -42,7 +41,6 @@ static int rof_add_one(struct ib_device *ibdev)
 
 	mutex_lock(&rof_devices_lock);
 	list_add_tail(&dev->node, &rof_devices);
-	rof_devices_count++;
 	mutex_unlock(&rof_devices_lock);
 
 	ib_set_client_data(ibdev, &rof_ib_client, dev);
@@ -55,10 +53,8 @@ static void rof_remove_one(struct ib_device *ibdev, void *client_data)
 	struct rof_device *dev = client_data;
 
 	rof_session_device_removed(dev);
-	rof_tenant_device_removed(dev);
 	mutex_lock(&rof_devices_lock);
 	list_del(&dev->node);
-	rof_devices_count--;
 	dev->removed = true;
 	dev->ibdev = NULL;
 	mutex_unlock(&rof_devices_lock);
@@ -118,39 +114,30 @@ static void rof_fill_info(struct rof_device *dev, struct rof_device_info *info)
 	}
 }
 
-int rof_device_list(struct rof_list *req)
+/* ib_query_port sleeps: fine under the mutex, which keeps ->ibdev valid. */
+static u32 rof_device_snap(void *buf, u32 cap, void *arg)
 {
-	struct rof_device_info __user *uelems = u64_to_user_ptr(req->elems);
-	struct rof_device_info *info;
+	struct rof_device_info *info = buf;
 	struct rof_device *dev;
 	u32 n = 0;
-	int ret = 0;
-
-	ret = rof_list_check(req, sizeof(*info));
-	if (ret)
-		return ret;
-
-	info = kmalloc(sizeof(*info), GFP_KERNEL);
-	if (!info)
-		return -ENOMEM;
 
 	mutex_lock(&rof_devices_lock);
-	list_for_each_entry(dev, &rof_devices, node) {
-		if (n >= req->capacity)
-			break;
-		rof_fill_info(dev, info);
-		if (copy_to_user(&uelems[n], info, sizeof(*info))) {
-			ret = -EFAULT;
-			break;
-		}
-		n++;
-	}
-	req->count = n;
-	req->total = rof_devices_count;
+	list_for_each_entry(dev, &rof_devices, node)
+		if (n++ < cap)
+			rof_fill_info(dev, &info[n - 1]);
 	mutex_unlock(&rof_devices_lock);
+	return n;
+}
 
-	kfree(info);
-	return ret;
+/*
+ * No capability needed: the copy to user space happens after the lock is
+ * dropped (rof_list_copy_out), so a slow user buffer cannot stall device
+ * add/remove or the session connects that look devices up.
+ */
+int rof_device_list(struct rof_list *req)
+{
+	return rof_list_copy_out(req, sizeof(struct rof_device_info),
+				 rof_device_snap, NULL);
 }
 
 int rof_device_init(void)

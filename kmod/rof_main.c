@@ -4,10 +4,29 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 
 #include "rof_core.h"
+
+static struct dentry *rof_debugfs;
+
+/*
+ * Writing to /sys/kernel/debug/rof/quiesce returns once every free the
+ * module has deferred (close works, region frees, RCU callbacks) has
+ * run: a quiescent point for leak checks, instead of waiting and hoping.
+ * The module's frees after a grace period are call_rcu callbacks of its
+ * own (not kfree_rcu, whose batches rcu_barrier() does not wait for).
+ */
+static int rof_quiesce_set(void *data, u64 val)
+{
+	rof_session_flush();	/* close works: they put regions, tenants */
+	rof_region_flush();	/* region frees: they call_rcu */
+	rcu_barrier();
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(rof_quiesce_fops, NULL, rof_quiesce_set, "%llu\n");
 
 static const struct file_operations rof_fops = {
 	.owner		= THIS_MODULE,
@@ -54,6 +73,10 @@ static int __init rof_init(void)
 	ret = misc_register(&rof_misc);
 	if (ret)
 		goto err_session;
+	/* Optional: debugfs failures are not the module's. */
+	rof_debugfs = debugfs_create_dir("rof", NULL);
+	debugfs_create_file_unsafe("quiesce", 0200, rof_debugfs, NULL,
+				   &rof_quiesce_fops);
 
 	pr_info("loaded, ABI %u.%u\n", ROF_ABI_MAJOR, ROF_ABI_MINOR);
 	return 0;
@@ -75,6 +98,7 @@ err_audit:
 
 static void __exit rof_exit(void)
 {
+	debugfs_remove(rof_debugfs);
 	misc_deregister(&rof_misc);
 	rof_session_exit();
 	rof_device_exit();

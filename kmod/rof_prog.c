@@ -122,13 +122,19 @@ static u32 rof_prog_key(u32 tenant, u64 tag)
 	return hash_64(tag ^ ((u64)tenant << 32), 32);
 }
 
+/* call_rcu, not kfree_rcu: rcu_barrier() waits for it (debugfs quiesce). */
+static void rof_prog_free_rcu(struct rcu_head *rcu)
+{
+	kfree(container_of(rcu, struct rof_prog, rcu));
+}
+
 static void rof_prog_release(struct kref *ref)
 {
 	struct rof_prog *p = container_of(ref, struct rof_prog, ref);
 
 	kvfree(p->image);
 	rof_tenant_put(p->tenant);
-	kfree_rcu(p, rcu);
+	call_rcu(&p->rcu, rof_prog_free_rcu);
 }
 
 static void rof_prog_put(struct rof_prog *p)
@@ -561,18 +567,26 @@ static long rof_prog_load(void __user *uarg)
 	p->tattached = true;
 	hash_add_rcu(rof_progs, &p->hnode, rof_prog_key(p->tenant_id, p->tag));
 	p->linked = true;
+	/*
+	 * Published: an unload by (tenant, tag) or a tenant destroy may drop
+	 * the table's reference as soon as the lock is dropped.  Ours keeps
+	 * @p valid until we are done with it.
+	 */
+	kref_get(&p->ref);
 	mutex_unlock(&rof_progs_lock);
+	rof_fault_delay("program load of tenant", p->tenant_id);
 
 	req->tag = p->tag;
 	if (copy_to_user(uarg, req, sizeof(*req))) {
-		/* Nobody would learn it was loaded. */
+		/* Nobody would learn it was loaded; a no-op if unloaded. */
 		rof_prog_destroy(p);
 		ret = -EFAULT;
-		goto out_req;
+	} else {
+		pr_debug("program %016llx (%s) loaded for tenant %u\n", p->tag,
+			 p->name, p->tenant_id);
+		ret = 0;
 	}
-	pr_debug("program %016llx (%s) loaded for tenant %u\n", p->tag,
-		 p->name, p->tenant_id);
-	ret = 0;
+	rof_prog_put(p);
 	goto out_req;
 
 err_slots:
@@ -676,45 +690,24 @@ out:
 	return ret;
 }
 
-static long rof_prog_list(void __user *uarg)
+static u32 rof_prog_snap(void *buf, u32 cap, void *arg)
 {
-	struct rof_prog_info __user *uelems;
-	struct rof_prog_info *pi;
-	struct rof_list req;
+	struct rof_prog_info *pi = buf;
 	struct rof_prog *p;
-	u32 n = 0, total = 0, bkt;
-	long ret;
-
-	if (copy_from_user(&req, uarg, sizeof(req)))
-		return -EFAULT;
-	ret = rof_list_check(&req, sizeof(*pi));
-	if (ret)
-		return ret;
-	uelems = u64_to_user_ptr(req.elems);
-	pi = kmalloc(sizeof(*pi), GFP_KERNEL);
-	if (!pi)
-		return -ENOMEM;
+	u32 n = 0, bkt;
 
 	mutex_lock(&rof_progs_lock);
-	hash_for_each(rof_progs, bkt, p, hnode) {
-		total++;
-		if (n >= req.capacity || ret)
-			continue;
-		rof_prog_fill(p, pi);
-		if (copy_to_user(&uelems[n], pi, sizeof(*pi)))
-			ret = -EFAULT;
-		else
-			n++;
-	}
+	hash_for_each(rof_progs, bkt, p, hnode)
+		if (n++ < cap)
+			rof_prog_fill(p, &pi[n - 1]);
 	mutex_unlock(&rof_progs_lock);
-	kfree(pi);
-	if (ret)
-		return ret;
-	req.count = n;
-	req.total = total;
-	if (copy_to_user(uarg, &req, sizeof(req)))
-		return -EFAULT;
-	return 0;
+	return n;
+}
+
+static long rof_prog_list(void __user *uarg)
+{
+	return rof_list_ioctl(uarg, sizeof(struct rof_prog_info),
+			      rof_prog_snap, NULL);
 }
 
 long rof_prog_ioctl(unsigned int cmd, void __user *uarg)
@@ -748,5 +741,5 @@ int rof_prog_init(void)
 void rof_prog_exit(void)
 {
 	WARN_ON(!hash_empty(rof_progs));
-	rcu_barrier();		/* kfree_rcu of unloaded programs */
+	rcu_barrier();		/* call_rcu frees of unloaded programs */
 }

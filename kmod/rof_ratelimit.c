@@ -140,6 +140,13 @@ u64 rof_trl_admit(struct rof_tenant_rl *rl, u64 bytes, u64 now_ns)
 	return wait;
 }
 
+void rof_trl_charge(struct rof_tenant_rl *rl, u64 bytes)
+{
+	spin_lock_bh(&rl->lock);
+	rof_bucket_charge(&rl->bytes, bytes);
+	spin_unlock_bh(&rl->lock);
+}
+
 int rof_rate_check(const struct rof_rate *rate)
 {
 	if (rate->ops_per_sec > ROF_RATE_MAX || rate->bytes_per_sec > ROF_RATE_MAX)

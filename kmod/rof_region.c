@@ -19,10 +19,12 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/dma-mapping.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
+#include <linux/scatterlist.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -55,12 +57,12 @@ struct rof_region {
 
 	spinlock_t lock;		/* the fields below */
 	bool dying;
-	unsigned int nattach;
+	unsigned int nattach;		/* read unlocked by a waiting destroy */
 	struct list_head attachments;
 	struct list_head revoked;	/* revoked, not yet detached */
 	struct rof_region_attach *revoking;
 	struct task_struct *revoker;
-	wait_queue_head_t revoke_wq;
+	wait_queue_head_t revoke_wq;	/* ->revoking cleared, ->nattach 0 */
 
 	atomic_t mappings;
 	unsigned int nfreelists;	/* under rof_regions_lock */
@@ -98,6 +100,12 @@ struct rof_region_binding {
 
 static DEFINE_XARRAY_ALLOC1(rof_regions);
 static DEFINE_XARRAY_ALLOC1(rof_freelists);
+/*
+ * Ids go round (xa_alloc_cyclic): a prepared session holds only its
+ * regions' ids and a program's bindings name free lists, so a new object
+ * must not take the id of one destroyed recently.
+ */
+static u32 rof_region_next, rof_freelist_next;
 /* Serialises create/destroy/list of regions and free lists. */
 static DEFINE_MUTEX(rof_regions_lock);
 
@@ -106,6 +114,12 @@ static LIST_HEAD(rof_tokens);
 static unsigned int rof_ntokens;
 
 static struct workqueue_struct *rof_region_wq;
+
+/* call_rcu, not kfree_rcu: rcu_barrier() waits for it (debugfs quiesce). */
+static void rof_region_free_rcu(struct rcu_head *rcu)
+{
+	kfree(container_of(rcu, struct rof_region, rcu));
+}
 
 static void rof_region_free_work(struct work_struct *work)
 {
@@ -117,7 +131,7 @@ static void rof_region_free_work(struct work_struct *work)
 		__free_page(r->pages[i]);
 	kvfree(r->pages);
 	rof_tenant_put(r->tenant);
-	kfree_rcu(r, rcu);
+	call_rcu(&r->rcu, rof_region_free_rcu);
 }
 
 static void rof_region_release(struct kref *ref)
@@ -177,6 +191,28 @@ struct rof_tenant *rof_region_tenant(const struct rof_region *r)
 	return r->tenant;
 }
 
+/*
+ * The module never syncs region memory (ib_dma_sync_*): the NIC, the
+ * executor and local mappings use it at the same time, with no ownership
+ * hand-over to sync at.  So a DMA mapping of it must need no syncs; one
+ * that does (swiotlb bounce buffers, a non-coherent device) would serve
+ * stale data, and the region is refused on that device.  @sgl, @nents:
+ * the region's pages as ib_dma_map_sg() mapped them for @ibdev.
+ */
+bool rof_region_dma_ok(struct ib_device *ibdev, struct scatterlist *sgl,
+		       int nents)
+{
+	struct scatterlist *sg;
+	int i;
+
+	if (ib_uses_virt_dma(ibdev))
+		return true;	/* rxe, siw: the CPU copies, nothing is mapped */
+	for_each_sg(sgl, sg, nents, i)
+		if (dma_need_sync(ibdev->dma_device, sg_dma_address(sg)))
+			return false;
+	return true;
+}
+
 int rof_region_attach(struct rof_region *r, struct rof_region_attach *a)
 {
 	unsigned long flags;
@@ -187,7 +223,7 @@ int rof_region_attach(struct rof_region *r, struct rof_region_attach *a)
 		ret = -ENOENT;
 	} else {
 		list_add_tail(&a->node, &r->attachments);
-		r->nattach++;
+		WRITE_ONCE(r->nattach, r->nattach + 1);
 	}
 	spin_unlock_irqrestore(&r->lock, flags);
 	return ret;
@@ -195,12 +231,15 @@ int rof_region_attach(struct rof_region *r, struct rof_region_attach *a)
 
 /*
  * Waits (process context) only if a forced destroy is calling @a->revoke
- * right now from another task; revoke itself may call detach.
+ * right now from another task; revoke itself may call detach.  The last
+ * detach of a dying region wakes its destroy.
  */
 void rof_region_detach(struct rof_region *r, struct rof_region_attach *a)
 {
 	unsigned long flags;
+	bool wake;
 
+	rof_fault_delay("detach from region", r->id);	/* slow to let go */
 	spin_lock_irqsave(&r->lock, flags);
 	while (r->revoking == a && r->revoker != current) {
 		spin_unlock_irqrestore(&r->lock, flags);
@@ -208,8 +247,11 @@ void rof_region_detach(struct rof_region *r, struct rof_region_attach *a)
 		spin_lock_irqsave(&r->lock, flags);
 	}
 	list_del_init(&a->node);
-	r->nattach--;
+	WRITE_ONCE(r->nattach, r->nattach - 1);
+	wake = r->dying && !r->nattach;
 	spin_unlock_irqrestore(&r->lock, flags);
+	if (wake)
+		wake_up_all(&r->revoke_wq);
 }
 
 static void rof_region_audit_destroy(struct rof_region *r, u32 reason)
@@ -285,12 +327,17 @@ static void rof_tokens_purge_region(struct rof_region *r)
 	mutex_unlock(&rof_tokens_lock);
 }
 
+static void rof_freelist_free_rcu(struct rcu_head *rcu)
+{
+	kfree(container_of(rcu, struct rof_freelist, rcu));
+}
+
 static void rof_freelist_release(struct kref *ref)
 {
 	struct rof_freelist *fl = container_of(ref, struct rof_freelist, ref);
 
 	rof_region_put(fl->region);
-	kfree_rcu(fl, rcu);
+	call_rcu(&fl->rcu, rof_freelist_free_rcu);
 }
 
 void rof_freelist_put(struct rof_freelist *fl)
@@ -346,10 +393,16 @@ static int rof_region_unlink(struct rof_region *r, bool force, bool *revoke)
 
 /*
  * After rof_region_unlink, without rof_regions_lock.  Every forced
- * destroy is audited, whether or not it found users to revoke.
+ * destroy is audited, whether or not it found users to revoke.  Returns
+ * once every user has detached: a session detaches in its close work,
+ * after deregistering its MR, so no key for the region is valid then.
+ * ->revoke never waits for this destroy (it detaches or queues the close),
+ * so the wait cannot deadlock.  A fatal signal ends it early with -EINTR:
+ * the region is destroyed all the same and its users finish detaching on
+ * their own.
  */
-static void rof_region_finish_destroy(struct rof_region *r, bool forced,
-				      bool revoke, u32 reason)
+static int rof_region_finish_destroy(struct rof_region *r, bool forced,
+				     bool revoke, u32 reason)
 {
 	if (forced) {
 		rof_region_audit_destroy(r, reason);
@@ -359,13 +412,18 @@ static void rof_region_finish_destroy(struct rof_region *r, bool forced,
 	if (revoke)
 		rof_region_revoke_all(r, reason);
 	rof_tokens_purge_region(r);
+	if (wait_event_killable(r->revoke_wq, !READ_ONCE(r->nattach)))
+		return -EINTR;
+	return 0;
 }
 
-void rof_region_destroy_tenant(struct rof_tenant *t, u32 reason)
+/* Returns 0, or -EINTR (a fatal signal): the rest are left for later. */
+int rof_region_destroy_tenant(struct rof_tenant *t, u32 reason)
 {
 	struct rof_region *r;
 	unsigned long id = 0;
 	bool revoke;
+	int ret;
 
 	for (;;) {
 		mutex_lock(&rof_regions_lock);
@@ -379,9 +437,11 @@ void rof_region_destroy_tenant(struct rof_tenant *t, u32 reason)
 		}
 		mutex_unlock(&rof_regions_lock);
 		if (!r)
-			break;
-		rof_region_finish_destroy(r, true, revoke, reason);
+			return 0;
+		ret = rof_region_finish_destroy(r, true, revoke, reason);
 		rof_region_put(r);
+		if (ret)
+			return ret;
 	}
 }
 
@@ -456,7 +516,7 @@ static long rof_region_create(void __user *uarg)
 	struct rof_region_create req;
 	struct rof_tenant *t;
 	struct rof_region *r;
-	bool revoke;
+	bool revoke, mine;
 	int ret;
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
@@ -503,30 +563,53 @@ static long rof_region_create(void __user *uarg)
 	ret = rof_region_alloc_pages(r);
 	if (ret)
 		goto err_uncharge;
+	rof_fault_delay("region create (charged) of tenant", req.tenant);
 
 	mutex_lock(&rof_regions_lock);
+	/*
+	 * The charge above saw the tenant alive, but a forced destroy may
+	 * have begun since: it marks the tenant dying, then sweeps its
+	 * regions under this lock.  Inserting after its sweep would orphan
+	 * the region.
+	 */
+	if (rof_tenant_dying(t)) {
+		ret = -ENOENT;
+		goto err_unlock;
+	}
 	if (rof_region_name_taken(t, req.name)) {
 		ret = -EEXIST;
 		goto err_unlock;
 	}
-	ret = xa_alloc(&rof_regions, &r->id, r, xa_limit_31b, GFP_KERNEL);
-	if (ret) {
+	ret = xa_alloc_cyclic(&rof_regions, &r->id, r, xa_limit_31b,
+			      &rof_region_next, GFP_KERNEL);
+	if (ret < 0) {
 		ret = ret == -EBUSY ? -ENOSPC : ret;
 		goto err_unlock;
 	}
-	mutex_unlock(&rof_regions_lock);
-
+	/*
+	 * Published: a destroy by id may drop the xarray's reference as soon
+	 * as the lock is dropped.  Take the id and a reference of our own
+	 * first.
+	 */
 	req.id = r->id;
+	kref_get(&r->ref);
+	mutex_unlock(&rof_regions_lock);
+	rof_fault_delay("region create (published)", req.id);
+
+	ret = 0;
 	if (copy_to_user(uarg, &req, sizeof(req))) {
+		/* Nobody learnt the id: undo, unless a destroy came first. */
 		mutex_lock(&rof_regions_lock);
-		kref_get(&r->ref);
-		rof_region_unlink(r, true, &revoke);
+		mine = xa_load(&rof_regions, req.id) == r &&
+		       !rof_region_unlink(r, true, &revoke);
 		mutex_unlock(&rof_regions_lock);
-		rof_region_finish_destroy(r, false, revoke, ROF_DESTROY_ADMIN);
-		rof_region_put(r);
-		return -EFAULT;
+		if (mine)
+			rof_region_finish_destroy(r, false, revoke,
+						  ROF_DESTROY_ADMIN);
+		ret = -EFAULT;
 	}
-	return 0;
+	rof_region_put(r);
+	return ret;
 
 err_unlock:
 	mutex_unlock(&rof_regions_lock);
@@ -562,8 +645,8 @@ static long rof_region_destroy(void __user *uarg)
 	ret = rof_region_unlink(r, req.flags & ROF_DESTROY_FORCE, &revoke);
 	mutex_unlock(&rof_regions_lock);
 	if (!ret)
-		rof_region_finish_destroy(r, req.flags & ROF_DESTROY_FORCE,
-					  revoke, ROF_DESTROY_ADMIN);
+		ret = rof_region_finish_destroy(r, req.flags & ROF_DESTROY_FORCE,
+						revoke, ROF_DESTROY_ADMIN);
 	rof_region_put(r);
 	return ret;
 }
@@ -608,43 +691,25 @@ static long rof_region_get_info(void __user *uarg)
 	return ret;
 }
 
-static long rof_region_list(void __user *uarg)
+static u32 rof_region_snap(void *buf, u32 cap, void *arg)
 {
-	struct rof_region_info __user *uelems;
-	struct rof_region_info info;
-	struct rof_list req;
+	struct rof_region_info *info = buf;
 	struct rof_region *r;
 	unsigned long id;
-	u32 n = 0, total = 0;
-	long ret;
-
-	if (copy_from_user(&req, uarg, sizeof(req)))
-		return -EFAULT;
-	ret = rof_list_check(&req, sizeof(info));
-	if (ret)
-		return ret;
-	uelems = u64_to_user_ptr(req.elems);
+	u32 n = 0;
 
 	mutex_lock(&rof_regions_lock);
-	xa_for_each(&rof_regions, id, r) {
-		total++;
-		if (n >= req.capacity)
-			continue;
-		rof_region_fill(r, &info);
-		if (copy_to_user(&uelems[n], &info, sizeof(info))) {
-			ret = -EFAULT;
-			break;
-		}
-		n++;
-	}
+	xa_for_each(&rof_regions, id, r)
+		if (n++ < cap)
+			rof_region_fill(r, &info[n - 1]);
 	mutex_unlock(&rof_regions_lock);
-	if (ret)
-		return ret;
-	req.count = n;
-	req.total = total;
-	if (copy_to_user(uarg, &req, sizeof(req)))
-		return -EFAULT;
-	return 0;
+	return n;
+}
+
+static long rof_region_list(void __user *uarg)
+{
+	return rof_list_ioctl(uarg, sizeof(struct rof_region_info),
+			      rof_region_snap, NULL);
 }
 
 /* Drop expired tokens; rof_tokens_lock held. */
@@ -848,6 +913,10 @@ int rof_region_mmap(struct file *file, struct vm_area_struct *vma)
 			return -EACCES;
 		vma->vm_flags &= ~VM_MAYWRITE;
 	}
+	/* Remote peers write this memory: never executable, now or later. */
+	if (vma->vm_flags & VM_EXEC)
+		return -EACCES;
+	vma->vm_flags &= ~VM_MAYEXEC;
 	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
 
 	/* Checks vm_pgoff and the length against the region: -ENXIO. */
@@ -1010,8 +1079,9 @@ static long rof_freelist_create(void __user *uarg)
 	kref_get(&r->ref);
 	fl->region = r;
 	rof_freelist_format(fl);
-	ret = xa_alloc(&rof_freelists, &fl->id, fl, xa_limit_31b, GFP_KERNEL);
-	if (ret) {
+	ret = xa_alloc_cyclic(&rof_freelists, &fl->id, fl, xa_limit_31b,
+			      &rof_freelist_next, GFP_KERNEL);
+	if (ret < 0) {
 		WRITE_ONCE(rof_freelist_hdr(fl)->magic, 0);
 		rof_region_put(r);	/* never the last: rof_regions has one */
 		ret = ret == -EBUSY ? -ENOSPC : ret;
@@ -1022,6 +1092,10 @@ static long rof_freelist_create(void __user *uarg)
 	req.id = fl->id;
 	mutex_unlock(&rof_regions_lock);
 
+	/*
+	 * @fl may be destroyed by id from here on: only compare it, under
+	 * the lock (ids are not reused soon, so no other list has its id).
+	 */
 	if (copy_to_user(uarg, &req, sizeof(req))) {
 		mutex_lock(&rof_regions_lock);
 		if (xa_load(&rof_freelists, req.id) == fl)
@@ -1060,54 +1134,38 @@ static long rof_freelist_destroy(void __user *uarg)
 	return ret;
 }
 
-static long rof_freelist_list(void __user *uarg)
+static u32 rof_freelist_snap(void *buf, u32 cap, void *arg)
 {
-	struct rof_freelist_info __user *uelems;
-	struct rof_freelist_info info;
+	struct rof_freelist_info *info = buf;
 	struct rof_freelist *fl;
-	struct rof_list req;
 	unsigned long id;
 	bool corrupt;
-	u32 n = 0, total = 0;
-	long ret;
-
-	if (copy_from_user(&req, uarg, sizeof(req)))
-		return -EFAULT;
-	ret = rof_list_check(&req, sizeof(info));
-	if (ret)
-		return ret;
-	uelems = u64_to_user_ptr(req.elems);
+	u32 n = 0;
 
 	mutex_lock(&rof_regions_lock);
 	xa_for_each(&rof_freelists, id, fl) {
-		total++;
-		if (n >= req.capacity)
+		if (n++ >= cap)
 			continue;
-		memset(&info, 0, sizeof(info));
-		info.offset = fl->offset;
-		info.id = fl->id;
-		info.region = fl->region->id;
-		info.tenant = rof_tenant_id(fl->region->tenant);
-		info.block_size = fl->block_size;
-		info.count = fl->count;
-		info.free = rof_freelist_count_free(fl, &corrupt);
+		info->offset = fl->offset;
+		info->id = fl->id;
+		info->region = fl->region->id;
+		info->tenant = rof_tenant_id(fl->region->tenant);
+		info->block_size = fl->block_size;
+		info->count = fl->count;
+		info->free = rof_freelist_count_free(fl, &corrupt);
 		if (corrupt)
-			info.flags |= ROF_FREELIST_CORRUPT;
-		if (copy_to_user(&uelems[n], &info, sizeof(info))) {
-			ret = -EFAULT;
-			break;
-		}
-		n++;
+			info->flags |= ROF_FREELIST_CORRUPT;
+		info++;
 		cond_resched();		/* the chain walk is up to 2^20 steps */
 	}
 	mutex_unlock(&rof_regions_lock);
-	if (ret)
-		return ret;
-	req.count = n;
-	req.total = total;
-	if (copy_to_user(uarg, &req, sizeof(req)))
-		return -EFAULT;
-	return 0;
+	return n;
+}
+
+static long rof_freelist_list(void __user *uarg)
+{
+	return rof_list_ioctl(uarg, sizeof(struct rof_freelist_info),
+			      rof_freelist_snap, NULL);
 }
 
 long rof_region_ioctl(struct file *file, unsigned int cmd, void __user *uarg)
@@ -1143,6 +1201,11 @@ int rof_region_init(void)
 {
 	rof_region_wq = alloc_workqueue("rof_region", WQ_UNBOUND, 0);
 	return rof_region_wq ? 0 : -ENOMEM;
+}
+
+void rof_region_flush(void)
+{
+	flush_workqueue(rof_region_wq);
 }
 
 void rof_region_exit(void)

@@ -5,17 +5,25 @@
  * rofd prepares a session (tenant, granted regions, rate limits, expiry)
  * and hands its ticket to a client; the client connects to the module's
  * listener with the ticket as private data.  An accepted session is an RC
- * QP in the tenant's PD with its own CQ, pre-posted receives, a credit
- * count and one fast-registration MR per granted region, so that closing
- * one session invalidates only its own remote keys.  docs/protocol.md is
- * the wire format, docs/kmod.md the lifetimes.
+ * QP in a protection domain of its own, with its own CQ, pre-posted
+ * receives, a credit count and one fast-registration MR per granted
+ * region: a session's QP can use no other session's keys, and closing one
+ * session invalidates only its own.  docs/protocol.md is the wire format,
+ * docs/kmod.md the lifetimes.
  *
  * Locking: rof_sess_lock (a mutex) guards the session table, each
  * session's state and device binding.  s->lock serialises building a
  * session's connection (in the CM handler) against tearing it down (in
- * its close work).  The data path runs in s->poll_work only, which the
- * workqueue never runs twice at once, so it needs no lock of its own.
- * No rdma_cm call is made under rof_sess_lock.
+ * its close work), and the ESTABLISHED handler against both.  The data
+ * path runs in s->poll_work only, which the workqueue never runs twice at
+ * once, so it needs no lock of its own.  No rdma_cm call is made under
+ * rof_sess_lock.
+ *
+ * Closing: ROF_SF_CLOSING is set first, and nothing queues the poll or
+ * throttle work once it is set; the close work then cancels the poll work
+ * (which may have armed the throttle), the throttle work (which may have
+ * queued the poll), destroys the QP and CQ (no completion callback after
+ * that) and the cm_id (no CM handler after that), and cancels both again.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -23,6 +31,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -52,6 +61,8 @@ MODULE_PARM_DESC(signal_every, "request a send completion every N sends");
 
 #define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
 #define ROF_POLL_ROUNDS		64	/* polls before yielding the worker */
+/* Program instructions one poll work run may execute before it yields. */
+#define ROF_POLL_INSNS		(2ULL * 1000 * 1000)
 #define ROF_INLINE_WANT		256	/* inline bytes asked of the QP */
 #define ROF_REAP_PERIOD		HZ	/* idle and expiry scan */
 
@@ -63,8 +74,11 @@ MODULE_PARM_DESC(signal_every, "request a send completion every N sends");
 enum {
 	ROF_SF_CLOSING,		/* close requested; the data path stops */
 	ROF_SF_WELCOME,		/* established: register MRs, send regions */
-	ROF_SF_OPENED,		/* SESSION_OPEN audited: CLOSE will be too */
+	ROF_SF_OPENED,		/* established and audited: the data path may run */
+	ROF_SF_ERR_AUDITED,	/* the error that closes it is audited */
 };
+
+
 
 struct rof_sregion {
 	struct rof_session *s;
@@ -103,6 +117,7 @@ struct rof_session {
 	struct rof_rate rate;
 	u64 expires_ns;
 	u32 idle_ms;
+	__le64 nonce;			/* of the ticket prepare returned */
 
 	/* The connection; built under ->lock, torn down by close_work. */
 	struct mutex lock;
@@ -195,6 +210,35 @@ static void rof_session_close(struct rof_session *s, u32 reason)
 	queue_work(rof_sess_wq, &s->close_work);
 }
 
+/* Run the data path soon; never once the session is closing. */
+static void rof_kick(struct rof_session *s)
+{
+	if (!test_bit(ROF_SF_CLOSING, &s->flags))
+		queue_work(rof_sess_wq, &s->poll_work);
+}
+
+/*
+ * The first error that ends a live session is audited once, whatever
+ * reported it (a completion, a QP or CQ event): a peer's protection
+ * error, say, reaches us only as the QP going to error.
+ */
+static bool rof_audit_error(struct rof_session *s, u32 reason)
+{
+	struct rof_audit_record rec = {
+		.kind = ROF_AUDIT_COMPLETION_ERROR,
+		.tenant = s->tenant_id,
+		.session = s->id,
+		.status = -EIO,
+		.reason = reason,
+	};
+
+	if (test_bit(ROF_SF_CLOSING, &s->flags) ||
+	    test_and_set_bit(ROF_SF_ERR_AUDITED, &s->flags))
+		return false;
+	rof_audit_log(&rec);
+	return true;
+}
+
 /* ---- the data path ------------------------------------------------- */
 
 static int rof_post_rx_chain(struct rof_session *s, struct ib_recv_wr *first)
@@ -272,7 +316,11 @@ static u32 rof_session_invoke(struct rof_session *s, u64 program,
 			       resp_len, rec);
 }
 
-/* Payload bytes a request's response will carry; for the byte bucket. */
+/*
+ * Payload bytes a request's response will carry, as far as they are known
+ * before it runs; for the byte buckets.  An INVOKE's response is charged
+ * after the run (rof_charge_late).
+ */
 static u32 rof_resp_payload(const struct rof_req_hdr *h, u32 len)
 {
 	if (le16_to_cpu(h->opcode) == ROF_OP_ECHO && !h->flags &&
@@ -281,13 +329,28 @@ static u32 rof_resp_payload(const struct rof_req_hdr *h, u32 len)
 	return 0;
 }
 
-/* Returns the response length written into @out (header included). */
+static void rof_charge_late(struct rof_session *s, u64 bytes)
+{
+	rof_bucket_charge(&s->bytes_b, bytes);
+	if (s->trl)
+		rof_trl_charge(s->trl, bytes);
+}
+
+/*
+ * Returns the response length written into @out (header included).
+ * @insns: instructions a program ran for it, for the poll work's budget.
+ */
 static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
-			      u8 *out, u64 rx_ns)
+			      u8 *out, u64 rx_ns, u64 *insns)
 {
 	struct rof_resp_hdr *rh = (struct rof_resp_hdr *)out;
+	struct rof_audit_record rec = {
+		.kind = ROF_AUDIT_INVOKE,
+		.tenant = s->tenant_id,
+		.session = s->id,
+	};
 	struct rof_req_hdr h = {};
-	u32 plen = 0, status = ROF_ST_OK, op;
+	u32 plen = 0, status = ROF_ST_OK, op, in_len = 0;
 
 	memcpy(&h, in, min_t(u32, len, sizeof(h)));
 	op = le16_to_cpu(h.opcode);
@@ -297,8 +360,9 @@ static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
 		status = ROF_ST_BAD_FLAGS;
 	} else {
 		const u8 *payload = in + sizeof(h);
-		u32 in_len = len - sizeof(h);
+		struct rof_invoke inv;
 
+		in_len = len - sizeof(h);
 		switch (op) {
 		case ROF_OP_NOP:
 			break;
@@ -306,35 +370,32 @@ static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
 			memcpy(out + sizeof(*rh), payload, in_len);
 			plen = in_len;
 			break;
-		case ROF_OP_INVOKE: {
-			struct rof_audit_record rec = {
-				.kind = ROF_AUDIT_INVOKE,
-				.tenant = s->tenant_id,
-				.session = s->id,
-				.opcode = op,
-			};
-			struct rof_invoke inv;
-
+		case ROF_OP_INVOKE:
 			if (in_len < sizeof(inv)) {
 				status = ROF_ST_BAD_LENGTH;
 				break;
 			}
 			memcpy(&inv, payload, sizeof(inv));
-			status = rof_session_invoke(s, le64_to_cpu(inv.program),
+			rec.program = le64_to_cpu(inv.program);
+			status = rof_session_invoke(s, rec.program,
 						    payload + sizeof(inv),
 						    in_len - sizeof(inv),
 						    out + sizeof(*rh), &plen, &rec);
-			rec.program = le64_to_cpu(inv.program);
-			rec.status = status;
-			rec.bytes = in_len + plen;
-			rec.latency_ns = ktime_get_ns() - rx_ns;
-			rof_audit_log(&rec);
+			*insns = rec.insns;
+			rof_charge_late(s, plen);
 			break;
-		}
 		default:
 			status = ROF_ST_BAD_OPCODE;
 			break;
 		}
+	}
+	if (op == ROF_OP_INVOKE) {
+		/* Every INVOKE is audited, the malformed ones too. */
+		rec.opcode = op;
+		rec.status = status;
+		rec.bytes = in_len + plen;
+		rec.latency_ns = ktime_get_ns() - rx_ns;
+		rof_audit_log(&rec);
 	}
 	if (status != ROF_ST_OK)
 		s->cnt.bad_requests++;
@@ -369,13 +430,14 @@ static u64 rof_admit(struct rof_session *s, u64 bytes, u64 now)
 }
 
 /*
- * Answer the pending requests that tokens and send queue room allow, and
- * post all their responses with one ib_post_send and all the receives
- * they free with one ib_post_recv (Kalia's doorbell batching).  Requests
- * over the rate wait here, their receive buffers (and so the client's
- * credits) held, until the throttle work wakes the poller.
+ * Answer the pending requests that tokens, send queue room and @budget
+ * (program instructions this run may still execute) allow, and post all
+ * their responses with one ib_post_send and all the receives they free
+ * with one ib_post_recv (Kalia's doorbell batching).  Requests over the
+ * rate wait here, their receive buffers (and so the client's credits)
+ * held, until the throttle work wakes the poller.
  */
-static int rof_process_pending(struct rof_session *s)
+static int rof_process_pending(struct rof_session *s, u64 *budget)
 {
 	struct ib_send_wr *tx_first = NULL, **tx_tail = &tx_first;
 	struct ib_recv_wr *rx_first = NULL, **rx_tail = &rx_first;
@@ -387,10 +449,10 @@ static int rof_process_pending(struct rof_session *s)
 		struct rof_pending *p = &s->pending[s->pend_head];
 		const u8 *in = s->rx[p->slot].buf;
 		struct rof_req_hdr h = {};
-		u64 wait;
+		u64 wait, insns;
 		u32 rlen;
 
-		if (rof_sq_full(s))
+		if (rof_sq_full(s) || !*budget)
 			break;
 		memcpy(&h, in, min_t(u32, p->len, sizeof(h)));
 		wait = rof_admit(s, p->len - min_t(u32, p->len, sizeof(h)) +
@@ -399,17 +461,22 @@ static int rof_process_pending(struct rof_session *s)
 			/* Waiting for tokens is not idleness. */
 			WRITE_ONCE(s->last_active_ns, now);
 			s->cnt.deferred++;
-			mod_delayed_work(rof_sess_wq, &s->throttle_work,
-					 nsecs_to_jiffies(wait) + 1);
+			if (!test_bit(ROF_SF_CLOSING, &s->flags))
+				mod_delayed_work(rof_sess_wq, &s->throttle_work,
+						 nsecs_to_jiffies(wait) + 1);
 			break;
 		}
+		insns = 0;
 		rlen = rof_handle_request(s, in, p->len,
 					  s->tx[s->sq_posted % s->sq_depth].buf,
-					  p->rx_ns);
+					  p->rx_ns, &insns);
 		rof_prep_tx(s, rlen, &tx_tail);
 		rof_prep_rx(s, p->slot, &rx_tail);
 		s->pend_head = (s->pend_head + 1) % s->nrecv;
 		s->pend_count--;
+		/* Every request costs one, a program its instructions too. */
+		*budget -= min(*budget, insns + 1);
+		cond_resched();
 	}
 	/* Receives first: a client may send again as soon as it has a reply. */
 	ret = rof_post_rx_chain(s, rx_first);
@@ -421,10 +488,14 @@ static int rof_process_pending(struct rof_session *s)
 static void rof_completion_error(struct rof_session *s, const struct ib_wc *wc)
 {
 	if (wc->status == IB_WC_WR_FLUSH_ERR) {
-		/* A consequence of an error already reported, or of the QP
-		 * being moved to error (e.g. by the peer's access error):
-		 * not audited, but the session is over all the same.
+		/*
+		 * A consequence of an error already reported, or of the QP
+		 * being moved to error (e.g. by the peer's protection error,
+		 * which the responder sees only so): audited if nothing
+		 * else was, and the session is over.
 		 */
+		if (rof_audit_error(s, wc->status))
+			s->cnt.completion_errors++;
 		rof_session_close(s, ROF_CLOSE_QP_ERROR);
 		return;
 	}
@@ -438,11 +509,12 @@ static void rof_completion_error(struct rof_session *s, const struct ib_wc *wc)
 			.reason = wc->status,
 		};
 
+		set_bit(ROF_SF_ERR_AUDITED, &s->flags);
 		rof_audit_log(&rec);
 	}
-	pr_info("session %u: %s completion error: %s (vendor 0x%x)\n", s->id,
-		(wc->wr_id & ROF_WR_RECV) ? "receive" : "send",
-		ib_wc_status_msg(wc->status), wc->vendor_err);
+	pr_info_ratelimited("session %u: %s completion error: %s (vendor 0x%x)\n",
+			    s->id, (wc->wr_id & ROF_WR_RECV) ? "receive" : "send",
+			    ib_wc_status_msg(wc->status), wc->vendor_err);
 	rof_session_close(s, ROF_CLOSE_QP_ERROR);
 }
 
@@ -461,8 +533,8 @@ static bool rof_handle_wc(struct rof_session *s, const struct ib_wc *wc, u64 now
 	if (wc->opcode != IB_WC_RECV || (wc->wc_flags & IB_WC_WITH_IMM) ||
 	    s->pend_count >= s->credits) {
 		/* More requests than credits, or a WRITE_WITH_IMM. */
-		pr_info("session %u: protocol error (%u requests pending, %u credits)\n",
-			s->id, s->pend_count + 1, s->credits);
+		pr_info_ratelimited("session %u: protocol error (%u requests pending, %u credits)\n",
+				    s->id, s->pend_count + 1, s->credits);
 		rof_session_close(s, ROF_CLOSE_PROTOCOL);
 		return false;
 	}
@@ -482,18 +554,29 @@ static bool rof_handle_wc(struct rof_session *s, const struct ib_wc *wc, u64 now
 
 static int rof_send_welcome(struct rof_session *s);
 
+/*
+ * The data path of one session.  One run is bounded: at most
+ * ROF_POLL_ROUNDS polls and ROF_POLL_INSNS program instructions, with a
+ * reschedule point between requests; then it queues itself again behind
+ * the other sessions' work.  The workqueue is unbound, so a flood on one
+ * session occupies one worker, not the CPU every session of it shares.
+ */
 static void rof_poll_work(struct work_struct *work)
 {
 	struct rof_session *s = container_of(work, struct rof_session, poll_work);
 	struct ib_wc wcs[ROF_POLL_BATCH];
+	u64 budget = ROF_POLL_INSNS;
 	int rounds = 0, n, i, ret;
 
-	if (test_bit(ROF_SF_CLOSING, &s->flags))
+	/* Not before ESTABLISHED (the welcome goes first), not after close. */
+	if (test_bit(ROF_SF_CLOSING, &s->flags) ||
+	    !test_bit(ROF_SF_OPENED, &s->flags))
 		return;
 	if (test_and_clear_bit(ROF_SF_WELCOME, &s->flags)) {
 		ret = rof_send_welcome(s);
 		if (ret) {
-			pr_info("session %u: cannot register regions: %d\n", s->id, ret);
+			pr_info_ratelimited("session %u: cannot register regions: %d\n",
+					    s->id, ret);
 			rof_session_close(s, ROF_CLOSE_QP_ERROR);
 			return;
 		}
@@ -507,19 +590,20 @@ static void rof_poll_work(struct work_struct *work)
 				return;
 		if (n > 0)
 			WRITE_ONCE(s->last_active_ns, now);
-		ret = rof_process_pending(s);
+		ret = rof_process_pending(s, &budget);
 		if (ret) {
-			pr_info("session %u: post failed: %d\n", s->id, ret);
+			pr_info_ratelimited("session %u: post failed: %d\n", s->id, ret);
 			rof_session_close(s, ROF_CLOSE_QP_ERROR);
 			return;
 		}
-		if (n == ROF_POLL_BATCH) {
-			if (++rounds < ROF_POLL_ROUNDS)
-				continue;
+		if (!budget || ++rounds >= ROF_POLL_ROUNDS) {
 			/* Let other sessions' work run; come back at once. */
-			queue_work(rof_sess_wq, &s->poll_work);
+			rof_kick(s);
 			return;
 		}
+		cond_resched();
+		if (n == ROF_POLL_BATCH)
+			continue;
 		/* Empty: re-arm, and poll again if a completion slipped in. */
 		if (ib_req_notify_cq(s->cq, IB_CQ_NEXT_COMP |
 				     IB_CQ_REPORT_MISSED_EVENTS) <= 0)
@@ -532,21 +616,21 @@ static void rof_throttle_work(struct work_struct *work)
 	struct rof_session *s = container_of(to_delayed_work(work),
 					     struct rof_session, throttle_work);
 
-	queue_work(rof_sess_wq, &s->poll_work);
+	rof_kick(s);
 }
 
 static void rof_cq_comp(struct ib_cq *cq, void *ctx)
 {
-	struct rof_session *s = ctx;
-
-	queue_work(rof_sess_wq, &s->poll_work);
+	rof_kick(ctx);
 }
 
 static void rof_cq_event(struct ib_event *ev, void *ctx)
 {
 	struct rof_session *s = ctx;
 
-	pr_info("session %u: CQ event %s\n", s->id, ib_event_msg(ev->event));
+	pr_info_ratelimited("session %u: CQ event %s\n", s->id,
+			    ib_event_msg(ev->event));
+	rof_audit_error(s, ROF_AUDIT_REASON_EVENT + ev->event);
 	rof_session_close(s, ROF_CLOSE_QP_ERROR);
 }
 
@@ -560,7 +644,9 @@ static void rof_qp_event(struct ib_event *ev, void *ctx)
 	case IB_EVENT_QP_LAST_WQE_REACHED:
 		break;
 	default:
-		pr_info("session %u: QP event %s\n", s->id, ib_event_msg(ev->event));
+		pr_info_ratelimited("session %u: QP event %s\n", s->id,
+				    ib_event_msg(ev->event));
+		rof_audit_error(s, ROF_AUDIT_REASON_EVENT + ev->event);
 		rof_session_close(s, ROF_CLOSE_QP_ERROR);
 		break;
 	}
@@ -585,7 +671,7 @@ static void rof_region_revoked(struct rof_region_attach *a, const char *reason)
 {
 	struct rof_sregion *sr = container_of(a, struct rof_sregion, att);
 
-	pr_info("session %u: region revoked (%s)\n", sr->s->id, reason);
+	pr_info_ratelimited("session %u: region revoked (%s)\n", sr->s->id, reason);
 	rof_session_close(sr->s, ROF_CLOSE_REVOKED);
 }
 
@@ -593,7 +679,7 @@ static void rof_tenant_revoked(struct rof_tenant_attach *a, const char *reason)
 {
 	struct rof_session *s = container_of(a, struct rof_session, tatt);
 
-	pr_info("session %u: tenant revoked (%s)\n", s->id, reason);
+	pr_info_ratelimited("session %u: tenant revoked (%s)\n", s->id, reason);
 	rof_session_close(s, ROF_CLOSE_REVOKED);
 }
 
@@ -612,14 +698,16 @@ static void rof_sregion_free(struct rof_session *s, struct rof_sregion *sr)
 	memset(sr, 0, sizeof(*sr));
 }
 
-/* Returns 0 or an enum rof_reject_reason. */
-static int rof_sregion_setup(struct rof_session *s, struct rof_sregion *sr,
-			     const struct rof_session_grant *g)
+/*
+ * The cheap half of granting a region, done while the connect request
+ * waits: the region must still be there and attachable.  Returns 0 or an
+ * enum rof_reject_reason.
+ */
+static int rof_sregion_attach(struct rof_session *s, struct rof_sregion *sr,
+			      const struct rof_session_grant *g)
 {
 	struct ib_device *ibdev = s->dev->ibdev;
 	unsigned int npages;
-	struct page **pages;
-	int n;
 
 	sr->s = s;
 	sr->r = rof_region_get(s->tenant, g->region);
@@ -634,28 +722,47 @@ static int rof_sregion_setup(struct rof_session *s, struct rof_sregion *sr,
 	if (rof_region_attach(sr->r, &sr->att))
 		return ROF_REJECT_NO_REGION;
 	sr->attached = true;
+	if (!rof_region_pages(sr->r, &npages) || !npages ||
+	    npages > ibdev->attrs.max_fast_reg_page_list_len)
+		return ROF_REJECT_RESOURCES;
+	return 0;
+}
+
+/*
+ * The costly half, in the session's own work (not in the rdma_cm's
+ * handler, which every connect of the machine shares): an sg table over
+ * the region's pages, their DMA mapping and a fast-registration MR.
+ */
+static int rof_sregion_map(struct rof_session *s, struct rof_sregion *sr)
+{
+	struct ib_device *ibdev = s->dev->ibdev;
+	unsigned int npages;
+	struct page **pages;
+	int n;
 
 	pages = rof_region_pages(sr->r, &npages);
 	sr->len = rof_region_size(sr->r);
-	if (!pages || !npages || npages > ibdev->attrs.max_fast_reg_page_list_len)
-		return ROF_REJECT_RESOURCES;
 	if (sg_alloc_table_from_pages(&sr->sgt, pages, npages, 0, sr->len,
 				      GFP_KERNEL))
-		return ROF_REJECT_RESOURCES;
+		return -ENOMEM;
 	sr->nents = ib_dma_map_sg(ibdev, sr->sgt.sgl, sr->sgt.orig_nents,
 				  DMA_BIDIRECTIONAL);
 	if (sr->nents <= 0) {
 		sr->nents = 0;
-		return ROF_REJECT_RESOURCES;
+		return -ENOMEM;
 	}
+	/* Never synced: a mapping that would need syncs is refused. */
+	if (!rof_region_dma_ok(ibdev, sr->sgt.sgl, sr->nents))
+		return -EOPNOTSUPP;
 	sr->mr = ib_alloc_mr(s->pd, IB_MR_TYPE_MEM_REG, npages);
 	if (IS_ERR(sr->mr)) {
+		n = PTR_ERR(sr->mr);
 		sr->mr = NULL;
-		return ROF_REJECT_RESOURCES;
+		return n;
 	}
 	n = ib_map_mr_sg(sr->mr, sr->sgt.sgl, sr->nents, NULL, PAGE_SIZE);
 	if (n != sr->nents)
-		return ROF_REJECT_RESOURCES;
+		return n < 0 ? n : -EINVAL;
 	/*
 	 * Zero-based: a client addresses the region by offset, and never
 	 * learns a kernel address.  The region starts on a page boundary,
@@ -667,9 +774,9 @@ static int rof_sregion_setup(struct rof_session *s, struct rof_sregion *sr,
 }
 
 /*
- * Post the REG_MRs, then the welcome SEND carrying the region table, in
- * one chain: the send queue executes in order, so by the time the client
- * reads an rkey the registration behind it is done.
+ * Map the regions, then post the REG_MRs and the welcome SEND carrying
+ * the region table in one chain: the send queue executes in order, so by
+ * the time the client reads an rkey the registration behind it is done.
  */
 static int rof_send_welcome(struct rof_session *s)
 {
@@ -678,9 +785,16 @@ static int rof_send_welcome(struct rof_session *s)
 	struct rof_resp_hdr *rh;
 	struct rof_wire_region *wr;
 	u32 i, len;
+	int ret;
 
 	if (s->sq_depth - (s->sq_posted - s->sq_done) < s->nregions + 1)
 		return -ENOSPC;	/* cannot happen: the queue is empty */
+	for (i = 0; i < s->nregions; i++) {
+		ret = rof_sregion_map(s, &s->regions[i]);
+		if (ret)
+			return ret;
+		cond_resched();
+	}
 	for (i = 0; i < s->nregions; i++) {
 		struct rof_sregion *sr = &s->regions[i];
 		struct ib_reg_wr *reg = &s->reg_wr[i];
@@ -804,7 +918,11 @@ static void rof_conn_release(struct rof_session *s)
 	s->pending = NULL;
 	rof_trl_put(s->trl);
 	s->trl = NULL;
-	s->pd = NULL;
+	if (s->pd) {
+		/* Last: the QP and the MRs in it are gone. */
+		ib_dealloc_pd(s->pd);
+		s->pd = NULL;
+	}
 	if (s->charged) {
 		rof_tenant_uncharge_session(s->tenant);
 		s->charged = false;
@@ -886,11 +1004,15 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 	if (ret)
 		return ret == -EDQUOT ? ROF_REJECT_QUOTA : ROF_REJECT_NO_TENANT;
 	s->charged = true;
-	s->pd = rof_tenant_pd(s->tenant, dev);
+	/*
+	 * A protection domain per session, not per tenant: the MRs of one
+	 * session are then out of reach of every other QP, the tenant's
+	 * other sessions' included, whatever rkey they guess.
+	 */
+	s->pd = ib_alloc_pd(ibdev, 0);
 	if (IS_ERR(s->pd)) {
-		ret = PTR_ERR(s->pd);
 		s->pd = NULL;
-		return ret == -ENOENT ? ROF_REJECT_NO_TENANT : ROF_REJECT_RESOURCES;
+		return ROF_REJECT_RESOURCES;
 	}
 	s->trl = rof_trl_get(s->tenant);
 	if (!s->trl)
@@ -924,7 +1046,7 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 		return ROF_REJECT_RESOURCES;
 
 	for (i = 0; i < s->nregions; i++) {
-		reason = rof_sregion_setup(s, &s->regions[i], &s->grants[i]);
+		reason = rof_sregion_attach(s, &s->regions[i], &s->grants[i]);
 		if (reason)
 			return reason;
 	}
@@ -1008,6 +1130,12 @@ static int rof_cm_connect(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		reason = ROF_REJECT_NO_SESSION;
 	else if (s->tenant_id != tenant)
 		reason = ROF_REJECT_WRONG_TENANT;
+	else if (s->nonce != tk.nonce)
+		/*
+		 * Another instance's ticket: session ids start at 1 again
+		 * after a reload, and the key may be the same.
+		 */
+		reason = ROF_REJECT_NO_SESSION;
 	else if (s->state != ROF_SESSION_PREPARED)
 		reason = ROF_REJECT_IN_USE;
 	else if (dev->sessions_stopped)
@@ -1058,7 +1186,7 @@ static int rof_cm_connect(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	ap.rnr_retry_count = 7;
 	ret = rdma_accept(id, &ap);
 	if (ret) {
-		pr_info("session %u: rdma_accept: %d\n", s->id, ret);
+		pr_info_ratelimited("session %u: rdma_accept: %d\n", s->id, ret);
 		id->context = NULL;
 		rof_conn_release(s);
 		s->cm_id = NULL;
@@ -1072,8 +1200,9 @@ unbuild:
 	s->cm_id = id;		/* rdma_destroy_qp needs it */
 	rof_conn_release(s);
 	s->cm_id = NULL;
-	rof_cm_reject(id, reason);
+	/* Audited first: a client that sees the REJ finds the record. */
 	rof_audit_reject(tenant, sid, reason);
+	rof_cm_reject(id, reason);
 back_to_prepared:
 	/* A transient failure: the ticket may be tried again until it expires. */
 	mutex_lock(&rof_sess_lock);
@@ -1089,8 +1218,8 @@ reject:
 		rof_device_put(dev);
 	pr_info_ratelimited("connect refused: tenant %u session %u reason %d\n",
 			    tenant, sid, reason);
-	rof_cm_reject(id, reason);
 	rof_audit_reject(tenant, sid, reason);
+	rof_cm_reject(id, reason);
 	return 1;
 }
 
@@ -1098,6 +1227,16 @@ static void rof_cm_established(struct rof_session *s)
 {
 	struct ib_qp_attr qa = {};
 
+	rof_fault_delay("ESTABLISHED of session", s->id);
+	/*
+	 * Under s->lock, the close work has either not started (and will
+	 * cancel what is queued here) or torn the connection down already.
+	 */
+	mutex_lock(&s->lock);
+	if (test_bit(ROF_SF_CLOSING, &s->flags) || !s->qp) {
+		mutex_unlock(&s->lock);
+		return;
+	}
 	mutex_lock(&rof_sess_lock);
 	if (s->state == ROF_SESSION_CONNECTING)
 		s->state = ROF_SESSION_LIVE;
@@ -1115,10 +1254,11 @@ static void rof_cm_established(struct rof_session *s)
 		qa.rate_limit = max_t(u64, div_u64(s->rate.bytes_per_sec * 8, 1000), 1);
 		s->qp_paced = !ib_modify_qp(s->qp, &qa, IB_QP_RATE_LIMIT);
 	}
-	set_bit(ROF_SF_OPENED, &s->flags);
 	rof_sess_audit(s, ROF_AUDIT_SESSION_OPEN, 0, 0);
 	set_bit(ROF_SF_WELCOME, &s->flags);
-	queue_work(rof_sess_wq, &s->poll_work);
+	set_bit(ROF_SF_OPENED, &s->flags);
+	rof_kick(s);
+	mutex_unlock(&s->lock);
 }
 
 static int rof_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
@@ -1171,9 +1311,14 @@ static void rof_close_work(struct work_struct *work)
 
 	if (s->cm_id && s->qp)
 		rdma_disconnect(s->cm_id);	/* QP to error, DREQ to the peer */
-	/* CLOSING is set: a poller queued from now on returns at once. */
-	cancel_delayed_work_sync(&s->throttle_work);
+	/*
+	 * CLOSING is set: nothing queues either work from now on.  A poll
+	 * still running may arm the throttle, and a throttle still running
+	 * may queue the poll, so: the poll, then the throttle, and both
+	 * again once the CQ and the cm_id, the last sources, are gone.
+	 */
 	cancel_work_sync(&s->poll_work);
+	cancel_delayed_work_sync(&s->throttle_work);
 	id = s->cm_id;
 	rof_conn_release(s);
 	if (s->tenant_attached) {
@@ -1184,20 +1329,22 @@ static void rof_close_work(struct work_struct *work)
 		rof_tenant_put(s->tenant);
 		s->tenant = NULL;
 	}
-	cancel_work_sync(&s->poll_work);	/* the CQ is gone: nothing requeues */
-	rof_prog_scratch_free(s->prog_scratch);
-	s->prog_scratch = NULL;
 	s->cm_id = NULL;
 	mutex_unlock(&s->lock);
 	if (id)
 		rdma_destroy_id(id);	/* no CM handler runs for it after this */
+	cancel_work_sync(&s->poll_work);
+	cancel_delayed_work_sync(&s->throttle_work);
+	rof_prog_scratch_free(s->prog_scratch);
+	s->prog_scratch = NULL;
 
 	if (test_bit(ROF_SF_OPENED, &s->flags))
 		rof_sess_audit(s, ROF_AUDIT_SESSION_CLOSE, s->close_reason, 0);
 	mutex_lock(&rof_sess_lock);
 	xa_erase(&rof_sessions, s->id);
 	mutex_unlock(&rof_sess_lock);
-	pr_info("session %u closed (reason %u)\n", s->id, s->close_reason);
+	pr_info_ratelimited("session %u closed (reason %u)\n", s->id,
+			    s->close_reason);
 	rof_session_put(s);		/* the table's reference */
 	rof_session_put(s);		/* rof_session_close()'s */
 }
@@ -1315,6 +1462,10 @@ static long rof_session_prepare(void __user *uarg)
 	if (req.idle_timeout_ms > ROF_SESSION_IDLE_MAX_MS)
 		return -ERANGE;
 
+	/* Before an id is taken: a key is never unset once set. */
+	if (!rof_ticket_have_key())
+		return -ENOKEY;
+
 	t = rof_tenant_get(req.tenant);
 	if (!t)
 		return -ENOENT;
@@ -1368,6 +1519,7 @@ static long rof_session_prepare(void __user *uarg)
 	s->rate = req.rate;
 	s->expires_ns = req.expires_ns;
 	s->idle_ms = req.idle_timeout_ms;
+	s->nonce = cpu_to_le64(get_random_u64());
 
 	mutex_lock(&rof_sess_lock);
 	if (!rof_sess_next_id) {
@@ -1391,9 +1543,8 @@ static long rof_session_prepare(void __user *uarg)
 		s->tenant_attached = true;
 	if (!ret) {
 		req.session = s->id;
-		/* -ENOKEY without a key: the session would be unusable. */
 		ret = rof_ticket_sign(&req.ticket, req.tenant, s->id,
-				      req.expires_ns);
+				      req.expires_ns, s->nonce);
 	}
 	if (ret) {
 		/* The close work detaches and drops the tenant. */
@@ -1477,47 +1628,19 @@ static long rof_session_get(void __user *uarg)
 	return 0;
 }
 
-static long rof_session_list(void __user *uarg)
+static u32 rof_session_snap(void *buf, u32 cap, void *arg)
 {
-	struct rof_session_info __user *uelems;
-	struct rof_session_info *si;
+	struct rof_session_info *si = buf;
 	struct rof_session *s;
-	struct rof_list req;
 	unsigned long idx;
-	u32 n = 0, total = 0;
-	int ret = 0;
+	u32 n = 0;
 
-	if (copy_from_user(&req, uarg, sizeof(req)))
-		return -EFAULT;
-	ret = rof_list_check(&req, sizeof(*si));
-	if (ret)
-		return ret;
-	uelems = u64_to_user_ptr(req.elems);
-	si = kmalloc(sizeof(*si), GFP_KERNEL);
-	if (!si)
-		return -ENOMEM;
-
-	/* copy_to_user may fault and sleep: fine under a mutex. */
 	mutex_lock(&rof_sess_lock);
-	xa_for_each(&rof_sessions, idx, s) {
-		total++;
-		if (n >= req.capacity || ret)
-			continue;
-		rof_session_fill(s, si);
-		if (copy_to_user(&uelems[n], si, sizeof(*si)))
-			ret = -EFAULT;
-		else
-			n++;
-	}
+	xa_for_each(&rof_sessions, idx, s)
+		if (n++ < cap)
+			rof_session_fill(s, &si[n - 1]);
 	mutex_unlock(&rof_sess_lock);
-	kfree(si);
-	if (ret)
-		return ret;
-	req.count = n;
-	req.total = total;
-	if (copy_to_user(uarg, &req, sizeof(req)))
-		return -EFAULT;
-	return 0;
+	return n;
 }
 
 static long rof_session_close_ioctl(void __user *uarg)
@@ -1553,7 +1676,8 @@ long rof_session_ioctl(unsigned int cmd, void __user *uarg)
 	case ROF_IOC_SESSION_PREPARE:
 		return rof_session_prepare(uarg);
 	case ROF_IOC_LIST_SESSIONS:
-		return rof_session_list(uarg);
+		return rof_list_ioctl(uarg, sizeof(struct rof_session_info),
+				      rof_session_snap, NULL);
 	case ROF_IOC_GET_SESSION:
 		return rof_session_get(uarg);
 	case ROF_IOC_SESSION_CLOSE:
@@ -1566,6 +1690,11 @@ long rof_session_ioctl(unsigned int cmd, void __user *uarg)
 }
 
 /* ---- init and exit --------------------------------------------------- */
+
+void rof_session_flush(void)
+{
+	flush_workqueue(rof_sess_wq);
+}
 
 static int rof_listen(void)
 {
@@ -1606,7 +1735,11 @@ int rof_session_init(void)
 	ret = rof_ticket_init();
 	if (ret)
 		return ret;
-	rof_sess_wq = alloc_workqueue("rof_sess", WQ_HIGHPRI, 0);
+	/*
+	 * Unbound: the scheduler spreads busy sessions over the CPUs, and
+	 * one session's programs do not hold up the others bound to a CPU.
+	 */
+	rof_sess_wq = alloc_workqueue("rof_sess", WQ_UNBOUND | WQ_HIGHPRI, 0);
 	if (!rof_sess_wq) {
 		ret = -ENOMEM;
 		goto err_ticket;

@@ -9,15 +9,16 @@
  * module reference, which is what makes "rmmod rof" fail while objects
  * exist: ROF_IOC_DRAIN (or destroying every tenant) releases them.
  *
- * A forced destroy marks the tenant dying (no new session, PD or region
- * from then on), revokes its sessions' attachments (which closes them),
- * waits until every session has uncharged, destroys its regions (revoking their
- * attachments), frees its PDs and only then unlinks it.
+ * A forced destroy marks the tenant dying (no new session or region from
+ * then on), revokes its sessions' attachments (which closes them), waits
+ * until every session has uncharged, destroys its regions (revoking their
+ * attachments and waiting for them to detach) and only then unlinks it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
 #include <linux/ctype.h>
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
@@ -39,6 +40,7 @@ enum {
 	ROF_CTR_SESSIONS_OPENED,
 	ROF_CTR_SESSIONS_CLOSED,
 	ROF_CTR_SESSIONS_REJECTED,
+	ROF_CTR_AUDIT_DROPPED,
 	ROF_CTR_NUM
 };
 
@@ -57,36 +59,48 @@ struct rof_tenant {
 	struct list_head revoked;	/* revoked, not yet detached */
 	struct rof_tenant_attach *revoking;
 	struct task_struct *revoker;
+	/* One revoker at a time: ->revoking names one attachment. */
+	struct mutex revoke_lock;
 
 	atomic64_t ctr[ROF_CTR_NUM];
 };
 
-/* One protection domain of one tenant on one device. */
-struct rof_tenant_pd {
-	struct list_head node;		/* on rof_pds */
-	struct rof_tenant *tenant;	/* no reference: freed before it */
-	struct rof_device *dev;		/* holds a reference */
-	struct ib_pd *pd;
-};
-
 static DEFINE_XARRAY_ALLOC1(rof_tenants);
+/* Assigned ids go round: a new tenant does not take a recent one's id. */
+static u32 rof_tenant_next;
 /* Serialises create, destroy, quota changes and listing of tenants. */
 static DEFINE_MUTEX(rof_tenants_lock);
 
 /*
- * rof_pd_lock protects rof_pds and every device's ->pds_closed.  A
- * device's PDs are freed by rof_tenant_device_removed, which also sets
- * ->pds_closed so that none is allocated on it afterwards (->removed is
- * only set later, by rof_device.c).
+ * Fault injection for the race tests (docs/kmod.md section 7.1): when
+ * non-zero, create commands sleep this long inside their race windows.
  */
-static DEFINE_MUTEX(rof_pd_lock);
-static LIST_HEAD(rof_pds);
+static uint fault_delay_ms;
+module_param(fault_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_delay_ms, "testing only: ms (at most 1000) that creates sleep in their race windows; 0 (default) is off");
+
+void rof_fault_delay(const char *what, u32 id)
+{
+	uint ms = min(READ_ONCE(fault_delay_ms), 1000U);
+
+	if (likely(!ms))
+		return;
+	/* Logged first: a test can act while the command sleeps. */
+	pr_info("fault injection: %s %u delayed %u ms\n", what, id, ms);
+	msleep(ms);
+}
+
+/* call_rcu, not kfree_rcu: rcu_barrier() waits for it (debugfs quiesce). */
+static void rof_tenant_free_rcu(struct rcu_head *rcu)
+{
+	kfree(container_of(rcu, struct rof_tenant, rcu));
+}
 
 static void rof_tenant_release(struct kref *ref)
 {
 	struct rof_tenant *t = container_of(ref, struct rof_tenant, ref);
 
-	kfree_rcu(t, rcu);
+	call_rcu(&t->rcu, rof_tenant_free_rcu);
 }
 
 struct rof_tenant *rof_tenant_get(u32 id)
@@ -109,6 +123,16 @@ void rof_tenant_put(struct rof_tenant *t)
 u32 rof_tenant_id(const struct rof_tenant *t)
 {
 	return t->id;
+}
+
+/*
+ * A destroy of @t has begun; once true, stays true.  It is set before the
+ * destroy sweeps the tenant's regions under rof_regions_lock, so a region
+ * create that sees it false under that lock is found by the sweep.
+ */
+bool rof_tenant_dying(const struct rof_tenant *t)
+{
+	return READ_ONCE(t->dying);
 }
 
 u32 rof_tenant_inflight_quota(const struct rof_tenant *t)
@@ -179,12 +203,18 @@ void rof_tenant_detach(struct rof_tenant *t, struct rof_tenant_attach *a)
 	spin_unlock_irqrestore(&t->lock, flags);
 }
 
-/* Call ->revoke for every attached session, one at a time, unlocked. */
+/*
+ * Call ->revoke for every attached session, one at a time, without the
+ * spinlock.  Two destroys of one tenant may run at once (DESTROY, DRAIN):
+ * revoke_lock keeps them from overwriting each other's ->revoking, which
+ * rof_tenant_detach relies on to keep @a alive during its ->revoke.
+ */
 static void rof_tenant_revoke_all(struct rof_tenant *t, const char *why)
 {
 	unsigned long flags;
 	struct rof_tenant_attach *a;
 
+	mutex_lock(&t->revoke_lock);
 	for (;;) {
 		spin_lock_irqsave(&t->lock, flags);
 		a = list_first_entry_or_null(&t->attachments,
@@ -206,6 +236,7 @@ static void rof_tenant_revoke_all(struct rof_tenant *t, const char *why)
 		spin_unlock_irqrestore(&t->lock, flags);
 		wake_up_all(&t->idle_wq);
 	}
+	mutex_unlock(&t->revoke_lock);
 }
 
 int rof_tenant_charge_program(struct rof_tenant *t)
@@ -313,78 +344,18 @@ out:
 	rcu_read_unlock();
 }
 
-struct ib_pd *rof_tenant_pd(struct rof_tenant *t, struct rof_device *dev)
+void rof_tenant_count_audit_drop(u32 tenant)
 {
-	struct rof_tenant_pd *e;
-	struct ib_pd *pd;
+	struct rof_tenant *t;
 
-	mutex_lock(&rof_pd_lock);
-	if (READ_ONCE(t->dying)) {
-		pd = ERR_PTR(-ENOENT);
-		goto out;
-	}
-	if (dev->pds_closed || READ_ONCE(dev->removed)) {
-		pd = ERR_PTR(-ENODEV);
-		goto out;
-	}
-	list_for_each_entry(e, &rof_pds, node) {
-		if (e->tenant == t && e->dev == dev) {
-			pd = e->pd;
-			goto out;
-		}
-	}
-
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
-	if (!e) {
-		pd = ERR_PTR(-ENOMEM);
-		goto out;
-	}
-	/* ibdev stays valid: removal sweeps PDs under rof_pd_lock first. */
-	pd = ib_alloc_pd(dev->ibdev, 0);
-	if (IS_ERR(pd)) {
-		kfree(e);
-		goto out;
-	}
-	kref_get(&dev->ref);
-	e->tenant = t;
-	e->dev = dev;
-	e->pd = pd;
-	list_add_tail(&e->node, &rof_pds);
-out:
-	mutex_unlock(&rof_pd_lock);
-	return pd;
-}
-
-static void rof_tenant_pd_free(struct rof_tenant_pd *e)
-{
-	list_del(&e->node);
-	ib_dealloc_pd(e->pd);
-	rof_device_put(e->dev);
-	kfree(e);
-}
-
-/* Sessions on @dev are gone (rof_session_device_removed ran first). */
-void rof_tenant_device_removed(struct rof_device *dev)
-{
-	struct rof_tenant_pd *e, *tmp;
-
-	mutex_lock(&rof_pd_lock);
-	dev->pds_closed = true;
-	list_for_each_entry_safe(e, tmp, &rof_pds, node)
-		if (e->dev == dev)
-			rof_tenant_pd_free(e);
-	mutex_unlock(&rof_pd_lock);
-}
-
-static void rof_tenant_free_pds(struct rof_tenant *t)
-{
-	struct rof_tenant_pd *e, *tmp;
-
-	mutex_lock(&rof_pd_lock);
-	list_for_each_entry_safe(e, tmp, &rof_pds, node)
-		if (e->tenant == t)
-			rof_tenant_pd_free(e);
-	mutex_unlock(&rof_pd_lock);
+	/* rof_tenant_fill copies ctr[] over the counters in order. */
+	BUILD_BUG_ON(offsetof(struct rof_tenant_counters, audit_dropped) !=
+		     ROF_CTR_AUDIT_DROPPED * sizeof(u64));
+	rcu_read_lock();
+	t = xa_load(&rof_tenants, tenant);
+	if (t)
+		atomic64_inc(&t->ctr[ROF_CTR_AUDIT_DROPPED]);
+	rcu_read_unlock();
 }
 
 /* Names: 1 .. ROF_NAME_MAX - 1 chars of [A-Za-z0-9._:-], NUL-terminated. */
@@ -450,6 +421,7 @@ static struct rof_tenant *rof_tenant_alloc(const char *name)
 	init_waitqueue_head(&t->idle_wq);
 	INIT_LIST_HEAD(&t->attachments);
 	INIT_LIST_HEAD(&t->revoked);
+	mutex_init(&t->revoke_lock);
 	t->quota.region_bytes = ROF_QUOTA_UNLIMITED;
 	t->quota.sessions = ROF_U32_UNLIMITED;
 	t->quota.programs = ROF_U32_UNLIMITED;
@@ -467,6 +439,9 @@ static void rof_tenant_unlink(struct rof_tenant *t)
 	module_put(THIS_MODULE);
 	rof_tenant_put(t);	/* the xarray's reference */
 }
+
+static int rof_tenant_destroy_one(struct rof_tenant *t, bool force,
+				  u32 reason);
 
 static long rof_tenant_create(void __user *uarg)
 {
@@ -504,27 +479,41 @@ static long rof_tenant_create(void __user *uarg)
 		if (ret == -EBUSY)
 			ret = -EEXIST;
 	} else {
-		ret = xa_alloc(&rof_tenants, &t->id, t,
-			       XA_LIMIT(1, ROF_TENANT_ID_MAX), GFP_KERNEL);
+		ret = xa_alloc_cyclic(&rof_tenants, &t->id, t,
+				      XA_LIMIT(1, ROF_TENANT_ID_MAX),
+				      &rof_tenant_next, GFP_KERNEL);
 		if (ret == -EBUSY)
 			ret = -ENOSPC;
+		else if (ret > 0)
+			ret = 0;	/* the ids wrapped around */
 		id = t->id;
 	}
 	if (ret)
 		goto err_unlock;
 	/* The caller's open /dev/rof pins the module, so this is safe. */
 	__module_get(THIS_MODULE);
+	/*
+	 * Published: a destroy by id may drop the xarray's reference as soon
+	 * as the lock is dropped.  Ours keeps @t valid until we are done.
+	 */
+	kref_get(&t->ref);
 	mutex_unlock(&rof_tenants_lock);
+	rof_fault_delay("tenant create", id);
 
 	req.id = id;
 	if (copy_to_user(uarg, &req, sizeof(req))) {
-		mutex_lock(&rof_tenants_lock);
-		rof_tenant_unlink(t);
-		mutex_unlock(&rof_tenants_lock);
-		return -EFAULT;
+		/*
+		 * Nobody learnt the id: destroy the tenant again, unless a
+		 * destroy by id came first (a no-op then) or whoever guessed
+		 * the id has put objects in it (then it is theirs to keep).
+		 */
+		rof_tenant_destroy_one(t, false, ROF_DESTROY_ADMIN);
+		ret = -EFAULT;
+	} else {
+		pr_debug("tenant %u (%s) created\n", id, t->name);
 	}
-	pr_debug("tenant %u (%s) created\n", id, t->name);
-	return 0;
+	rof_tenant_put(t);
+	return ret;
 
 err_unlock:
 	mutex_unlock(&rof_tenants_lock);
@@ -586,11 +575,12 @@ static int rof_tenant_destroy_one(struct rof_tenant *t, bool force, u32 reason)
 	rof_tenant_revoke_all(t, rof_destroy_reason_str(reason));
 	ret = wait_event_killable(t->idle_wq, !READ_ONCE(t->usage.sessions));
 	if (ret)
-		return ret;	/* stays dying; a later destroy resumes */
+		return -EINTR;	/* stays dying; a later destroy resumes */
 
-	rof_region_destroy_tenant(t, reason == ROF_DESTROY_ADMIN ?
-				  ROF_DESTROY_TENANT : reason);
-	rof_tenant_free_pds(t);
+	ret = rof_region_destroy_tenant(t, reason == ROF_DESTROY_ADMIN ?
+					ROF_DESTROY_TENANT : reason);
+	if (ret)
+		return ret;	/* -EINTR, the same */
 
 	mutex_lock(&rof_tenants_lock);
 	rof_tenant_unlink(t);
@@ -695,48 +685,88 @@ int rof_list_check(const struct rof_list *req, size_t elem_size)
 	return 0;
 }
 
-static long rof_tenant_list(void __user *uarg)
+/*
+ * rof_list_copy_out - the copy-out of every LIST command: a snapshot taken
+ * under the object type's lock, copied to user space after it is dropped,
+ * so that a user array that faults slowly (FUSE, userfaultfd) stalls only
+ * its own caller, never the lock.
+ * @req:	the command's header, copied in by the caller: checked here
+ *		(rof_list_check), ->count and ->total filled in
+ * @elem_size:	the size of one element
+ * @snap:	takes its lock, fills at most @cap elements of @buf (zeroed;
+ *		NULL when @cap is 0) in listing order, drops the lock and
+ *		returns how many objects exist.  Never touches user memory;
+ *		may sleep.
+ * @arg:	passed to @snap
+ *
+ * Objects created between the sizing pass and the snapshot get a bigger
+ * snapshot (twice at most; past that, total > count tells the caller to
+ * retry, as the ABI says).  Returns 0 or a negative errno.
+ */
+int rof_list_copy_out(struct rof_list *req, size_t elem_size,
+		      u32 (*snap)(void *buf, u32 cap, void *arg), void *arg)
 {
-	struct rof_tenant_info __user *uelems;
-	struct rof_tenant_info *info;
+	u32 cap = 0, total, tries;
+	void *buf = NULL;
+	int ret;
+
+	ret = rof_list_check(req, elem_size);
+	if (ret)
+		return ret;
+	total = snap(NULL, 0, arg);
+	for (tries = 0; tries < 3 && cap < min(req->capacity, total); tries++) {
+		cap = min(req->capacity, total);
+		kvfree(buf);
+		buf = kvcalloc(cap, elem_size, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+		total = snap(buf, cap, arg);
+	}
+	req->count = min(cap, total);
+	req->total = total;
+	if (req->count && copy_to_user(u64_to_user_ptr(req->elems), buf,
+				       (size_t)req->count * elem_size))
+		ret = -EFAULT;
+	kvfree(buf);
+	return ret;
+}
+
+/* A whole LIST command: header in, rof_list_copy_out, header out. */
+long rof_list_ioctl(void __user *uarg, size_t elem_size,
+		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg)
+{
 	struct rof_list req;
-	struct rof_tenant *t;
-	unsigned long id;
-	u32 n = 0, total = 0;
-	long ret;
+	int ret;
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	ret = rof_list_check(&req, sizeof(*info));
+	ret = rof_list_copy_out(&req, elem_size, snap, arg);
 	if (ret)
 		return ret;
-	uelems = u64_to_user_ptr(req.elems);
-
-	info = kmalloc(sizeof(*info), GFP_KERNEL);
-	if (!info)
-		return -ENOMEM;
-	mutex_lock(&rof_tenants_lock);
-	xa_for_each(&rof_tenants, id, t) {
-		total++;
-		if (n >= req.capacity)
-			continue;
-		rof_tenant_fill(t, info);
-		if (copy_to_user(&uelems[n], info, sizeof(*info))) {
-			ret = -EFAULT;
-			break;
-		}
-		n++;
-	}
-	mutex_unlock(&rof_tenants_lock);
-	kfree(info);
-	if (ret)
-		return ret;
-
-	req.count = n;
-	req.total = total;
 	if (copy_to_user(uarg, &req, sizeof(req)))
 		return -EFAULT;
 	return 0;
+}
+
+static u32 rof_tenant_snap(void *buf, u32 cap, void *arg)
+{
+	struct rof_tenant_info *info = buf;
+	struct rof_tenant *t;
+	unsigned long id;
+	u32 n = 0;
+
+	mutex_lock(&rof_tenants_lock);
+	xa_for_each(&rof_tenants, id, t)
+		if (n++ < cap)
+			rof_tenant_fill(t, &info[n - 1]);
+	mutex_unlock(&rof_tenants_lock);
+	return n;
+}
+
+static long rof_tenant_list(void __user *uarg)
+{
+	return rof_list_ioctl(uarg, sizeof(struct rof_tenant_info),
+			      rof_tenant_snap, NULL);
 }
 
 static long rof_drain(void __user *uarg)
@@ -817,8 +847,7 @@ int rof_tenant_init(void)
 void rof_tenant_exit(void)
 {
 	WARN_ON(!xa_empty(&rof_tenants));
-	WARN_ON(!list_empty(&rof_pds));
 	xa_destroy(&rof_tenants);
-	/* kfree_rcu callbacks of released tenants must run before unload. */
+	/* The call_rcu callbacks of released tenants run before unload. */
 	rcu_barrier();
 }

@@ -15,7 +15,6 @@
 #include <crypto/algapi.h>
 #include <crypto/sha2.h>
 #include <linux/capability.h>
-#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -24,7 +23,7 @@
 static struct crypto_shash *rof_ticket_tfm;
 /* Serialises setkey against digests: a shash's key is shared state. */
 static DEFINE_MUTEX(rof_ticket_lock);
-static bool rof_ticket_have_key;
+static bool rof_ticket_key_set;
 
 static int rof_ticket_mac(const struct rof_ticket *t, u8 mac[ROF_TICKET_MAC_LEN])
 {
@@ -63,7 +62,7 @@ long rof_ticket_set_key(void __user *uarg)
 	mutex_lock(&rof_ticket_lock);
 	ret = crypto_shash_setkey(rof_ticket_tfm, k.key, sizeof(k.key));
 	if (!ret)
-		rof_ticket_have_key = true;
+		rof_ticket_key_set = true;
 	mutex_unlock(&rof_ticket_lock);
 	if (!ret)
 		pr_info("ticket key set\n");
@@ -72,7 +71,18 @@ out:
 	return ret;
 }
 
-int rof_ticket_sign(struct rof_ticket *t, u32 tenant, u32 session, u64 expires_ns)
+bool rof_ticket_have_key(void)
+{
+	bool have;
+
+	mutex_lock(&rof_ticket_lock);
+	have = rof_ticket_key_set;
+	mutex_unlock(&rof_ticket_lock);
+	return have;
+}
+
+int rof_ticket_sign(struct rof_ticket *t, u32 tenant, u32 session,
+		    u64 expires_ns, __le64 nonce)
 {
 	int ret = -ENOKEY;
 
@@ -81,10 +91,10 @@ int rof_ticket_sign(struct rof_ticket *t, u32 tenant, u32 session, u64 expires_n
 	t->tenant = cpu_to_le32(tenant);
 	t->session = cpu_to_le32(session);
 	t->expires_ns = cpu_to_le64(expires_ns);
-	t->nonce = cpu_to_le64(get_random_u64());
+	t->nonce = nonce;
 
 	mutex_lock(&rof_ticket_lock);
-	if (rof_ticket_have_key)
+	if (rof_ticket_key_set)
 		ret = rof_ticket_mac(t, t->mac);
 	mutex_unlock(&rof_ticket_lock);
 	return ret;
@@ -106,7 +116,7 @@ int rof_ticket_check(const void *data, u8 len, struct rof_ticket *out)
 		return ROF_REJECT_VERSION;
 
 	mutex_lock(&rof_ticket_lock);
-	have_key = rof_ticket_have_key;
+	have_key = rof_ticket_key_set;
 	ret = have_key ? rof_ticket_mac(out, mac) : 0;
 	mutex_unlock(&rof_ticket_lock);
 	if (!have_key)
@@ -138,5 +148,5 @@ void rof_ticket_exit(void)
 {
 	crypto_free_shash(rof_ticket_tfm);
 	rof_ticket_tfm = NULL;
-	rof_ticket_have_key = false;
+	rof_ticket_key_set = false;
 }

@@ -111,17 +111,16 @@ rof_slab_objects() {
 		awk '/\[rof\]/ { n += $1 } END { print n + 0 }'
 }
 
-# rof_slab_settled: rof_slab_objects once two readings 2 s apart agree
-# (objects freed after an RCU grace period or from a workqueue have gone),
-# or the last reading after 30 s.
-rof_slab_settled() {
-	local prev cur i
-	prev=$(rof_slab_objects)
-	for i in $(seq 15); do
-		sleep 2
-		cur=$(rof_slab_objects)
-		[ "$cur" = "$prev" ] && break
-		prev=$cur
-	done
-	echo "$cur"
+# rof_quiesce: returns once every free rof.ko deferred (session close
+# works, region frees from its workqueue, RCU callbacks) has run; a real
+# barrier, /sys/kernel/debug/rof/quiesce, not a wait for readings to agree.
+rof_quiesce() {
+	echo 1 >/sys/kernel/debug/rof/quiesce
+}
+
+# rof_slab_quiesced: rof_slab_objects at a quiescent point.  Equal before
+# and after a cycle means nothing leaked, however loaded the machine is.
+rof_slab_quiesced() {
+	rof_quiesce || { echo "rof_quiesce failed" >&2; echo -1; return 1; }
+	rof_slab_objects
 }

@@ -106,4 +106,50 @@ TEST(Bucket, TimeGoingBackwardsChangesNothing)
 	EXPECT_EQ(b.last_ns, 10 * kSec);
 }
 
+// A cost known only after admission (an INVOKE's response) is charged as
+// a debt: nothing more is admitted until the refills have paid it.
+TEST(Bucket, ChargeBeyondEmptyIsADebt)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 1000, 100, 0); // 1000/s, 100 burst
+	rof_bucket_refill(&b, kSec / 10); // full: 100
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 40), 0u);
+	rof_bucket_take(&b, 40);
+	rof_bucket_charge(&b, 90); // 60 there: 30 owed
+	EXPECT_EQ(b.tokens, 0u);
+	EXPECT_EQ(b.debt, 30 * ROF_BUCKET_SCALE);
+	// 30 ms pay the debt, 10 ms more buy one of 10.
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 10), 40 * kSec / 1000);
+	rof_bucket_refill(&b, kSec / 10 + 20 * kSec / 1000);
+	EXPECT_EQ(b.debt, 10 * ROF_BUCKET_SCALE);
+	EXPECT_EQ(b.tokens, 0u);
+	rof_bucket_refill(&b, kSec / 10 + 40 * kSec / 1000);
+	EXPECT_EQ(b.debt, 0u);
+	EXPECT_EQ(rof_bucket_wait_ns(&b, 10), 0u);
+	// A long pause clears any debt and fills the bucket.
+	rof_bucket_charge(&b, 100);
+	rof_bucket_refill(&b, 10 * kSec);
+	EXPECT_EQ(b.debt, 0u);
+	EXPECT_EQ(b.tokens, b.cap);
+}
+
+// Charging exactly what a stream sends keeps the long-run rate exact.
+TEST(Bucket, ChargedStreamKeepsTheRate)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 10000, 2000, 0);
+	u64 sent = 0;
+	for (u64 now = 0; now <= 10 * kSec; now += kSec / 1000) {
+		rof_bucket_refill(&b, now);
+		while (rof_bucket_wait_ns(&b, 8) == 0) {
+			rof_bucket_take(&b, 8);
+			rof_bucket_charge(&b, 92); // the response, 100 in all
+			sent += 100;
+		}
+	}
+	// 10 s at 10000/s, plus at most one burst and one response early.
+	EXPECT_LE(sent, 10 * 10000u + 2000 + 100);
+	EXPECT_GE(sent, 10 * 10000u - 200);
+}
+
 } // namespace

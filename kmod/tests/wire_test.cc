@@ -56,6 +56,18 @@ TEST(Wire, IoctlStructsHaveNoHiddenPadding)
 	EXPECT_EQ(sizeof(rof_tenant_rate), 24u);
 }
 
+/* ABI 0.2 added fields without moving any field of before. */
+TEST(Wire, Abi02AdditionsKeepTheOldLayouts)
+{
+	EXPECT_EQ(sizeof(rof_tenant_counters), 96u);
+	EXPECT_EQ(offsetof(rof_tenant_counters, audit_dropped), 64u);
+	EXPECT_EQ(offsetof(rof_audit_stats, reserved), 28u);
+	EXPECT_EQ(offsetof(rof_audit_stats, dropped), 32u);
+	EXPECT_EQ(sizeof(rof_audit_stats), 48u);
+	EXPECT_EQ(_IOC_NR(ROF_IOC_AUDIT_STATS), 0x29u);
+	EXPECT_EQ(_IOC_SIZE(ROF_IOC_AUDIT_STATS), 48u);
+}
+
 TEST(Wire, IoctlNumbersAreInTheSessionRange)
 {
 	for (unsigned long cmd :

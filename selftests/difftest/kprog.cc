@@ -236,7 +236,7 @@ Client::Client(const std::string& addr, const rof_ticket& ticket) {
         rdma_ack_cm_event(cm_wait(RDMA_CM_EVENT_ESTABLISHED));
         connected_ = true;
         // The welcome message (request id 0) comes first.
-        ibv_wc wc = wait_wc(true);
+        ibv_wc wc = wait_wc(false);
         rof_resp_hdr h;
         std::memcpy(&h, buf_.data() + wc.wr_id * ROF_MSG_SIZE, sizeof(h));
         if (h.id != 0)
@@ -276,10 +276,14 @@ void Client::teardown() {
     ec_ = nullptr;
 }
 
-// Polls until a receive (or, with !want_recv, a send) completes; 30 s.
-ibv_wc Client::wait_wc(bool want_recv) {
+// Polls until a receive completes; 30 s.  With @after_send, the request's
+// send must complete too: the two come in either order (the response can
+// overtake the acknowledgement of the request), so neither is dropped.
+ibv_wc Client::wait_wc(bool after_send) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    for (;;) {
+    bool sent = !after_send, received = false;
+    ibv_wc recv{};
+    while (!sent || !received) {
         ibv_wc wc{};
         int n = ibv_poll_cq(cq_, 1, &wc);
         if (n < 0)
@@ -287,15 +291,19 @@ ibv_wc Client::wait_wc(bool want_recv) {
         if (n == 1) {
             if (wc.status != IBV_WC_SUCCESS)
                 throw Error(std::string("completion error: ") + ibv_wc_status_str(wc.status));
-            bool is_recv = wc.opcode & IBV_WC_RECV;
-            if (is_recv == want_recv)
-                return wc;
+            if (wc.opcode & IBV_WC_RECV) {
+                recv = wc;
+                received = true;
+            } else {
+                sent = true;
+            }
             continue;
         }
         if (std::chrono::steady_clock::now() > deadline)
-            throw Error(want_recv ? "no response within 30 s" : "send did not complete");
+            throw Error(received ? "send did not complete" : "no response within 30 s");
         usleep(50);
     }
+    return recv;
 }
 
 Response Client::request(uint16_t opcode, std::span<const uint8_t> payload) {
@@ -321,7 +329,6 @@ Response Client::request(uint16_t opcode, std::span<const uint8_t> payload) {
     wr.num_sge = 1;
     if (ibv_post_send(id_->qp, &wr, &bad))
         throw Error(std::string("ibv_post_send: ") + strerror(errno));
-    wait_wc(false);
     ibv_wc wc = wait_wc(true);
     const uint8_t* rx = buf_.data() + wc.wr_id * ROF_MSG_SIZE;
     rof_resp_hdr rh;

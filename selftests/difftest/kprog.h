@@ -85,7 +85,7 @@ class Client {
     static constexpr int kRx = 8;
     void post_rx(int slot);
     void teardown();
-    ibv_wc wait_wc(bool want_recv);
+    ibv_wc wait_wc(bool after_send);
     rdma_cm_event* cm_wait(rdma_cm_event_type want);
 
     rdma_event_channel* ec_ = nullptr;

@@ -11,6 +11,10 @@
 //                          INVOKEs: right sums, then PROG_REVOKED only
 //   kprog-check cycles N   N load/unload cycles, then a tenant destroyed
 //                          with programs loaded (the script compares slabs)
+//   kprog-check fair       tenant A floods maximal-budget INVOKEs from
+//                          several sessions; tenant B's ECHOs are all
+//                          answered (their p99 with and without the flood
+//                          is printed, never asserted: timings vary)
 //   kprog-check leave NAME a tenant with a program, left behind on exit
 //   kprog-check count      programs loaded;  kprog-check drain: force drain
 //
@@ -21,8 +25,10 @@
 
 #include <linux/capability.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -800,6 +806,108 @@ int cmd_cycles(int n) {
     return failed ? 1 : 0;
 }
 
+// About 960k instructions a run: the largest budget a program may have.
+const char* kHog = R"(
+.args 0, 0
+        mov64 r3, 0
+outer:  mov64 r2, 0
+inner:  loop  r2, inner, 1000
+        loop  r3, outer, 960
+        exit  0
+)";
+
+uint64_t percentile(std::vector<uint64_t> v, double p) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+// Round trips of @n ECHOs on one session of tenant @t, in microseconds.
+std::vector<uint64_t> echo_times(kprog::Dev& dev, uint32_t t, int n) {
+    kprog::Client c(kprog::server_addr(), dev.prepare(t));
+    std::vector<uint8_t> payload(32, 0x5a);
+    std::vector<uint64_t> us;
+    for (int i = 0; i < n; i++) {
+        auto t0 = std::chrono::steady_clock::now();
+        kprog::Response r = c.request(ROF_OP_ECHO, payload);
+        auto t1 = std::chrono::steady_clock::now();
+        if (r.status != ROF_ST_OK || r.payload != payload)
+            throw kprog::Error("ECHO " + std::to_string(i) + ": status " +
+                               std::to_string(r.status));
+        us.push_back(static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count()));
+    }
+    return us;
+}
+
+int cmd_fair() {
+    constexpr int kHogs = 4, kEchoes = 200;
+    kprog::Dev dev;
+    std::string tag = "kprog-fair-" + std::to_string(getpid());
+    uint32_t ta = dev.tenant_create(tag + "-a");
+    uint32_t tb = dev.tenant_create(tag + "-b");
+    struct Cleanup {
+        kprog::Dev& d;
+        uint32_t a, b;
+        ~Cleanup() {
+            d.tenant_destroy(a);
+            d.tenant_destroy(b);
+        }
+    } cleanup{dev, ta, tb};
+    uint64_t thog = load(dev, ta, assemble(kHog, "hog.rofs"), {}, 1000000, "hog");
+    dev.set_random_key();
+
+    std::vector<uint64_t> alone = echo_times(dev, tb, kEchoes);
+
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> runs{0};
+    std::atomic<int> hog_errors{0}, hogs_up{0};
+    std::vector<std::thread> hogs;
+    for (int i = 0; i < kHogs; i++) {
+        hogs.emplace_back([&] {
+            try {
+                kprog::Client c(kprog::server_addr(), dev.prepare(ta));
+                hogs_up++;
+                while (!stop) {
+                    kprog::InvokeResult r = kprog::decode_invoke(c.invoke(thog, {}));
+                    if (r.status != ROF_ST_OK)
+                        hog_errors++;
+                    runs++;
+                }
+            } catch (const std::exception& e) {
+                fprintf(stderr, "hog: %s\n", e.what());
+                hog_errors++;
+                hogs_up++;
+            }
+        });
+    }
+    // The flood is on once every hog session ran a program.
+    while ((hogs_up < kHogs || runs < static_cast<uint64_t>(kHogs)) && hog_errors == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::vector<uint64_t> flooded;
+    try {
+        flooded = echo_times(dev, tb, kEchoes);
+    } catch (const std::exception& e) {
+        check(false, "tenant B served during the flood", e.what());
+    }
+    stop = true;
+    for (auto& h : hogs)
+        h.join();
+    check(hog_errors == 0, "tenant A's INVOKEs all ran", std::to_string(hog_errors) + " errors");
+    check(flooded.size() == kEchoes,
+          "tenant B's " + std::to_string(kEchoes) + " ECHOs answered during the flood",
+          std::to_string(flooded.size()));
+    uint64_t p99a = percentile(alone, 0.99), p99f = percentile(flooded, 0.99);
+    printf(
+        "info B alone: p50 %llu us p99 %llu us; during %d-session flood (%llu hog runs): "
+        "p50 %llu us p99 %llu us; p99 ratio %.1f\n",
+        static_cast<unsigned long long>(percentile(alone, 0.5)),
+        static_cast<unsigned long long>(p99a), kHogs, static_cast<unsigned long long>(runs.load()),
+        static_cast<unsigned long long>(percentile(flooded, 0.5)),
+        static_cast<unsigned long long>(p99f),
+        p99a ? static_cast<double>(p99f) / static_cast<double>(p99a) : 0.0);
+    return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -811,6 +919,8 @@ int main(int argc, char** argv) {
             return cmd_invoke();
         if (cmd == "race")
             return cmd_race();
+        if (cmd == "fair")
+            return cmd_fair();
         if (cmd == "leave" && argc == 3)
             return cmd_leave(argv[2]);
         if (cmd == "count")
@@ -824,6 +934,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     fprintf(stderr,
-            "usage: kprog-check ioctls | invoke | race | cycles N | leave NAME | count | drain\n");
+            "usage: kprog-check ioctls | invoke | race | fair | cycles N | leave NAME | count | "
+            "drain\n");
     return 2;
 }

@@ -12,12 +12,26 @@
  *   kobj-ioctl cycles N     N create/destroy cycles of every object type
  *                           (tenant, region, mapping, free list, token,
  *                           audit fd); exit status says whether all worked
+ *   kobj-ioctl races N      TAP test of creates racing destroys by id
+ *                           (N stress iterations; uses the module's
+ *                           fault_delay_ms) and of LIST copy-outs that
+ *                           fault (userfaultfd) while other commands run
+ *   kobj-ioctl revoke-wait REGION DELAY_MS SESSION...
+ *                           force-destroy REGION, whose live SESSIONs
+ *                           detach DELAY_MS late (fault_delay_ms): the
+ *                           destroy must wait for them
+ *   kobj-ioctl revoke-kill REGION DELAY_MS
+ *                           the same destroy in a child, killed while it
+ *                           waits: it dies at once, the region is gone
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/userfaultfd.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +41,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "uapi/rof.h"
@@ -669,6 +684,17 @@ static void test_mappings(int fd)
 	result(p == MAP_FAILED && errno == ENXIO, "mmap longer than the region: ENXIO");
 	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, mfd, 16 * PAGE);
 	result(p == MAP_FAILED && errno == ENXIO, "mmap at offset = size: ENXIO");
+	/* Remotely writable memory is never executable, now or later. */
+	p = mmap(NULL, PAGE, PROT_READ | PROT_EXEC, MAP_SHARED, mfd, 0);
+	rc = p == MAP_FAILED && errno == EACCES;
+	if (p != MAP_FAILED)
+		munmap(p, PAGE);
+	result(rc, "mmap with PROT_EXEC: EACCES");
+	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, mfd, 0);
+	result(p != MAP_FAILED && mprotect(p, PAGE, PROT_READ | PROT_EXEC) &&
+	       errno == EACCES, "mprotect(PROT_EXEC) of a mapping: EACCES");
+	if (p != MAP_FAILED)
+		munmap(p, PAGE);
 	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, mfd, 15 * PAGE);
 	result(p != MAP_FAILED && pattern_ok(p, 15 * PAGE, PAGE),
 	       "mmap of the last page at its offset");
@@ -843,6 +869,43 @@ static void test_freelists(int fd)
 	close(mfd);
 }
 
+/* --- ids ---------------------------------------------------------------- */
+
+/*
+ * Ids the module assigns are not reused soon: a prepared session holds
+ * only its regions' ids, a program's bindings name free lists, audit
+ * records name tenants.
+ */
+static void test_ids(int fd)
+{
+	uint32_t a = 0, b = 0;
+
+	int err;
+
+	region_create(fd, ta, "id1", PAGE, ROF_ACCESS_READ, &a);
+	destroy(fd, ROF_IOC_REGION_DESTROY, a, 0);
+	err = region_create(fd, ta, "id2", PAGE, ROF_ACCESS_READ, &b);
+	result(!err && b != a,
+	       "a new region does not get a destroyed one's id (%u, then %u)", a, b);
+	destroy(fd, ROF_IOC_REGION_DESTROY, b, 0);
+
+	a = b = 0;
+	freelist_create(fd, ra, 12 * PAGE, 64, 4, &a);
+	destroy(fd, ROF_IOC_FREELIST_DESTROY, a, 0);
+	err = freelist_create(fd, ra, 12 * PAGE, 64, 4, &b);
+	result(!err && b != a,
+	       "a new free list does not get a destroyed one's id (%u, then %u)", a, b);
+	destroy(fd, ROF_IOC_FREELIST_DESTROY, b, 0);
+
+	a = b = 0;
+	tenant_create(fd, "kobj-id1", &a);
+	destroy(fd, ROF_IOC_TENANT_DESTROY, a, 0);
+	err = tenant_create(fd, "kobj-id2", &b);
+	result(!err && b != a,
+	       "a new tenant does not get a destroyed one's id (%u, then %u)", a, b);
+	destroy(fd, ROF_IOC_TENANT_DESTROY, b, 0);
+}
+
 /* --- audit --------------------------------------------------------------- */
 
 static void test_audit(int fd)
@@ -861,8 +924,24 @@ static void test_audit(int fd)
 	result(st.ring_size >= 64 && !(st.ring_size & (st.ring_size - 1)) &&
 	       st.next_seq >= 1, "ring of %u records, next seq %llu", st.ring_size,
 	       (unsigned long long)st.next_seq);
+	result(st.reserve == st.ring_size / 4 && st.pending < st.ring_size,
+	       "a reserve of %u records that INVOKE records cannot take", st.reserve);
+	{
+		/* What a binary built before ABI 0.2 passes: 32 bytes. */
+		unsigned long v1 = _IOC(_IOC_READ | _IOC_WRITE, ROF_IOC_MAGIC, 0x29, 32);
+		struct rof_audit_stats old;
+
+		memset(&old, 0xa5, sizeof(old));
+		memset(&old, 0, 32);
+		expect(fd, v1, &old, 0, "AUDIT_STATS of before ABI 0.2 (32 bytes)");
+		result(old.ring_size == st.ring_size && old.next_seq >= st.next_seq &&
+		       old.reserve == 0xa5a5a5a5U, "it fills its 32 bytes, nothing after");
+	}
 	st.flags = 1;
 	expect(fd, ROF_IOC_AUDIT_STATS, &st, EINVAL, "AUDIT_STATS unknown flag");
+	st.flags = 0;
+	st.reserved2 = 1;
+	expect(fd, ROF_IOC_AUDIT_STATS, &st, EINVAL, "AUDIT_STATS reserved2 set");
 
 	memset(&o, 0, sizeof(o));
 	o.flags = 2;
@@ -1019,6 +1098,650 @@ static void test_unprivileged(void)
 	result(rc == 0, "nobody: every control ioctl EPERM (%d failed)", rc);
 }
 
+/* --- races (selftests/tests/kobj-races) ---------------------------------- */
+
+#define FAULT_DELAY	"/sys/module/rof/parameters/fault_delay_ms"
+#define RACE_DELAY_MS	300
+
+/* The module's fault injection: creates sleep @ms in their race windows. */
+static int fault_delay(unsigned int ms)
+{
+	FILE *f = fopen(FAULT_DELAY, "w");
+	int bad;
+
+	if (!f)
+		return -1;
+	bad = fprintf(f, "%u\n", ms) < 0;
+	return fclose(f) || bad ? -1 : 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A copy of @arg in a read-only page: read in fine, written back EFAULT. */
+static void *ro_copy(const void *arg, size_t len)
+{
+	void *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, arg, len);
+	if (mprotect(p, PAGE, PROT_READ)) {
+		munmap(p, PAGE);
+		return NULL;
+	}
+	return p;
+}
+
+/* The id of region @name of tenant @t, or 0. */
+static uint32_t find_region(int fd, uint32_t t, const char *name)
+{
+	struct rof_region_info *all;
+	uint32_t n, i, id = 0;
+
+	if (list_all(fd, ROF_IOC_LIST_REGIONS, sizeof(*all), (void **)&all, &n))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (all[i].tenant == t && (!name || !strcmp(all[i].name, name)))
+			id = all[i].id;
+	free(all);
+	return id;
+}
+
+/* Force-destroys tenant @t's regions (named @name, or all); counts them. */
+static uint32_t reap_regions(int fd, uint32_t t, const char *name)
+{
+	uint32_t id, n = 0;
+
+	while ((id = find_region(fd, t, name)) && n < 1000) {
+		destroy(fd, ROF_IOC_REGION_DESTROY, id, ROF_DESTROY_FORCE);
+		n++;
+	}
+	return n;
+}
+
+static uint32_t find_tenant(int fd, const char *name)
+{
+	struct rof_tenant_info *all;
+	uint32_t n, i, id = 0;
+
+	if (list_all(fd, ROF_IOC_LIST_TENANTS, sizeof(*all), (void **)&all, &n))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!strcmp(all[i].name, name))
+			id = all[i].id;
+	free(all);
+	return id;
+}
+
+/* One ioctl, or a run of region creates, in a thread of its own. */
+struct racer {
+	pthread_t th;
+	int fd;
+	unsigned long cmd;
+	void *arg;
+	uint32_t tenant;	/* region_creator: creates here ... */
+	int max;		/* ... at most this many regions */
+	int n;
+	int err;
+	int done;
+};
+
+static void *ioctl_thread(void *v)
+{
+	struct racer *r = v;
+
+	r->err = ioc(r->fd, r->cmd, r->arg);
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *region_creator(void *v)
+{
+	struct racer *r = v;
+	char name[32];
+	uint32_t id;
+
+	for (r->n = 0; r->n < r->max; r->n++) {
+		snprintf(name, sizeof(name), "s%d", r->n);
+		r->err = region_create(r->fd, r->tenant, name, 256 * PAGE,
+				       ROF_ACCESS_ALL, &id);
+		if (r->err)
+			break;
+	}
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int racer_start(struct racer *r, void *(*fn)(void *))
+{
+	r->done = 0;
+	return pthread_create(&r->th, NULL, fn, r);
+}
+
+/* Wait up to @ms for @r to finish; returns whether it did. */
+static int racer_wait(struct racer *r, int ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+		if (now_ms() >= end)
+			return 0;
+		usleep(1000);
+	}
+	return 1;
+}
+
+/*
+ * Item 4: a region create that charged its tenant before a forced destroy
+ * of that tenant must not insert the region afterwards (an orphan the
+ * module would WARN about at unload).  First without help, many times;
+ * then with the create held in its window by fault_delay_ms.
+ */
+static void race_create_vs_tenant_destroy(int fd, int iters)
+{
+	struct rof_region_create c;
+	uint32_t t, orphans = 0, bad = 0;
+	struct racer r;
+	int i;
+
+	for (i = 0; i < iters; i++) {
+		if (tenant_create(fd, "kobj-race", &t)) {
+			bad++;
+			continue;
+		}
+		memset(&r, 0, sizeof(r));
+		r.fd = fd;
+		r.tenant = t;
+		r.max = 64;
+		if (racer_start(&r, region_creator)) {
+			bad++;
+			break;
+		}
+		usleep(rand() % 3000);
+		bad += destroy(fd, ROF_IOC_TENANT_DESTROY, t, ROF_DESTROY_FORCE) != 0;
+		pthread_join(r.th, NULL);
+		bad += r.err != ENOENT;
+		orphans += reap_regions(fd, t, NULL);
+	}
+	result(!bad && !orphans,
+	       "%d runs of region creates racing a forced destroy of their tenant: %u orphaned regions, %u errors",
+	       iters, orphans, bad);
+
+	for (i = 0; i < 3; i++) {
+		if (tenant_create(fd, "kobj-race", &t))
+			break;
+		memset(&c, 0, sizeof(c));
+		strcpy(c.name, "late");
+		c.tenant = t;
+		c.size = PAGE;
+		memset(&r, 0, sizeof(r));
+		r.fd = fd;
+		r.cmd = ROF_IOC_REGION_CREATE;
+		r.arg = &c;
+		fault_delay(RACE_DELAY_MS);
+		racer_start(&r, ioctl_thread);
+		usleep(RACE_DELAY_MS * 1000 / 3);
+		bad = destroy(fd, ROF_IOC_TENANT_DESTROY, t, ROF_DESTROY_FORCE);
+		pthread_join(r.th, NULL);
+		fault_delay(0);
+		orphans = reap_regions(fd, t, NULL);
+		result(!bad && r.err == ENOENT && !orphans,
+		       "a create held in its window while the tenant is force-destroyed: %s, %u orphaned",
+		       r.err ? strerror(r.err) : "created", orphans);
+	}
+}
+
+/*
+ * Item 3: a create must not touch its object after publishing it without
+ * a reference: a destroy by id (ids are easy to guess) can free it first.
+ * The create is held between publishing and returning by fault_delay_ms,
+ * the object is found by LIST and destroyed meanwhile.  The create must
+ * return the id it published; with a read-only argument (EFAULT on the
+ * write-back) it must undo only its own object.
+ */
+static void race_region_publish(int fd, uint32_t t, int efault)
+{
+	struct rof_region_create c, *arg = &c;
+	uint64_t end;
+	struct racer r;
+	uint32_t id = 0;
+	int derr = -1;
+
+	memset(&c, 0, sizeof(c));
+	strcpy(c.name, "pub");
+	c.tenant = t;
+	c.size = PAGE;
+	if (efault)
+		arg = ro_copy(&c, sizeof(c));
+	if (!arg) {
+		result(0, "read-only argument: %s", strerror(errno));
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.fd = fd;
+	r.cmd = ROF_IOC_REGION_CREATE;
+	r.arg = arg;
+	fault_delay(RACE_DELAY_MS);
+	racer_start(&r, ioctl_thread);
+	for (end = now_ms() + 4 * RACE_DELAY_MS; !id && now_ms() < end;)
+		id = find_region(fd, t, "pub");
+	if (id)
+		derr = destroy(fd, ROF_IOC_REGION_DESTROY, id, 0);
+	pthread_join(r.th, NULL);
+	fault_delay(0);
+	if (efault) {
+		result(id && !derr && r.err == EFAULT && !reap_regions(fd, t, "pub"),
+		       "REGION_CREATE, EFAULT on return, its region destroyed by id meanwhile: %s, nothing left",
+		       strerror(r.err));
+		munmap(arg, PAGE);
+	} else {
+		result(id && !derr && !r.err && c.id == id,
+		       "REGION_CREATE returns the id it published (%u) though a destroy by id came first (%u)",
+		       c.id, id);
+		reap_regions(fd, t, "pub");
+	}
+}
+
+static void race_tenant_publish(int fd, int rounds)
+{
+	struct rof_tenant_create c, *arg;
+	struct rof_tenant_info ti;
+	uint32_t x, y, bad = 0, lost = 0;
+	struct racer r;
+	uint64_t end;
+	int i;
+
+	for (i = 0; i < rounds; i++) {
+		memset(&c, 0, sizeof(c));
+		strcpy(c.name, "kobj-race-efault");
+		arg = ro_copy(&c, sizeof(c));
+		if (!arg) {
+			bad++;
+			break;
+		}
+		memset(&r, 0, sizeof(r));
+		r.fd = fd;
+		r.cmd = ROF_IOC_TENANT_CREATE;
+		r.arg = arg;
+		fault_delay(RACE_DELAY_MS);
+		racer_start(&r, ioctl_thread);
+		x = 0;
+		for (end = now_ms() + 2 * RACE_DELAY_MS; !x && now_ms() < end;)
+			x = find_tenant(fd, "kobj-race-efault");
+		bad += !x || destroy(fd, ROF_IOC_TENANT_DESTROY, x, ROF_DESTROY_FORCE);
+		/* Freed after a grace period: an innocent tenant may reuse it. */
+		usleep(RACE_DELAY_MS * 1000 / 3);
+		y = 0;
+		bad += !!tenant_create(fd, "kobj-race-innocent", &y);
+		pthread_join(r.th, NULL);
+		fault_delay(0);
+		bad += r.err != EFAULT;
+		lost += get_tenant(fd, y, &ti) || strcmp(ti.name, "kobj-race-innocent");
+		destroy(fd, ROF_IOC_TENANT_DESTROY, y, ROF_DESTROY_FORCE);
+		munmap(arg, PAGE);
+		x = find_tenant(fd, "kobj-race-efault");
+		bad += !!x;
+		if (x)
+			destroy(fd, ROF_IOC_TENANT_DESTROY, x, ROF_DESTROY_FORCE);
+	}
+	result(!bad && !lost,
+	       "%d x TENANT_CREATE, EFAULT on return, destroyed by id meanwhile and a new tenant created: the new one survives (%u lost, %u other errors)",
+	       rounds, lost, bad);
+}
+
+/* A one-instruction program (EXIT @status), tagged. */
+struct mini_image {
+	struct rof_isa_hdr h;
+	struct rof_insn insn;
+};
+
+static uint64_t crc64_xz(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t crc = ~0ULL;
+	int k;
+
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (crc & 1 ? 0xc96c5795d7870f42ULL : 0);
+	}
+	return ~crc;
+}
+
+static void mini_image(struct mini_image *im, int32_t status)
+{
+	memset(im, 0, sizeof(*im));
+	im->h.magic = ROF_ISA_MAGIC;
+	im->h.version = ROF_ISA_VERSION;
+	im->h.hdr_size = sizeof(im->h);
+	im->h.insn_cnt = 1;
+	im->insn.op = ROF_OP_EXIT;
+	im->insn.imm = status;
+	im->h.tag = crc64_xz(im, sizeof(*im));
+}
+
+static void prog_req(struct rof_prog_load *l, const struct mini_image *im,
+		     uint32_t t)
+{
+	memset(l, 0, sizeof(*l));
+	l->image = (uintptr_t)im;
+	l->image_len = sizeof(*im);
+	l->tenant = t;
+	l->budget = 1;
+	l->byte_budget = 1;
+	strcpy(l->name, "kobj-race");
+}
+
+static int prog_get(int fd, uint32_t t, uint64_t tag)
+{
+	struct rof_prog_info pi;
+
+	memset(&pi, 0, sizeof(pi));
+	pi.tenant = t;
+	pi.tag = tag;
+	return ioc(fd, ROF_IOC_GET_PROG, &pi);
+}
+
+static int prog_unload(int fd, uint32_t t, uint64_t tag)
+{
+	struct rof_prog_id id = { .tag = tag, .tenant = t };
+
+	return ioc(fd, ROF_IOC_PROG_UNLOAD, &id);
+}
+
+static void race_prog_publish(int fd, uint32_t t, int efault)
+{
+	struct rof_prog_load l, *arg = &l;
+	struct mini_image im;
+	int found = 0, uerr = -1;
+	struct racer r;
+	uint64_t end;
+
+	mini_image(&im, 100 + efault);
+	prog_req(&l, &im, t);
+	if (efault)
+		arg = ro_copy(&l, sizeof(l));
+	if (!arg) {
+		result(0, "read-only argument: %s", strerror(errno));
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.fd = fd;
+	r.cmd = ROF_IOC_PROG_LOAD;
+	r.arg = arg;
+	fault_delay(RACE_DELAY_MS);
+	racer_start(&r, ioctl_thread);
+	for (end = now_ms() + 2 * RACE_DELAY_MS; !found && now_ms() < end;)
+		found = !prog_get(fd, t, im.h.tag);
+	if (found)
+		uerr = prog_unload(fd, t, im.h.tag);
+	pthread_join(r.th, NULL);
+	fault_delay(0);
+	if (efault) {
+		result(found && !uerr && r.err == EFAULT &&
+		       prog_get(fd, t, im.h.tag) == ENOENT,
+		       "PROG_LOAD, EFAULT on return, unloaded meanwhile: %s, nothing left",
+		       strerror(r.err));
+		munmap(arg, PAGE);
+	} else {
+		result(found && !uerr && !r.err && l.tag == im.h.tag,
+		       "PROG_LOAD returns the tag it published (%016llx) though an unload came first",
+		       (unsigned long long)l.tag);
+	}
+}
+
+/*
+ * Item 10: a LIST whose copy-out faults on a userfaultfd page must not
+ * hold the lock its object type's other commands take.  The LIST waits
+ * in the fault (the test resolves it only at the end); @other must
+ * complete meanwhile.
+ */
+struct stall {
+	int uffd;
+	void *buf;
+	size_t len;
+};
+
+static int stall_setup(struct stall *st, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+
+	memset(st, 0, sizeof(*st));
+	st->len = (len + PAGE - 1) & ~(PAGE - 1);
+	st->buf = MAP_FAILED;
+	st->uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (st->uffd < 0 || ioctl(st->uffd, UFFDIO_API, &api))
+		return -1;
+	st->buf = mmap(NULL, st->len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (st->buf == MAP_FAILED)
+		return -1;
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)st->buf;
+	reg.range.len = st->len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	return ioctl(st->uffd, UFFDIO_REGISTER, &reg);
+}
+
+static int stall_faulted(struct stall *st, int ms)
+{
+	struct pollfd pfd = { .fd = st->uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&pfd, 1, ms) != 1)
+		return 0;
+	return read(st->uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+	       msg.event == UFFD_EVENT_PAGEFAULT;
+}
+
+static void stall_end(struct stall *st)
+{
+	struct uffdio_copy cp;
+	void *zero = calloc(1, st->len);
+
+	if (st->buf != MAP_FAILED && zero) {
+		memset(&cp, 0, sizeof(cp));
+		cp.dst = (uintptr_t)st->buf;
+		cp.src = (uintptr_t)zero;
+		cp.len = st->len;
+		ioctl(st->uffd, UFFDIO_COPY, &cp);
+	}
+	free(zero);
+}
+
+static void stall_test(int fd, const char *what, unsigned long list_cmd,
+		       size_t elem_size, unsigned long other_cmd, void *other_arg)
+{
+	struct racer lister, other;
+	struct rof_list req;
+	struct stall st;
+	int faulted, done;
+
+	if (stall_setup(&st, 4 * elem_size)) {
+		result(0, "%s: userfaultfd: %s", what, strerror(errno));
+		if (st.uffd >= 0)
+			close(st.uffd);
+		return;
+	}
+	memset(&req, 0, sizeof(req));
+	req.elem_size = elem_size;
+	req.capacity = 4;
+	req.elems = (uintptr_t)st.buf;
+	memset(&lister, 0, sizeof(lister));
+	lister.fd = fd;
+	lister.cmd = list_cmd;
+	lister.arg = &req;
+	racer_start(&lister, ioctl_thread);
+	faulted = stall_faulted(&st, 5000);
+
+	memset(&other, 0, sizeof(other));
+	other.fd = fd;
+	other.cmd = other_cmd;
+	other.arg = other_arg;
+	racer_start(&other, ioctl_thread);
+	done = racer_wait(&other, 2000);
+	stall_end(&st);
+	pthread_join(other.th, NULL);
+	pthread_join(lister.th, NULL);
+	result(faulted && done && !other.err && !lister.err && req.count >= 1,
+	       "%s completes while a LIST's copy-out waits in a page fault (faulted %d, LIST %s, %u listed)",
+	       what, faulted, lister.err ? strerror(lister.err) : "ok", req.count);
+	munmap(st.buf, st.len);
+	close(st.uffd);
+}
+
+static int cmd_races(int fd, int iters)
+{
+	struct rof_region_info ri;
+	struct rof_tenant_info ti;
+	struct rof_list sizing;
+	struct rof_prog_load l;
+	struct mini_image im;
+	uint32_t t, r, fl;
+
+	srand(getpid());
+	if (fault_delay(0)) {
+		printf("Bail out! %s: %s\n", FAULT_DELAY, strerror(errno));
+		return 1;
+	}
+	if (tenant_create(fd, "kobj-races", &t) ||
+	    region_create(fd, t, "r", 16 * PAGE, ROF_ACCESS_ALL, &r) ||
+	    freelist_create(fd, r, 0, 64, 4, &fl)) {
+		printf("Bail out! set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	mini_image(&im, 7);
+	prog_req(&l, &im, t);
+	result(!ioc(fd, ROF_IOC_PROG_LOAD, &l), "PROG_LOAD a one-instruction program");
+
+	race_create_vs_tenant_destroy(fd, iters);
+	race_region_publish(fd, t, 0);
+	race_prog_publish(fd, t, 0);
+	race_tenant_publish(fd, 4);
+
+	memset(&sizing, 0, sizeof(sizing));
+	sizing.elem_size = sizeof(struct rof_device_info);
+	if (ioc(fd, ROF_IOC_LIST_DEVICES, &sizing) || !sizing.total)
+		printf("ok %d - LIST_DEVICES stall # SKIP no RDMA device\n", ++test_n);
+	else
+		stall_test(fd, "LIST_DEVICES", ROF_IOC_LIST_DEVICES,
+			   sizeof(struct rof_device_info), ROF_IOC_LIST_DEVICES,
+			   &sizing);
+	memset(&ti, 0, sizeof(ti));
+	ti.id = t;
+	stall_test(fd, "GET_TENANT", ROF_IOC_LIST_TENANTS, sizeof(ti),
+		   ROF_IOC_GET_TENANT, &ti);
+	memset(&ri, 0, sizeof(ri));
+	ri.id = r;
+	stall_test(fd, "GET_REGION", ROF_IOC_LIST_REGIONS, sizeof(ri),
+		   ROF_IOC_GET_REGION, &ri);
+	memset(&ri, 0, sizeof(ri));
+	ri.id = r;
+	stall_test(fd, "GET_REGION (during LIST_FREELISTS)", ROF_IOC_LIST_FREELISTS,
+		   sizeof(struct rof_freelist_info), ROF_IOC_GET_REGION, &ri);
+	memset(&sizing, 0, sizeof(sizing));
+	sizing.elem_size = sizeof(struct rof_prog_info);
+	stall_test(fd, "LIST_PROGS", ROF_IOC_LIST_PROGS,
+		   sizeof(struct rof_prog_info), ROF_IOC_LIST_PROGS, &sizing);
+
+	/* Last: before the fix, these two corrupted freed memory. */
+	race_region_publish(fd, t, 1);
+	race_prog_publish(fd, t, 1);
+
+	result(!destroy(fd, ROF_IOC_TENANT_DESTROY, t, ROF_DESTROY_FORCE) &&
+	       !find_tenant(fd, "kobj-races"), "force-destroy the test tenant");
+	printf("1..%d\n", test_n);
+	return test_failed ? 1 : 0;
+}
+
+/* Item 6: see the usage comment at the top. */
+static int cmd_revoke_wait(int fd, int argc, char **argv)
+{
+	struct rof_session_info si;
+	uint32_t region = strtoul(argv[0], NULL, 0);
+	unsigned int delay = strtoul(argv[1], NULL, 0);
+	uint64_t t0, took;
+	int i, err, bad = 0;
+
+	if (fault_delay(delay)) {
+		fprintf(stderr, "kobj-ioctl revoke-wait: %s: %s\n", FAULT_DELAY,
+			strerror(errno));
+		return 1;
+	}
+	t0 = now_ms();
+	err = destroy(fd, ROF_IOC_REGION_DESTROY, region, ROF_DESTROY_FORCE);
+	took = now_ms() - t0;
+	/* Right after it returned: every session is closing or gone. */
+	for (i = 2; i < argc; i++) {
+		memset(&si, 0, sizeof(si));
+		si.id = strtoul(argv[i], NULL, 0);
+		if (!ioc(fd, ROF_IOC_GET_SESSION, &si) &&
+		    si.state != ROF_SESSION_CLOSING) {
+			printf("session %u is in state %u after the destroy returned\n",
+			       si.id, si.state);
+			bad++;
+		}
+	}
+	fault_delay(0);
+	if (err) {
+		printf("REGION_DESTROY %u force: %s\n", region, strerror(err));
+		return 1;
+	}
+	printf("REGION_DESTROY force took %llu ms (sessions detach %u ms late)\n",
+	       (unsigned long long)took, delay);
+	if (took < delay / 2) {
+		printf("the destroy returned before its sessions detached\n");
+		bad++;
+	}
+	return bad ? 1 : 0;
+}
+
+/* The wait of a forced destroy is killable, and the destroy happens anyway. */
+static int cmd_revoke_kill(int fd, uint32_t region, unsigned int delay)
+{
+	struct rof_region_info ri;
+	uint64_t killed, took;
+	int status, bad = 0;
+	pid_t pid;
+
+	if (fault_delay(delay)) {
+		fprintf(stderr, "kobj-ioctl revoke-kill: %s: %s\n", FAULT_DELAY,
+			strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		_exit(destroy(fd, ROF_IOC_REGION_DESTROY, region, ROF_DESTROY_FORCE));
+	usleep(delay * 1000 / 4);
+	killed = now_ms();
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	took = now_ms() - killed;
+	if (!WIFSIGNALED(status) || took > delay / 2) {
+		printf("the destroying child %s, %llu ms after SIGKILL\n",
+		       WIFSIGNALED(status) ? "died" : "exited",
+		       (unsigned long long)took);
+		bad++;
+	}
+	if (get_region(fd, region, &ri) != ENOENT) {
+		printf("region %u is still there after the killed destroy\n", region);
+		bad++;
+	}
+	usleep(delay * 1000);	/* the sessions detach on their own */
+	fault_delay(0);
+	return bad ? 1 : 0;
+}
+
 /* --- subcommands --------------------------------------------------------- */
 
 static int cmd_setup(int fd, const char *name)
@@ -1134,9 +1857,18 @@ int main(int argc, char **argv)
 			one_cycle(fd, i);
 		return test_failed ? 1 : 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "races") && argc == 3)
+		return cmd_races(fd, atoi(argv[2]));
+	if (argc > 1 && !strcmp(argv[1], "revoke-wait") && argc >= 4)
+		return cmd_revoke_wait(fd, argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "revoke-kill") && argc == 4)
+		return cmd_revoke_kill(fd, strtoul(argv[2], NULL, 0),
+				       strtoul(argv[3], NULL, 0));
 	if (argc > 1) {
 		fprintf(stderr,
-			"usage: kobj-ioctl [setup NAME | count | drain [force] | cycles N]\n");
+			"usage: kobj-ioctl [setup NAME | count | drain [force] | cycles N | races N |\n"
+			"                   revoke-wait REGION DELAY_MS SESSION... |\n"
+			"                   revoke-kill REGION DELAY_MS]\n");
 		return 2;
 	}
 
@@ -1144,6 +1876,7 @@ int main(int argc, char **argv)
 	test_regions(fd);
 	test_mappings(fd);
 	test_freelists(fd);
+	test_ids(fd);
 	test_audit(fd);
 	test_audit_overrun(fd);
 	test_unprivileged();

@@ -13,6 +13,8 @@
  *   ksess-client tenant-rate TENANT OPS/S BYTES/S
  *   ksess-client list | get SESSION | close SESSION
  *   ksess-client audit                        print pending audit records
+ *   ksess-client audit-stats                  print ROF_IOC_AUDIT_STATS
+ *   ksess-client tenant-counters TENANT       print the tenant's counters
  *   ksess-client region-destroy ID [force] | tenant-destroy ID [force]
  *   ksess-client badargs TENANT REGION        every session ioctl with bad
  *                arguments and without CAP_SYS_ADMIN: each errno as documented
@@ -20,6 +22,10 @@
  *                print "TENANT REGION SESSION TICKET", then wait to be killed
  *
  * Client (librdmacm + libibverbs; a ticket of "-" sends no private data):
+ *   ksess-client invoke-flood ADDR TICKET N   N INVOKEs of a tag never loaded,
+ *                  credits in flight, each answered ROF_ST_NO_PROGRAM
+ *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
+ *                  each answered ROF_ST_BAD_LENGTH, then an ECHO works
  *   ksess-client connect ADDR TICKET [actions...]
  *     -r REASON      expect the connect to be rejected with this reason
  *     -e N -k K -s BYTES   N ECHO round trips, K in flight, BYTES payload
@@ -31,6 +37,9 @@
  *                    another rkey; EXPECT ok or prot
  *     -H SEC         print the regions, then stay connected SEC seconds
  *                    (or until the device or the server goes away)
+ *     -B             send credits NOPs the moment the connection is
+ *                    established, before the welcome: all are answered,
+ *                    after the welcome
  *
  * Exit status 0 when every expectation held; messages say which did not.
  */
@@ -343,6 +352,38 @@ static int cmd_audit(void)
 	return 0;
 }
 
+/* audit-stats: ROF_IOC_AUDIT_STATS as "name=value" pairs on one line. */
+static int cmd_audit_stats(void)
+{
+	struct rof_audit_stats st;
+
+	memset(&st, 0, sizeof(st));
+	xioctl(rof_fd(), ROF_IOC_AUDIT_STATS, &st, "audit stats");
+	printf("next_seq=%" PRIu64 " overruns=%" PRIu64 " ring_size=%u pending=%u dropped=%" PRIu64
+	       " reserve=%u\n", (uint64_t)st.next_seq, (uint64_t)st.overruns, st.ring_size,
+	       st.pending, (uint64_t)st.dropped, st.reserve);
+	return 0;
+}
+
+/* tenant-counters TENANT: struct rof_tenant_counters, "name=value" pairs. */
+static int cmd_tenant_counters(const char *tenant)
+{
+	struct rof_tenant_info ti;
+	const struct rof_tenant_counters *c = &ti.counters;
+
+	memset(&ti, 0, sizeof(ti));
+	ti.id = num(tenant);
+	xioctl(rof_fd(), ROF_IOC_GET_TENANT, &ti, "get tenant");
+	printf("invocations=%" PRIu64 " invoke_errors=%" PRIu64 " completion_errors=%" PRIu64
+	       " bytes=%" PRIu64 " insns=%" PRIu64 " sessions_opened=%" PRIu64
+	       " sessions_closed=%" PRIu64 " sessions_rejected=%" PRIu64 " audit_dropped=%" PRIu64
+	       "\n", (uint64_t)c->invocations, (uint64_t)c->invoke_errors,
+	       (uint64_t)c->completion_errors, (uint64_t)c->bytes, (uint64_t)c->insns,
+	       (uint64_t)c->sessions_opened, (uint64_t)c->sessions_closed,
+	       (uint64_t)c->sessions_rejected, (uint64_t)c->audit_dropped);
+	return 0;
+}
+
 /* A controller that sets up objects and is then killed: they must stay. */
 static int __attribute__((noreturn)) cmd_controller(const char *name)
 {
@@ -567,6 +608,11 @@ struct conn {
 	bool dead;		/* the QP reported an error */
 };
 
+/* -B: credits NOPs sent before the welcome. */
+static bool early_mode;
+
+static void send_req(struct conn *c, uint16_t op, const void *payload, uint32_t len);
+
 static struct rdma_cm_event *cm_wait(struct conn *c, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = c->ec->fd, .events = POLLIN };
@@ -715,9 +761,12 @@ static int conn_open(struct conn *c, const char *addr, const char *ticket_hex)
 			die("accept: %u credits, %u regions", c->credits, c->nregions);
 	}
 	rdma_ack_cm_event(ev);
+	if (early_mode)
+		for (i = 0; i < c->credits; i++)
+			send_req(c, ROF_OP_NOP, NULL, 0);
 
 	/* The welcome message: the region table, request id 0. */
-	for (;;) {
+	for (uint64_t end = now_ns(CLOCK_MONOTONIC) + 60000000000ull;;) {
 		struct ibv_wc wc;
 		int n = ibv_poll_cq(c->cq, 1, &wc);
 		const uint8_t *buf;
@@ -726,11 +775,17 @@ static int conn_open(struct conn *c, const char *addr, const char *ticket_hex)
 		if (n < 0)
 			die("ibv_poll_cq");
 		if (!n) {
+			if (now_ns(CLOCK_MONOTONIC) > end)
+				die("no welcome message in 60 s");
 			usleep(100);
 			continue;
 		}
 		if (wc.status != IBV_WC_SUCCESS)
 			die("welcome: %s", ibv_wc_status_str(wc.status));
+		if (wc.wr_id >> 63) {	/* an early request's send */
+			c->tx_busy[wc.wr_id & 0xffff] = false;
+			continue;
+		}
 		buf = c->rx + wc.wr_id * ROF_MSG_SIZE;
 		h = (const void *)buf;
 		if (wc.byte_len < sizeof(*h) || le64toh(h->id) != ROF_WELCOME_ID ||
@@ -946,17 +1001,11 @@ static bool do_rate(struct conn *c, uint64_t ops, double secs)
 	       got >= 0.95 * ops && got <= 1.05 * ops;
 }
 
-static bool do_violate(struct conn *c)
+/* True once the server closed the session (a disconnect or a QP error). */
+static bool wait_closed(struct conn *c)
 {
-	uint64_t i, deadline;
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 60000000000ull;
 
-	/*
-	 * The session is limited to 1 op/s: after the first, requests wait.
-	 * More than credits waiting unanswered is a violation.
-	 */
-	for (i = 0; i < (uint64_t)c->credits + 2; i++)
-		send_req(c, ROF_OP_NOP, NULL, 0);
-	deadline = now_ns(CLOCK_MONOTONIC) + 10000000000ull;
 	while (!c->dead && now_ns(CLOCK_MONOTONIC) < deadline) {
 		struct rdma_cm_event *ev = cm_wait(c, 0);
 
@@ -973,6 +1022,31 @@ static bool do_violate(struct conn *c)
 	}
 	printf("violate: %s\n", c->dead ? "QP error, as the server closed it" : "still connected");
 	return c->dead;
+}
+
+static bool do_violate(struct conn *c)
+{
+	uint64_t i;
+
+	/*
+	 * The session is limited to 1 op/s: after the first, requests wait.
+	 * More than credits waiting unanswered is a violation.
+	 */
+	for (i = 0; i < (uint64_t)c->credits + 2; i++)
+		send_req(c, ROF_OP_NOP, NULL, 0);
+	return wait_closed(c);
+}
+
+/* -B: the requests sent before the welcome. */
+static bool do_early(struct conn *c)
+{
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 60000000000ull;
+
+	while (c->outstanding && !c->dead && now_ns(CLOCK_MONOTONIC) < deadline)
+		poll_resp(c, ROF_ST_OK, 0, 10);
+	printf("early: %" PRIu64 " answered, %" PRIu64 " failed, %u outstanding\n",
+	       c->answered, c->failed, c->outstanding);
+	return !c->outstanding && !c->failed && !c->dead;
 }
 
 static bool do_rdma(struct conn *c, char *spec)
@@ -1101,7 +1175,7 @@ static int cmd_connect(int argc, char **argv)
 	if (argc < 3)
 		die("connect ADDR TICKET [actions]");
 	optind = 3;
-	while ((c_opt = getopt(argc, argv, "r:e:k:s:nR:S:Vx:H:")) != -1) {
+	while ((c_opt = getopt(argc, argv, "r:e:k:s:nR:S:Vx:H:B")) != -1) {
 		switch (c_opt) {
 		case 'r': want_reason = num(optarg); break;
 		case 'e': echo_n = num(optarg); break;
@@ -1117,6 +1191,7 @@ static int cmd_connect(int argc, char **argv)
 			rdma_ops[n_rdma++] = optarg;
 			break;
 		case 'H': hold_secs = num(optarg); break;
+		case 'B': early_mode = true; break;
 		default: die("connect: bad option");
 		}
 	}
@@ -1141,6 +1216,8 @@ static int cmd_connect(int argc, char **argv)
 	}
 	printf("connected: session %u, %u credits, %u regions\n", c.session, c.credits,
 	       c.nregions);
+	if (early_mode && !do_early(&c))
+		ret = 1;
 	for (i = 0; i < n_rdma && !ret; i++)
 		if (!do_rdma(&c, rdma_ops[i]))
 			ret = 1;
@@ -1160,6 +1237,106 @@ static int cmd_connect(int argc, char **argv)
 	}
 	conn_close(&c);
 	return ret;
+}
+
+/*
+ * invoke-flood ADDR TICKET N: N INVOKEs of a tag no tenant loaded, as many
+ * in flight as the credits allow; each must be answered ROF_ST_NO_PROGRAM
+ * (and audited as one ROF_AUDIT_INVOKE record).
+ */
+static int cmd_invoke_flood(int argc, char **argv)
+{
+	struct rof_invoke inv = { .program = htole64(0x1234) };
+	uint64_t n, sent = 0;
+	struct conn c;
+	int reason, ok;
+
+	if (argc != 4)
+		die("invoke-flood ADDR TICKET N");
+	n = num(argv[3]);
+	reason = conn_open(&c, argv[1], argv[2]);
+	if (reason)
+		die("rejected: %s (%d)", reason_name(reason), reason);
+	c.answered = c.failed = 0;
+	while ((sent < n || c.outstanding) && !c.dead) {
+		while (sent < n && c.outstanding < c.credits) {
+			send_req(&c, ROF_OP_INVOKE, &inv, sizeof(inv));
+			sent++;
+		}
+		if (!poll_resp(&c, ROF_ST_NO_PROGRAM, UINT32_MAX, 5000) && !c.dead)
+			die("invoke-flood: no response in 5 s");
+	}
+	ok = !c.dead && c.answered == n && !c.failed;
+	printf("invoke-flood: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64 " failed\n",
+	       sent, c.answered, c.failed);
+	conn_close(&c);
+	return ok ? 0 : 1;
+}
+
+/*
+ * short-send ADDR TICKET: SENDs of 0, 1, 7, 8 and 15 bytes, shorter than
+ * the request header, one at a time.  Each must be answered with status
+ * ROF_ST_BAD_LENGTH, no payload, and as id the id bytes that arrived, the
+ * rest zero (docs/protocol.md section 5); then an ECHO: the session goes on.
+ */
+static int cmd_short_send(int argc, char **argv)
+{
+	static const uint32_t lens[] = { 0, 1, 7, 8, 15 };
+	const uint64_t id = 0x8877665544332211ull;
+	struct rof_req_hdr h = { .id = htole64(id), .opcode = htole16(ROF_OP_NOP) };
+	struct conn c;
+	int reason, bad = 0;
+	size_t i;
+
+	if (argc != 3)
+		die("short-send ADDR TICKET");
+	reason = conn_open(&c, argv[1], argv[2]);
+	if (reason)
+		die("rejected: %s (%d)", reason_name(reason), reason);
+	memcpy(c.tx, &h, sizeof(h));	/* tx slot 0; one SEND at a time */
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		uint64_t want = lens[i] >= 8 ? id : id & ((1ull << (8 * lens[i])) - 1);
+		uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 5000000000ull;
+		struct ibv_sge sge = { .addr = (uintptr_t)c.tx, .length = lens[i],
+				       .lkey = c.mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = 1ull << 63, .sg_list = &sge, .num_sge = lens[i] ? 1 : 0,
+			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		}, *badwr;
+		const struct rof_resp_hdr *r = NULL;
+		struct ibv_wc wc;
+		int n;
+
+		if (ibv_post_send(c.id->qp, &wr, &badwr))
+			die("ibv_post_send: %s", strerror(errno));
+		while (!r) {
+			n = ibv_poll_cq(c.cq, 1, &wc);
+			if (n < 0)
+				die("ibv_poll_cq");
+			if (!n) {
+				if (now_ns(CLOCK_MONOTONIC) > deadline)
+					die("%u-byte SEND: no response in 5 s", lens[i]);
+				usleep(20);
+				continue;
+			}
+			if (wc.status != IBV_WC_SUCCESS)
+				die("%u-byte SEND: completion error: %s", lens[i],
+				    ibv_wc_status_str(wc.status));
+			if (!(wc.wr_id >> 63))
+				r = (const void *)(c.rx + wc.wr_id * ROF_MSG_SIZE);
+		}
+		printf("%u-byte SEND: id 0x%" PRIx64 " status %u len %u, %u bytes (want id 0x%" PRIx64
+		       ", status %u, len 0)\n", lens[i], (uint64_t)le64toh(r->id),
+		       le32toh(r->status), le32toh(r->len), wc.byte_len, want, ROF_ST_BAD_LENGTH);
+		if (le64toh(r->id) != want || le32toh(r->status) != ROF_ST_BAD_LENGTH ||
+		    r->len || wc.byte_len != sizeof(*r))
+			bad++;
+		post_rx(&c, wc.wr_id);
+	}
+	if (!do_echo(&c, 1, 1, 8))
+		bad++;
+	conn_close(&c);
+	return bad ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -1222,6 +1399,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "audit"))
 		return cmd_audit();
+	if (!strcmp(argv[1], "audit-stats"))
+		return cmd_audit_stats();
+	if (!strcmp(argv[1], "tenant-counters") && argc == 3)
+		return cmd_tenant_counters(argv[2]);
+	if (!strcmp(argv[1], "invoke-flood"))
+		return cmd_invoke_flood(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "short-send"))
+		return cmd_short_send(argc - 1, argv + 1);
 	if ((!strcmp(argv[1], "region-destroy") || !strcmp(argv[1], "tenant-destroy")) &&
 	    (argc == 3 || (argc == 4 && !strcmp(argv[3], "force")))) {
 		struct rof_destroy d;

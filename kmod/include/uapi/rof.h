@@ -13,7 +13,8 @@
  *  - names are NUL-terminated within their fixed-size arrays.
  *
  * ROF_ABI_MAJOR changes when an existing command changes meaning;
- * ROF_ABI_MINOR when commands or flags are added.
+ * ROF_ABI_MINOR when commands, flags or fields are added (docs/kmod.md,
+ * section 1, says what each minor added).
  */
 #ifndef _UAPI_ROF_H
 #define _UAPI_ROF_H
@@ -24,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		1
+#define ROF_ABI_MINOR		2	/* 0.1: VERSION, LIST_DEVICES only */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -107,9 +108,19 @@ enum rof_audit_kind {
 };
 
 /*
+ * rof_audit_record.reason of ROF_AUDIT_COMPLETION_ERROR: an enum
+ * ib_wc_status (below 0x100), or ROF_AUDIT_REASON_EVENT plus an enum
+ * ib_event_type when an asynchronous QP or CQ event ended the session
+ * (a peer's one-sided protection error can show only as one of these or
+ * as a flush, IB_WC_WR_FLUSH_ERR, of the receives).
+ */
+#define ROF_AUDIT_REASON_EVENT	0x100
+
+/*
  * struct rof_audit_record - one entry of the audit ring (64-bit aligned,
  * fixed size).  @seq increases by one per record written; a gap seen by
- * the reader is the number of records lost to overrun.
+ * the reader is the number of records lost to overrun.  INVOKE records
+ * dropped to keep the ring's reserve get no seq (rof_audit_stats.dropped).
  */
 struct rof_audit_record {
 	__u64 seq;
@@ -194,7 +205,8 @@ struct rof_tenant_counters {
 	__u64 sessions_opened;
 	__u64 sessions_closed;
 	__u64 sessions_rejected;
-	__u64 reserved[4];
+	__u64 audit_dropped;		/* ABI 0.2: ROF_AUDIT_INVOKE records not queued */
+	__u64 reserved[3];
 };
 
 /* rof_tenant_info.flags */
@@ -333,6 +345,12 @@ struct rof_audit_open {
 	__u64 reserved;		/* in: must be 0 */
 };
 
+/*
+ * ROF_AUDIT_INVOKE records may fill the ring only up to ring_size -
+ * reserve; beyond that they are dropped (counted here and in the tenant's
+ * audit_dropped), so that the reserve is always there for every other
+ * kind.  docs/kmod.md, section 6.
+ */
 struct rof_audit_stats {
 	__u64 next_seq;		/* seq the next record will get (first is 1) */
 	__u64 overruns;		/* records overwritten before being read */
@@ -340,6 +358,10 @@ struct rof_audit_stats {
 	__u32 pending;		/* records not read yet */
 	__u32 flags;		/* in: must be 0 */
 	__u32 reserved;		/* in: must be 0 */
+	/* ABI 0.2; the 32-byte layout above is still accepted */
+	__u64 dropped;		/* ROF_AUDIT_INVOKE records dropped, not queued */
+	__u32 reserve;		/* slots ROF_AUDIT_INVOKE records cannot take */
+	__u32 reserved2;	/* in: must be 0 */
 };
 
 /* ROF_IOC_DRAIN: destroy every tenant (and so everything) for unload. */
@@ -391,8 +413,10 @@ struct rof_drain {
  * RC connect request over IB CM carries 56 after the rdma_cm header).
  * Integers are little-endian.  @mac is the first ROF_TICKET_MAC_LEN bytes
  * of HMAC-SHA256 under the ticket key over bytes [0, offsetof(mac)).
- * rofd builds tickets itself (it knows the key) or takes the one
- * ROF_IOC_SESSION_PREPARE returns.
+ * A ticket is the one ROF_IOC_SESSION_PREPARE returns: its @nonce is
+ * the prepared session's own, and a connect whose nonce differs from the
+ * session's is refused (ROF_REJECT_NO_SESSION), so a ticket never outlives
+ * the session instance it was issued for (ids restart after a reload).
  */
 struct rof_ticket {
 	__u8 version;		/* ROF_TICKET_VERSION */
@@ -401,7 +425,7 @@ struct rof_ticket {
 	__le32 session;
 	__le32 reserved2;	/* 0 */
 	__le64 expires_ns;	/* CLOCK_REALTIME; connect refused after it */
-	__le64 nonce;		/* random, chosen by whoever builds the ticket */
+	__le64 nonce;		/* the session instance's, random */
 	__u8 mac[ROF_TICKET_MAC_LEN];
 };
 
@@ -440,7 +464,12 @@ enum rof_close_reason {
 	ROF_CLOSE_ADMIN		= 4,	/* ROF_IOC_SESSION_CLOSE */
 	ROF_CLOSE_REVOKED	= 5,	/* a granted region or its tenant was destroyed */
 	ROF_CLOSE_DEVICE	= 6,	/* the RDMA device was removed */
-	ROF_CLOSE_PROTOCOL	= 7,	/* credits exceeded or a malformed request */
+	/*
+	 * More requests waiting than credits, or a SEND or RDMA WRITE with
+	 * immediate data.  A malformed request does not close the session:
+	 * it is answered with a ROF_ST_BAD_* status.
+	 */
+	ROF_CLOSE_PROTOCOL	= 7,
 	ROF_CLOSE_UNLOAD	= 8,	/* module unload */
 	ROF_CLOSE_EXPIRED	= 9,	/* prepared, never connected, ticket expired */
 };
