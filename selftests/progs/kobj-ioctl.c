@@ -1103,16 +1103,61 @@ static void test_unprivileged(void)
 #define FAULT_DELAY	"/sys/module/rof/parameters/fault_delay_ms"
 #define RACE_DELAY_MS	300
 
-/* The module's fault injection: creates sleep @ms in their race windows. */
+/* The kernel log from the moment fault_delay() turned the injection on. */
+static int kmsg_fd = -1;
+
+/*
+ * The module's fault injection: creates sleep @ms in their race windows,
+ * each logging "fault injection: WHAT ID delayed" first (fault_wait).
+ */
 static int fault_delay(unsigned int ms)
 {
 	FILE *f = fopen(FAULT_DELAY, "w");
 	int bad;
 
+	if (kmsg_fd >= 0)
+		close(kmsg_fd);
+	kmsg_fd = -1;
+	if (ms) {
+		kmsg_fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+		if (kmsg_fd >= 0)
+			lseek(kmsg_fd, 0, SEEK_END);
+	}
 	if (!f)
 		return -1;
 	bad = fprintf(f, "%u\n", ms) < 0;
 	return fclose(f) || bad ? -1 : 0;
+}
+
+/*
+ * Wait until the module logs that it holds "@what" in its window: the
+ * event itself, not a guess at how long a thread takes to get there.
+ * Bounded (60 s) only so that a broken module fails the test.
+ */
+static int fault_wait(const char *what)
+{
+	char want[128], rec[1024];
+	struct pollfd p = { .fd = kmsg_fd, .events = POLLIN };
+	int waited = 0;
+	ssize_t n;
+
+	if (kmsg_fd < 0)
+		return -1;
+	snprintf(want, sizeof(want), "fault injection: %s ", what);
+	while (waited < 60000) {
+		n = read(kmsg_fd, rec, sizeof(rec) - 1);
+		if (n > 0) {
+			rec[n] = 0;
+			if (strstr(rec, want))
+				return 0;
+			continue;
+		}
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overwritten records: read on */
+		if (poll(&p, 1, 100) == 0)
+			waited += 100;
+	}
+	return -1;
 }
 
 static uint64_t now_ms(void)
@@ -1287,8 +1332,8 @@ static void race_create_vs_tenant_destroy(int fd, int iters)
 		r.arg = &c;
 		fault_delay(RACE_DELAY_MS);
 		racer_start(&r, ioctl_thread);
-		usleep(RACE_DELAY_MS * 1000 / 3);
-		bad = destroy(fd, ROF_IOC_TENANT_DESTROY, t, ROF_DESTROY_FORCE);
+		bad = !!fault_wait("region create (charged) of tenant");
+		bad += destroy(fd, ROF_IOC_TENANT_DESTROY, t, ROF_DESTROY_FORCE);
 		pthread_join(r.th, NULL);
 		fault_delay(0);
 		orphans = reap_regions(fd, t, NULL);
@@ -1309,7 +1354,6 @@ static void race_create_vs_tenant_destroy(int fd, int iters)
 static void race_region_publish(int fd, uint32_t t, int efault)
 {
 	struct rof_region_create c, *arg = &c;
-	uint64_t end;
 	struct racer r;
 	uint32_t id = 0;
 	int derr = -1;
@@ -1330,7 +1374,7 @@ static void race_region_publish(int fd, uint32_t t, int efault)
 	r.arg = arg;
 	fault_delay(RACE_DELAY_MS);
 	racer_start(&r, ioctl_thread);
-	for (end = now_ms() + 4 * RACE_DELAY_MS; !id && now_ms() < end;)
+	if (!fault_wait("region create (published)"))
 		id = find_region(fd, t, "pub");
 	if (id)
 		derr = destroy(fd, ROF_IOC_REGION_DESTROY, id, 0);
@@ -1355,7 +1399,6 @@ static void race_tenant_publish(int fd, int rounds)
 	struct rof_tenant_info ti;
 	uint32_t x, y, bad = 0, lost = 0;
 	struct racer r;
-	uint64_t end;
 	int i;
 
 	for (i = 0; i < rounds; i++) {
@@ -1372,9 +1415,8 @@ static void race_tenant_publish(int fd, int rounds)
 		r.arg = arg;
 		fault_delay(RACE_DELAY_MS);
 		racer_start(&r, ioctl_thread);
-		x = 0;
-		for (end = now_ms() + 2 * RACE_DELAY_MS; !x && now_ms() < end;)
-			x = find_tenant(fd, "kobj-race-efault");
+		x = fault_wait("tenant create") ? 0 :
+		    find_tenant(fd, "kobj-race-efault");
 		bad += !x || destroy(fd, ROF_IOC_TENANT_DESTROY, x, ROF_DESTROY_FORCE);
 		/* Freed after a grace period: an innocent tenant may reuse it. */
 		usleep(RACE_DELAY_MS * 1000 / 3);
@@ -1463,7 +1505,6 @@ static void race_prog_publish(int fd, uint32_t t, int efault)
 	struct mini_image im;
 	int found = 0, uerr = -1;
 	struct racer r;
-	uint64_t end;
 
 	mini_image(&im, 100 + efault);
 	prog_req(&l, &im, t);
@@ -1479,7 +1520,7 @@ static void race_prog_publish(int fd, uint32_t t, int efault)
 	r.arg = arg;
 	fault_delay(RACE_DELAY_MS);
 	racer_start(&r, ioctl_thread);
-	for (end = now_ms() + 2 * RACE_DELAY_MS; !found && now_ms() < end;)
+	if (!fault_wait("program load of tenant"))
 		found = !prog_get(fd, t, im.h.tag);
 	if (found)
 		uerr = prog_unload(fd, t, im.h.tag);
@@ -1581,14 +1622,15 @@ static void stall_test(int fd, const char *what, unsigned long list_cmd,
 	lister.cmd = list_cmd;
 	lister.arg = &req;
 	racer_start(&lister, ioctl_thread);
-	faulted = stall_faulted(&st, 5000);
+	faulted = stall_faulted(&st, 60000);
 
 	memset(&other, 0, sizeof(other));
 	other.fd = fd;
 	other.cmd = other_cmd;
 	other.arg = other_arg;
 	racer_start(&other, ioctl_thread);
-	done = racer_wait(&other, 2000);
+	/* Bounded only to tell "completes" from "blocked until released". */
+	done = racer_wait(&other, 60000);
 	stall_end(&st);
 	pthread_join(other.th, NULL);
 	pthread_join(lister.th, NULL);
@@ -1722,12 +1764,17 @@ static int cmd_revoke_kill(int fd, uint32_t region, unsigned int delay)
 	pid = fork();
 	if (!pid)
 		_exit(destroy(fd, ROF_IOC_REGION_DESTROY, region, ROF_DESTROY_FORCE));
-	usleep(delay * 1000 / 4);
+	/* The session's detach is held: the destroy is in (or at) its wait. */
+	if (fault_wait("detach from region")) {
+		printf("the session never started to detach\n");
+		bad++;
+	}
 	killed = now_ms();
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	took = now_ms() - killed;
-	if (!WIFSIGNALED(status) || took > delay / 2) {
+	/* Not killable, it would die only after the held detach, @delay on. */
+	if (!WIFSIGNALED(status) || took >= delay) {
 		printf("the destroying child %s, %llu ms after SIGKILL\n",
 		       WIFSIGNALED(status) ? "died" : "exited",
 		       (unsigned long long)took);
@@ -1737,8 +1784,7 @@ static int cmd_revoke_kill(int fd, uint32_t region, unsigned int delay)
 		printf("region %u is still there after the killed destroy\n", region);
 		bad++;
 	}
-	usleep(delay * 1000);	/* the sessions detach on their own */
-	fault_delay(0);
+	fault_delay(0);	/* the sessions finish detaching on their own */
 	return bad ? 1 : 0;
 }
 
