@@ -217,14 +217,12 @@ err_reader:
 	return ret;
 }
 
-/* @size: sizeof(struct rof_audit_stats), or the 32 bytes of before 0.2. */
-static long rof_audit_stats(void __user *uarg, size_t size)
+static long rof_audit_stats(void __user *uarg)
 {
-	struct rof_audit_stats st = {};
+	struct rof_audit_stats st;
 	unsigned long flags;
 
-	BUILD_BUG_ON(_IOC_SIZE(ROF_IOC_AUDIT_STATS_V1) != 32);
-	if (copy_from_user(&st, uarg, size))
+	if (copy_from_user(&st, uarg, sizeof(st)))
 		return -EFAULT;
 	if (st.flags || st.reserved || st.reserved2)
 		return -EINVAL;
@@ -236,7 +234,7 @@ static long rof_audit_stats(void __user *uarg, size_t size)
 	spin_unlock_irqrestore(&rof_audit.lock, flags);
 	st.ring_size = rof_audit.mask + 1;
 	st.reserve = st.ring_size - rof_audit.invoke_max;
-	if (copy_to_user(uarg, &st, size))
+	if (copy_to_user(uarg, &st, sizeof(st)))
 		return -EFAULT;
 	return 0;
 }
@@ -250,8 +248,7 @@ long rof_audit_ioctl(unsigned int cmd, void __user *uarg)
 	case ROF_IOC_AUDIT_OPEN:
 		return rof_audit_open(uarg);
 	case ROF_IOC_AUDIT_STATS:
-	case ROF_IOC_AUDIT_STATS_V1:
-		return rof_audit_stats(uarg, _IOC_SIZE(cmd));
+		return rof_audit_stats(uarg);
 	default:
 		return -ENOTTY;
 	}

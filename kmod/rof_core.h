@@ -187,9 +187,6 @@ void rof_audit_log(const struct rof_audit_record *rec);	/* any context */
 int rof_audit_init(void);
 void rof_audit_exit(void);
 long rof_audit_ioctl(unsigned int cmd, void __user *uarg);
-/* ROF_IOC_AUDIT_STATS of binaries built before ABI 0.2: 32 bytes. */
-#define ROF_IOC_AUDIT_STATS_V1	_IOC(_IOC_READ | _IOC_WRITE, ROF_IOC_MAGIC, \
-				     0x29, offsetof(struct rof_audit_stats, dropped))
 
 /* rof_session.c */
 void rof_session_device_removed(struct rof_device *dev);

@@ -75,7 +75,6 @@ long rof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return rof_region_ioctl(file, cmd, uarg);
 	case ROF_IOC_AUDIT_OPEN:
 	case ROF_IOC_AUDIT_STATS:
-	case ROF_IOC_AUDIT_STATS_V1:
 		return rof_audit_ioctl(cmd, uarg);
 	case ROF_IOC_SET_TICKET_KEY:
 	case ROF_IOC_SESSION_PREPARE:

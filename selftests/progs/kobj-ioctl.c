@@ -926,17 +926,6 @@ static void test_audit(int fd)
 	       (unsigned long long)st.next_seq);
 	result(st.reserve == st.ring_size / 4 && st.pending < st.ring_size,
 	       "a reserve of %u records that INVOKE records cannot take", st.reserve);
-	{
-		/* What a binary built before ABI 0.2 passes: 32 bytes. */
-		unsigned long v1 = _IOC(_IOC_READ | _IOC_WRITE, ROF_IOC_MAGIC, 0x29, 32);
-		struct rof_audit_stats old;
-
-		memset(&old, 0xa5, sizeof(old));
-		memset(&old, 0, 32);
-		expect(fd, v1, &old, 0, "AUDIT_STATS of before ABI 0.2 (32 bytes)");
-		result(old.ring_size == st.ring_size && old.next_seq >= st.next_seq &&
-		       old.reserve == 0xa5a5a5a5U, "it fills its 32 bytes, nothing after");
-	}
 	st.flags = 1;
 	expect(fd, ROF_IOC_AUDIT_STATS, &st, EINVAL, "AUDIT_STATS unknown flag");
 	st.flags = 0;
