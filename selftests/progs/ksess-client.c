@@ -627,7 +627,7 @@ static struct rdma_cm_event *cm_wait(struct conn *c, int timeout_ms)
 
 static struct rdma_cm_event *cm_expect(struct conn *c, enum rdma_cm_event_type t)
 {
-	struct rdma_cm_event *ev = cm_wait(c, 10000);
+	struct rdma_cm_event *ev = cm_wait(c, 30000);
 
 	if (!ev)
 		die("timed out waiting for %s", rdma_event_str(t));
@@ -732,7 +732,7 @@ static int conn_open(struct conn *c, const char *addr, const char *ticket_hex)
 	cp.rnr_retry_count = 7;
 	if (rdma_connect(c->id, &cp))
 		die("rdma_connect: %s", strerror(errno));
-	ev = cm_wait(c, 10000);
+	ev = cm_wait(c, 30000);
 	if (!ev)
 		die("no answer to the connect");
 	if (ev->event == RDMA_CM_EVENT_REJECTED) {
@@ -930,8 +930,9 @@ static bool do_echo(struct conn *c, uint64_t n, uint32_t inflight, uint32_t size
 			send_req(c, ROF_OP_ECHO, payload, size);
 			sent++;
 		}
-		if (!poll_resp(c, ROF_ST_OK, size, 5000) && !c->dead) {
-			fprintf(stderr, "ksess-client: no response in 5 s\n");
+		/* A liveness bound, far above any wait a loaded machine causes. */
+		if (!poll_resp(c, ROF_ST_OK, size, 30000) && !c->dead) {
+			fprintf(stderr, "ksess-client: no response in 30 s\n");
 			return false;
 		}
 	}
