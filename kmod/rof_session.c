@@ -78,8 +78,6 @@ enum {
 	ROF_SF_ERR_AUDITED,	/* the error that closes it is audited */
 };
 
-
-
 struct rof_sregion {
 	struct rof_session *s;
 	struct rof_region *r;
@@ -558,8 +556,8 @@ static int rof_send_welcome(struct rof_session *s);
  * The data path of one session.  One run is bounded: at most
  * ROF_POLL_ROUNDS polls and ROF_POLL_INSNS program instructions, with a
  * reschedule point between requests; then it queues itself again behind
- * the other sessions' work.  The workqueue is unbound, so a flood on one
- * session occupies one worker, not the CPU every session of it shares.
+ * the other sessions' work.  The workqueue is unbound: the scheduler, not
+ * the CPU a completion came in on, decides where each session runs.
  */
 static void rof_poll_work(struct work_struct *work)
 {

@@ -143,7 +143,6 @@ struct rof_audit_record {
 #define ROF_IOC_VERSION		_IOWR(ROF_IOC_MAGIC, 0x00, struct rof_version)
 #define ROF_IOC_LIST_DEVICES	_IOWR(ROF_IOC_MAGIC, 0x01, struct rof_list)
 
-
 /*
  * Tenants, regions, audit (ioctl numbers 0x10-0x3f).
  * See docs/kmod.md for the object model, lifetimes and error codes.
