@@ -357,7 +357,7 @@ struct rof_audit_stats {
 	__u32 pending;		/* records not read yet */
 	__u32 flags;		/* in: must be 0 */
 	__u32 reserved;		/* in: must be 0 */
-	/* ABI 0.2; the 32-byte layout above is still accepted */
+	/* ABI 0.2 */
 	__u64 dropped;		/* ROF_AUDIT_INVOKE records dropped, not queued */
 	__u32 reserve;		/* slots ROF_AUDIT_INVOKE records cannot take */
 	__u32 reserved2;	/* in: must be 0 */
