@@ -38,7 +38,7 @@ void rof_device_exit(void);
 void rof_device_put(struct rof_device *dev);
 /* The rof_device of @ibdev, +1 ref, or NULL once it is being removed. */
 struct rof_device *rof_device_get_ib(struct ib_device *ibdev);
-int rof_device_list(struct rof_list *req);
+long rof_device_list(void __user *uarg);	/* ROF_IOC_LIST_DEVICES */
 
 /*
  * Object model (issue 3).  Everything below is a contract between the
@@ -93,17 +93,12 @@ void rof_tenant_account(const struct rof_audit_record *rec);
 /* An INVOKE record of @tenant that rof_audit_log dropped; any context. */
 void rof_tenant_count_audit_drop(u32 tenant);
 int rof_name_check(const char *name);	/* -EINVAL unless a valid name */
-int rof_list_check(const struct rof_list *req, size_t elem_size);
 /*
- * The one LIST shape (issue 11): @snap takes its lock, fills at most @cap
- * elements of the kernel array @buf (NULL when @cap is 0), drops the lock
- * and returns how many objects exist; the helpers copy to user space with
- * no lock held.  rof_list_copy_out checks @req and fills its count and
- * total (the caller copies it back); rof_list_ioctl is a whole LIST
- * command: header in, copy-out, header out.
+ * The one LIST shape (issue 11), a whole LIST command: @snap takes its
+ * lock, fills at most @cap elements of the kernel array @buf (NULL when
+ * @cap is 0), drops the lock and returns how many objects exist; the copy
+ * to user space happens with no lock held.
  */
-int rof_list_copy_out(struct rof_list *req, size_t elem_size,
-		      u32 (*snap)(void *buf, u32 cap, void *arg), void *arg);
 long rof_list_ioctl(void __user *uarg, size_t elem_size,
 		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg);
 /*

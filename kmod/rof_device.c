@@ -131,13 +131,13 @@ static u32 rof_device_snap(void *buf, u32 cap, void *arg)
 
 /*
  * No capability needed: the copy to user space happens after the lock is
- * dropped (rof_list_copy_out), so a slow user buffer cannot stall device
+ * dropped (rof_list_ioctl), so a slow user buffer cannot stall device
  * add/remove or the session connects that look devices up.
  */
-int rof_device_list(struct rof_list *req)
+long rof_device_list(void __user *uarg)
 {
-	return rof_list_copy_out(req, sizeof(struct rof_device_info),
-				 rof_device_snap, NULL);
+	return rof_list_ioctl(uarg, sizeof(struct rof_device_info),
+			      rof_device_snap, NULL);
 }
 
 int rof_device_init(void)

@@ -32,21 +32,6 @@ static long rof_ioc_version(void __user *uarg)
 	return 0;
 }
 
-static long rof_ioc_list_devices(void __user *uarg)
-{
-	struct rof_list req;
-	int ret;
-
-	if (copy_from_user(&req, uarg, sizeof(req)))
-		return -EFAULT;
-	ret = rof_device_list(&req);
-	if (ret)
-		return ret;
-	if (copy_to_user(uarg, &req, sizeof(req)))
-		return -EFAULT;
-	return 0;
-}
-
 long rof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
@@ -55,7 +40,7 @@ long rof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case ROF_IOC_VERSION:
 		return rof_ioc_version(uarg);
 	case ROF_IOC_LIST_DEVICES:
-		return rof_ioc_list_devices(uarg);
+		return rof_device_list(uarg);
 	case ROF_IOC_TENANT_CREATE:
 	case ROF_IOC_TENANT_DESTROY:
 	case ROF_IOC_TENANT_SET_QUOTA:

@@ -216,11 +216,14 @@ static void rof_kick(struct rof_session *s)
 }
 
 /*
- * The first error that ends a live session is audited once, whatever
- * reported it (a completion, a QP or CQ event): a peer's protection
- * error, say, reaches us only as the QP going to error.
+ * Audit an error of @s: @reason is an enum ib_wc_status, or
+ * ROF_AUDIT_REASON_EVENT plus an async event.  A completion in error is
+ * always audited; with @first_only (a flush, an async event) the record is
+ * written only if it is the first sign of the error that ends a live
+ * session: a peer's protection error, say, reaches us only as the QP
+ * going to error.  Returns whether it wrote the record.
  */
-static bool rof_audit_error(struct rof_session *s, u32 reason)
+static bool rof_audit_error(struct rof_session *s, u32 reason, bool first_only)
 {
 	struct rof_audit_record rec = {
 		.kind = ROF_AUDIT_COMPLETION_ERROR,
@@ -229,9 +232,9 @@ static bool rof_audit_error(struct rof_session *s, u32 reason)
 		.status = -EIO,
 		.reason = reason,
 	};
+	bool audited = test_and_set_bit(ROF_SF_ERR_AUDITED, &s->flags);
 
-	if (test_bit(ROF_SF_CLOSING, &s->flags) ||
-	    test_and_set_bit(ROF_SF_ERR_AUDITED, &s->flags))
+	if (first_only && (audited || test_bit(ROF_SF_CLOSING, &s->flags)))
 		return false;
 	rof_audit_log(&rec);
 	return true;
@@ -330,8 +333,7 @@ static u32 rof_resp_payload(const struct rof_req_hdr *h, u32 len)
 static void rof_charge_late(struct rof_session *s, u64 bytes)
 {
 	rof_bucket_charge(&s->bytes_b, bytes);
-	if (s->trl)
-		rof_trl_charge(s->trl, bytes);
+	rof_trl_charge(s->trl, bytes);	/* set while live, as for rof_admit */
 }
 
 /*
@@ -492,24 +494,13 @@ static void rof_completion_error(struct rof_session *s, const struct ib_wc *wc)
 		 * which the responder sees only so): audited if nothing
 		 * else was, and the session is over.
 		 */
-		if (rof_audit_error(s, wc->status))
+		if (rof_audit_error(s, wc->status, true))
 			s->cnt.completion_errors++;
 		rof_session_close(s, ROF_CLOSE_QP_ERROR);
 		return;
 	}
 	s->cnt.completion_errors++;
-	{
-		struct rof_audit_record rec = {
-			.kind = ROF_AUDIT_COMPLETION_ERROR,
-			.tenant = s->tenant_id,
-			.session = s->id,
-			.status = -EIO,
-			.reason = wc->status,
-		};
-
-		set_bit(ROF_SF_ERR_AUDITED, &s->flags);
-		rof_audit_log(&rec);
-	}
+	rof_audit_error(s, wc->status, false);
 	pr_info_ratelimited("session %u: %s completion error: %s (vendor 0x%x)\n",
 			    s->id, (wc->wr_id & ROF_WR_RECV) ? "receive" : "send",
 			    ib_wc_status_msg(wc->status), wc->vendor_err);
@@ -628,7 +619,7 @@ static void rof_cq_event(struct ib_event *ev, void *ctx)
 
 	pr_info_ratelimited("session %u: CQ event %s\n", s->id,
 			    ib_event_msg(ev->event));
-	rof_audit_error(s, ROF_AUDIT_REASON_EVENT + ev->event);
+	rof_audit_error(s, ROF_AUDIT_REASON_EVENT + ev->event, true);
 	rof_session_close(s, ROF_CLOSE_QP_ERROR);
 }
 
@@ -644,7 +635,7 @@ static void rof_qp_event(struct ib_event *ev, void *ctx)
 	default:
 		pr_info_ratelimited("session %u: QP event %s\n", s->id,
 				    ib_event_msg(ev->event));
-		rof_audit_error(s, ROF_AUDIT_REASON_EVENT + ev->event);
+		rof_audit_error(s, ROF_AUDIT_REASON_EVENT + ev->event, true);
 		rof_session_close(s, ROF_CLOSE_QP_ERROR);
 		break;
 	}

@@ -673,8 +673,8 @@ out:
 	return ret;
 }
 
-/* Validate the common LIST header; every LIST command calls it. */
-int rof_list_check(const struct rof_list *req, size_t elem_size)
+/* Validate the common LIST header (rof_list_ioctl). */
+static int rof_list_check(const struct rof_list *req, size_t elem_size)
 {
 	if (req->flags || req->reserved)
 		return -EINVAL;
@@ -686,12 +686,11 @@ int rof_list_check(const struct rof_list *req, size_t elem_size)
 }
 
 /*
- * rof_list_copy_out - the copy-out of every LIST command: a snapshot taken
- * under the object type's lock, copied to user space after it is dropped,
- * so that a user array that faults slowly (FUSE, userfaultfd) stalls only
- * its own caller, never the lock.
- * @req:	the command's header, copied in by the caller: checked here
- *		(rof_list_check), ->count and ->total filled in
+ * rof_list_ioctl - every LIST command: the header in, a snapshot taken
+ * under the object type's lock, copied to user space after it is dropped
+ * (so that a user array that faults slowly, FUSE or userfaultfd, stalls
+ * only its own caller, never the lock), the header out.
+ * @uarg:	the command's struct rof_list
  * @elem_size:	the size of one element
  * @snap:	takes its lock, fills at most @cap elements of @buf (zeroed;
  *		NULL when @cap is 0) in listing order, drops the lock and
@@ -703,49 +702,37 @@ int rof_list_check(const struct rof_list *req, size_t elem_size)
  * snapshot (twice at most; past that, total > count tells the caller to
  * retry, as the ABI says).  Returns 0 or a negative errno.
  */
-int rof_list_copy_out(struct rof_list *req, size_t elem_size,
-		      u32 (*snap)(void *buf, u32 cap, void *arg), void *arg)
+long rof_list_ioctl(void __user *uarg, size_t elem_size,
+		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg)
 {
+	struct rof_list req;
 	u32 cap = 0, total, tries;
 	void *buf = NULL;
 	int ret;
 
-	ret = rof_list_check(req, elem_size);
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	ret = rof_list_check(&req, elem_size);
 	if (ret)
 		return ret;
 	total = snap(NULL, 0, arg);
-	for (tries = 0; tries < 3 && cap < min(req->capacity, total); tries++) {
-		cap = min(req->capacity, total);
+	for (tries = 0; tries < 3 && cap < min(req.capacity, total); tries++) {
+		cap = min(req.capacity, total);
 		kvfree(buf);
 		buf = kvcalloc(cap, elem_size, GFP_KERNEL);
 		if (!buf)
 			return -ENOMEM;
 		total = snap(buf, cap, arg);
 	}
-	req->count = min(cap, total);
-	req->total = total;
-	if (req->count && copy_to_user(u64_to_user_ptr(req->elems), buf,
-				       (size_t)req->count * elem_size))
+	req.count = min(cap, total);
+	req.total = total;
+	if (req.count && copy_to_user(u64_to_user_ptr(req.elems), buf,
+				      (size_t)req.count * elem_size))
 		ret = -EFAULT;
 	kvfree(buf);
+	if (!ret && copy_to_user(uarg, &req, sizeof(req)))
+		ret = -EFAULT;
 	return ret;
-}
-
-/* A whole LIST command: header in, rof_list_copy_out, header out. */
-long rof_list_ioctl(void __user *uarg, size_t elem_size,
-		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg)
-{
-	struct rof_list req;
-	int ret;
-
-	if (copy_from_user(&req, uarg, sizeof(req)))
-		return -EFAULT;
-	ret = rof_list_copy_out(&req, elem_size, snap, arg);
-	if (ret)
-		return ret;
-	if (copy_to_user(uarg, &req, sizeof(req)))
-		return -EFAULT;
-	return 0;
 }
 
 static u32 rof_tenant_snap(void *buf, u32 cap, void *arg)
