@@ -43,6 +43,17 @@ namespace {
 
 int failed = 0;
 
+// Force-destroys the test's tenants when the test leaves their scope, by
+// return or by exception.
+struct DestroyTenants {
+    kprog::Dev& dev;
+    std::vector<uint32_t> ids;
+    ~DestroyTenants() {
+        for (uint32_t id : ids)
+            dev.tenant_destroy(id);
+    }
+};
+
 void check(bool ok, const std::string& what, const std::string& detail = "") {
     printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", what.c_str(), detail.empty() ? "" : ": ",
            detail.c_str());
@@ -123,14 +134,7 @@ int cmd_ioctls() {
     std::string tag = "kprog-ioctl-" + std::to_string(getpid());
     uint32_t t = dev.tenant_create(tag);
     uint32_t t2 = dev.tenant_create(tag + "-2");
-    struct Cleanup {
-        kprog::Dev& d;
-        uint32_t a, b;
-        ~Cleanup() {
-            d.tenant_destroy(a);
-            d.tenant_destroy(b);
-        }
-    } cleanup{dev, t, t2};
+    DestroyTenants cleanup{dev, {t, t2}};
     uint32_t rw = dev.region_create(t, tag + "-rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
     uint32_t ro = dev.region_create(t, tag + "-ro", 4096, ROF_ACCESS_READ);
     uint32_t heap = dev.region_create(t, tag + "-heap", 8192, ROF_ACCESS_ALL);
@@ -500,11 +504,7 @@ int cmd_invoke() {
     kprog::Dev dev;
     std::string tag = "kprog-inv-" + std::to_string(getpid());
     uint32_t t = dev.tenant_create(tag);
-    struct Cleanup {
-        kprog::Dev& d;
-        uint32_t a;
-        ~Cleanup() { d.tenant_destroy(a); }
-    } cleanup{dev, t};
+    DestroyTenants cleanup{dev, {t}};
     uint32_t index = dev.region_create(t, tag + "-index", 8192, ROF_ACCESS_READ);
     uint32_t heap = dev.region_create(t, tag + "-heap", 65536, ROF_ACCESS_READ);
     uint32_t nodes = dev.region_create(t, tag + "-nodes", 65536, ROF_ACCESS_READ);
@@ -682,11 +682,7 @@ int cmd_race() {
     kprog::Dev dev;
     std::string tag = "kprog-race-" + std::to_string(getpid());
     uint32_t t = dev.tenant_create(tag);
-    struct Cleanup {
-        kprog::Dev& d;
-        uint32_t a;
-        ~Cleanup() { d.tenant_destroy(a); }
-    } cleanup{dev, t};
+    DestroyTenants cleanup{dev, {t}};
     uint32_t data = dev.region_create(t, tag + "-data", 4096, ROF_ACCESS_READ);
     {
         kprog::Mapping m(dev, data);
@@ -845,14 +841,7 @@ int cmd_fair() {
     std::string tag = "kprog-fair-" + std::to_string(getpid());
     uint32_t ta = dev.tenant_create(tag + "-a");
     uint32_t tb = dev.tenant_create(tag + "-b");
-    struct Cleanup {
-        kprog::Dev& d;
-        uint32_t a, b;
-        ~Cleanup() {
-            d.tenant_destroy(a);
-            d.tenant_destroy(b);
-        }
-    } cleanup{dev, ta, tb};
+    DestroyTenants cleanup{dev, {ta, tb}};
     uint64_t thog = load(dev, ta, assemble(kHog, "hog.rofs"), {}, 1000000, "hog");
     dev.set_random_key();
 

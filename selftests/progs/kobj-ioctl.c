@@ -1259,6 +1259,29 @@ static int racer_start(struct racer *r, void *(*fn)(void *))
 	return pthread_create(&r->th, NULL, fn, r);
 }
 
+/*
+ * Run ioctl @cmd(@arg) on a thread with the module's fault injection on,
+ * and return once the module logs that it holds the command at @point
+ * (0), or -1 if it never does.  race_release() lets it finish.
+ */
+static int race_hold(struct racer *r, int fd, unsigned long cmd, void *arg,
+		     const char *point)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	r->cmd = cmd;
+	r->arg = arg;
+	fault_delay(RACE_DELAY_MS);
+	racer_start(r, ioctl_thread);
+	return fault_wait(point);
+}
+
+static void race_release(struct racer *r)
+{
+	pthread_join(r->th, NULL);
+	fault_delay(0);
+}
+
 /* Wait up to @ms for @r to finish; returns whether it did. */
 static int racer_wait(struct racer *r, int ms)
 {
@@ -1315,16 +1338,10 @@ static void race_create_vs_tenant_destroy(int fd, int iters)
 		strcpy(c.name, "late");
 		c.tenant = t;
 		c.size = PAGE;
-		memset(&r, 0, sizeof(r));
-		r.fd = fd;
-		r.cmd = ROF_IOC_REGION_CREATE;
-		r.arg = &c;
-		fault_delay(RACE_DELAY_MS);
-		racer_start(&r, ioctl_thread);
-		bad = !!fault_wait("region create (charged) of tenant");
+		bad = !!race_hold(&r, fd, ROF_IOC_REGION_CREATE, &c,
+				  "region create (charged) of tenant");
 		bad += destroy(fd, ROF_IOC_TENANT_DESTROY, t, ROF_DESTROY_FORCE);
-		pthread_join(r.th, NULL);
-		fault_delay(0);
+		race_release(&r);
 		orphans = reap_regions(fd, t, NULL);
 		result(!bad && r.err == ENOENT && !orphans,
 		       "a create held in its window while the tenant is force-destroyed: %s, %u orphaned",
@@ -1357,18 +1374,12 @@ static void race_region_publish(int fd, uint32_t t, int efault)
 		result(0, "read-only argument: %s", strerror(errno));
 		return;
 	}
-	memset(&r, 0, sizeof(r));
-	r.fd = fd;
-	r.cmd = ROF_IOC_REGION_CREATE;
-	r.arg = arg;
-	fault_delay(RACE_DELAY_MS);
-	racer_start(&r, ioctl_thread);
-	if (!fault_wait("region create (published)"))
+	if (!race_hold(&r, fd, ROF_IOC_REGION_CREATE, arg,
+		       "region create (published)"))
 		id = find_region(fd, t, "pub");
 	if (id)
 		derr = destroy(fd, ROF_IOC_REGION_DESTROY, id, 0);
-	pthread_join(r.th, NULL);
-	fault_delay(0);
+	race_release(&r);
 	if (efault) {
 		result(id && !derr && r.err == EFAULT && !reap_regions(fd, t, "pub"),
 		       "REGION_CREATE, EFAULT on return, its region destroyed by id meanwhile: %s, nothing left",
@@ -1398,21 +1409,14 @@ static void race_tenant_publish(int fd, int rounds)
 			bad++;
 			break;
 		}
-		memset(&r, 0, sizeof(r));
-		r.fd = fd;
-		r.cmd = ROF_IOC_TENANT_CREATE;
-		r.arg = arg;
-		fault_delay(RACE_DELAY_MS);
-		racer_start(&r, ioctl_thread);
-		x = fault_wait("tenant create") ? 0 :
-		    find_tenant(fd, "kobj-race-efault");
+		x = race_hold(&r, fd, ROF_IOC_TENANT_CREATE, arg, "tenant create") ?
+		    0 : find_tenant(fd, "kobj-race-efault");
 		bad += !x || destroy(fd, ROF_IOC_TENANT_DESTROY, x, ROF_DESTROY_FORCE);
 		/* Freed after a grace period: an innocent tenant may reuse it. */
 		usleep(RACE_DELAY_MS * 1000 / 3);
 		y = 0;
 		bad += !!tenant_create(fd, "kobj-race-innocent", &y);
-		pthread_join(r.th, NULL);
-		fault_delay(0);
+		race_release(&r);
 		bad += r.err != EFAULT;
 		lost += get_tenant(fd, y, &ti) || strcmp(ti.name, "kobj-race-innocent");
 		destroy(fd, ROF_IOC_TENANT_DESTROY, y, ROF_DESTROY_FORCE);
@@ -1503,18 +1507,11 @@ static void race_prog_publish(int fd, uint32_t t, int efault)
 		result(0, "read-only argument: %s", strerror(errno));
 		return;
 	}
-	memset(&r, 0, sizeof(r));
-	r.fd = fd;
-	r.cmd = ROF_IOC_PROG_LOAD;
-	r.arg = arg;
-	fault_delay(RACE_DELAY_MS);
-	racer_start(&r, ioctl_thread);
-	if (!fault_wait("program load of tenant"))
+	if (!race_hold(&r, fd, ROF_IOC_PROG_LOAD, arg, "program load of tenant"))
 		found = !prog_get(fd, t, im.h.tag);
 	if (found)
 		uerr = prog_unload(fd, t, im.h.tag);
-	pthread_join(r.th, NULL);
-	fault_delay(0);
+	race_release(&r);
 	if (efault) {
 		result(found && !uerr && r.err == EFAULT &&
 		       prog_get(fd, t, im.h.tag) == ENOENT,

@@ -911,9 +911,39 @@ static void echo_payload(uint8_t *p, uint64_t id, uint32_t len)
 		p[j] = (uint8_t)(id + j);
 }
 
+/*
+ * Send @n requests of @op, @inflight at a time, each with @size payload
+ * bytes: echo_payload()'s pattern for its id when @echo (and the answer
+ * must echo it), else a copy of @payload.  Every answer must carry
+ * @want_status; a gap of @timeout_ms without one fails.  *@sent counts.
+ */
+static bool send_stream(struct conn *c, uint64_t n, uint32_t inflight, uint16_t op,
+			const void *payload, uint32_t size, bool echo, uint32_t want_status,
+			int timeout_ms, uint64_t *sent)
+{
+	uint8_t buf[ROF_MSG_SIZE];
+
+	c->answered = c->failed = 0;
+	while ((*sent < n || c->outstanding) && !c->dead) {
+		while (*sent < n && c->outstanding < inflight) {
+			if (echo)
+				echo_payload(buf, c->next_id, size);
+			else
+				memcpy(buf, payload, size);
+			send_req(c, op, buf, size);
+			(*sent)++;
+		}
+		if (!poll_resp(c, want_status, echo ? size : UINT32_MAX, timeout_ms) &&
+		    !c->dead) {
+			fprintf(stderr, "ksess-client: no response in %d s\n", timeout_ms / 1000);
+			return false;
+		}
+	}
+	return true;
+}
+
 static bool do_echo(struct conn *c, uint64_t n, uint32_t inflight, uint32_t size)
 {
-	uint8_t payload[ROF_MSG_SIZE];
 	uint64_t sent = 0;
 
 	if (inflight > c->credits) {
@@ -923,19 +953,9 @@ static bool do_echo(struct conn *c, uint64_t n, uint32_t inflight, uint32_t size
 	}
 	if (size > ROF_MSG_SIZE - sizeof(struct rof_req_hdr))
 		die("payload too big");
-	c->answered = c->failed = 0;
-	while ((sent < n || c->outstanding) && !c->dead) {
-		while (sent < n && c->outstanding < inflight) {
-			echo_payload(payload, c->next_id, size);
-			send_req(c, ROF_OP_ECHO, payload, size);
-			sent++;
-		}
-		/* A liveness bound, far above any wait a loaded machine causes. */
-		if (!poll_resp(c, ROF_ST_OK, size, 30000) && !c->dead) {
-			fprintf(stderr, "ksess-client: no response in 30 s\n");
-			return false;
-		}
-	}
+	/* A liveness bound, far above any wait a loaded machine causes. */
+	if (!send_stream(c, n, inflight, ROF_OP_ECHO, NULL, size, true, ROF_ST_OK, 30000, &sent))
+		return false;
 	printf("echo: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64 " failed, credits %u\n",
 	       sent, c->answered, c->failed, c->credits);
 	return !c->dead && c->answered == n && !c->failed;
@@ -1258,15 +1278,9 @@ static int cmd_invoke_flood(int argc, char **argv)
 	reason = conn_open(&c, argv[1], argv[2]);
 	if (reason)
 		die("rejected: %s (%d)", reason_name(reason), reason);
-	c.answered = c.failed = 0;
-	while ((sent < n || c.outstanding) && !c.dead) {
-		while (sent < n && c.outstanding < c.credits) {
-			send_req(&c, ROF_OP_INVOKE, &inv, sizeof(inv));
-			sent++;
-		}
-		if (!poll_resp(&c, ROF_ST_NO_PROGRAM, UINT32_MAX, 5000) && !c.dead)
-			die("invoke-flood: no response in 5 s");
-	}
+	if (!send_stream(&c, n, c.credits, ROF_OP_INVOKE, &inv, sizeof(inv), false,
+			 ROF_ST_NO_PROGRAM, 5000, &sent))
+		die("invoke-flood: no response in 5 s");
 	ok = !c.dead && c.answered == n && !c.failed;
 	printf("invoke-flood: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64 " failed\n",
 	       sent, c.answered, c.failed);
