@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// rofd's persistent state: one SQLite database (WAL, synchronous=FULL)
+// under the state directory, /var/lib/rof/rofd.db by default.
+//
+// What it keeps is what rofd needs to rebuild the module's objects after a
+// module reload or a reboot, and what must not change across a restart:
+// tenants (with the module id they had), regions and their free lists
+// created through the API, programs (source, verified image, disassembly),
+// the ticket key, and the result of every mutating call by idempotency
+// key.  Objects declared by policy are not stored: policy recreates them.
+//
+// A state change runs in one fixed order (docs/architecture.md): the
+// intent is written (state "intent"), the ioctl runs, then the row is
+// committed (state "committed") together with the call's idempotency
+// record.  Reconciliation settles rows left in "intent" by a crash.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <string>
+#include <vector>
+
+#include "module.h"  // TicketKey
+
+namespace rofd {
+
+// The database cannot be opened, migrated or written.  what() names the
+// file and SQLite's reason.
+class StoreError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+enum class RowState { intent, committed };
+
+struct StoredTenant {
+    std::string name;
+    std::uint32_t id = 0;  // the module id it had; reused on re-creation
+};
+
+struct StoredFreeList {
+    std::uint32_t block_size = 0;
+    std::uint64_t offset = 0;
+    std::uint32_t count = 0;
+};
+
+struct StoredRegion {
+    std::string tenant;
+    std::string name;
+    std::uint64_t size = 0;
+    std::uint32_t rights = 0;  // ROF_ACCESS_*
+    std::vector<StoredFreeList> freelists;
+    RowState state = RowState::intent;
+};
+
+// Slot i of a program binds region @region of the program's tenant and,
+// for a free-list slot, that region's free list number @freelist
+// (0-based, in StoredRegion::freelists / policy order), else -1.
+struct StoredBind {
+    std::string region;
+    std::int32_t freelist = -1;
+};
+
+struct StoredProgram {
+    std::string tenant;
+    std::string name;
+    std::uint64_t tag = 0;
+    std::string source;       // .rofs text as submitted; empty for an image
+    std::vector<std::uint8_t> image;  // the verified image, as loaded
+    std::string disassembly;
+    std::vector<StoredBind> binds;
+    std::uint64_t budget = 0;
+    std::uint64_t byte_budget = 0;
+    std::int64_t created_ns = 0;  // CLOCK_REALTIME
+    RowState state = RowState::intent;
+};
+
+class Store {
+  public:
+    // Opens or creates @path (mode 0600; its directory is made 0700 when
+    // missing), sets WAL and synchronous=FULL, migrates the schema to the
+    // current PRAGMA user_version.  A database newer than this rofd is
+    // refused.  Throws StoreError.
+    explicit Store(const std::string& path);
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    const std::string& path() const noexcept;
+    static int schema_version();
+
+    // The ticket key; std::nullopt until set.
+    std::optional<TicketKey> ticket_key();
+    void set_ticket_key(const TicketKey& key);
+
+    std::vector<StoredTenant> tenants();
+    void put_tenant(const StoredTenant& t);  // insert or replace by name
+    void delete_tenant(const std::string& name);  // and its regions, programs
+
+    std::vector<StoredRegion> regions();
+    void put_region(const StoredRegion& r);  // insert or replace by (tenant, name)
+    void delete_region(const std::string& tenant, const std::string& name);
+
+    std::vector<StoredProgram> programs();
+    void put_program(const StoredProgram& p);  // insert or replace by (tenant, tag)
+    void delete_program(const std::string& tenant, std::uint64_t tag);
+
+    // Idempotency: the serialized response of a mutating call, by the key
+    // the caller chose, scoped to the caller's principal and the method.
+    // A key reused for another request body is a conflict: @request_hash
+    // differs, and the caller gets FAILED_PRECONDITION (see Manager).
+    struct Idempotent {
+        std::string request_hash;
+        std::string response;  // serialized protobuf
+        int status_code = 0;   // grpc::StatusCode of the first answer
+        std::string status_message;
+    };
+    std::optional<Idempotent> idempotent(const std::string& principal, const std::string& method,
+                                         const std::string& key);
+    void put_idempotent(const std::string& principal, const std::string& method,
+                        const std::string& key, const Idempotent& result);
+    // Drops records older than @max_age_s; returns how many.
+    std::size_t prune_idempotent(std::int64_t max_age_s);
+
+    // Runs @fn in one transaction (BEGIN IMMEDIATE ... COMMIT); rolls back
+    // when it throws.  Calls may nest: only the outermost commits.
+    template <typename Fn>
+    auto transaction(Fn&& fn) {
+        Txn t(*this);
+        if constexpr (std::is_void_v<decltype(fn())>) {
+            fn();
+            t.commit();
+        } else {
+            auto r = fn();
+            t.commit();
+            return r;
+        }
+    }
+
+  private:
+    class Txn {
+      public:
+        explicit Txn(Store& s);
+        ~Txn();
+        void commit();
+        Txn(const Txn&) = delete;
+        Txn& operator=(const Txn&) = delete;
+
+      private:
+        Store& s_;
+        bool outer_ = false;
+        bool done_ = false;
+    };
+
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rofd

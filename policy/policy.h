@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+// rof policy: the daemon's file (/etc/rof/rofd.toml) and one file per
+// tenant (/etc/rof/tenants.d/*.toml), parsed and validated into one
+// immutable Policy.  rofd and `rofctl policy check` share this library;
+// docs/policy.md is the schema.
+//
+// Every error is "file:line:col: message", pointing at the offending key
+// or value (at the table when a required key is missing).  Loading never
+// half-succeeds: either a whole Policy or the list of errors.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rof::policy {
+
+struct Diagnostic {
+    std::string file;
+    std::uint32_t line = 0;  // 1-based; 0 when the error is about the file as a whole
+    std::uint32_t col = 0;
+    std::string message;
+    std::string str() const;  // "file:line:col: message" ("file: message" when line is 0)
+};
+
+// Who a caller is: any uid or gid listed, or a TLS certificate subject.
+struct Identity {
+    std::vector<uid_t> uids;
+    std::vector<gid_t> gids;
+    std::vector<std::string> subjects;  // e.g. "CN=kv,O=example"
+};
+
+inline constexpr std::uint64_t unlimited = ~0ULL;
+
+// Absent keys are unlimited (inflight: the module's default, 64).
+struct Quota {
+    std::uint64_t region_bytes = unlimited;
+    std::uint32_t regions = UINT32_MAX;
+    std::uint32_t sessions = UINT32_MAX;
+    std::uint32_t programs = UINT32_MAX;
+    std::uint32_t inflight = 64;  // per session, 1 .. 4096
+};
+
+// 0 = unlimited.
+struct Rate {
+    std::uint64_t ops_per_sec = 0;
+    std::uint64_t bytes_per_sec = 0;
+};
+
+// Instruction classes a tenant's programs may use.
+enum InsnClass : std::uint32_t {
+    insn_alu = 1U << 0,     // ALU64/ALU32, LDIMM64
+    insn_jmp = 1U << 1,     // conditional jumps, JA
+    insn_loop = 1U << 2,    // LOOP
+    insn_ld = 1U << 3,      // LD
+    insn_st = 1U << 4,      // ST
+    insn_atomic = 1U << 5,  // FAA, CAS
+    insn_alloc = 1U << 6,   // ALLOC, FREE
+    insn_copy = 1U << 7,    // COPY
+    insn_hash = 1U << 8,    // CRC64, HASH
+    insn_all = (1U << 9) - 1,
+};
+// "alu", "jmp", ... as in docs/policy.md; std::nullopt for an unknown name.
+std::optional<InsnClass> insn_class_from_name(std::string_view name);
+std::string_view insn_class_name(InsnClass c);
+
+struct ProgramLimits {
+    std::uint32_t max_insns = 4096;          // instruction slots
+    std::uint64_t max_executed = 1000000;    // verifier's worst case, per run
+    std::uint64_t max_bytes = 1 << 20;       // byte budget (COPY/CRC64/HASH) per run
+    std::uint32_t max_trip = 65536;          // one loop's trip count
+    std::uint32_t classes = insn_all;        // InsnClass bits
+};
+
+struct FreeListDecl {
+    std::uint32_t block_size = 0;  // multiple of 8, >= 8
+    std::uint64_t offset = 0;      // multiple of 8
+    std::uint32_t count = 0;       // 1 .. 2^20
+};
+
+struct RegionDecl {
+    std::string name;  // 1..63 of [A-Za-z0-9._:-]
+    std::uint64_t size = 0;  // multiple of 4096, <= 16 GiB
+    std::uint32_t rights = 0;  // ROF_ACCESS_* bits: "read", "write", "atomic"
+    std::vector<FreeListDecl> freelists;  // non-overlapping, inside the region
+    std::uint32_t line = 0;  // where it is declared
+};
+
+// @region of the declaring tenant granted to tenant @to.
+struct GrantDecl {
+    std::string region;
+    std::string to;
+    bool write = false;  // read-only unless true
+    std::uint32_t line = 0;
+};
+
+enum class AuditLevel { none, errors, sessions, all };
+std::string_view audit_level_name(AuditLevel a);
+
+// A session that reaches any non-zero threshold within @window_s seconds
+// is closed by rofd ("quarantined") and the reason audited.
+struct Quarantine {
+    std::uint32_t window_s = 60;
+    std::uint32_t max_faults = 0;             // ROF_ST_PROG_FAULT invocations
+    std::uint32_t max_completion_errors = 0;  // ROF_AUDIT_COMPLETION_ERROR records
+    std::uint32_t max_bad_requests = 0;       // invocations with status BAD_*
+};
+
+struct Tenant {
+    std::string name;  // from the file's `name`, which must match the file's stem
+    std::string file;
+    Identity identity;
+    Quota quota;
+    Rate session_rate;  // default per session; a session may ask for less
+    Rate tenant_rate;   // all the tenant's sessions together
+    ProgramLimits programs;
+    std::vector<RegionDecl> regions;
+    std::vector<GrantDecl> grants;
+    AuditLevel audit = AuditLevel::errors;
+    Quarantine quarantine;
+    std::uint32_t control_rate = 50;  // control-plane calls per second (0 = unlimited)
+};
+
+struct TcpListen {
+    bool enabled = false;
+    std::string address;  // "host:port"
+    std::string cert, key, client_ca;  // PEM files; all three required when enabled
+};
+
+struct MetricsListen {
+    bool enabled = false;
+    std::string address = "127.0.0.1:9464";  // loopback only
+};
+
+struct Daemon {
+    std::string file;
+    Identity admin;  // callers with the admin role; uid 0 always is
+    std::string socket = "/run/rof/rofd.sock";
+    std::string state_dir = "/var/lib/rof";
+    TcpListen tcp;
+    MetricsListen metrics;
+    // Sessions: what clients connect to, and the defaults of OpenSession.
+    std::string session_address;  // empty: the first IPv4 of the RDMA netdev
+    std::uint32_t ticket_ttl_s = 60;       // 1 .. 3600
+    std::uint32_t idle_timeout_ms = 0;     // 0: the module's default
+    // Limits of rofd itself.
+    std::uint32_t max_message_bytes = 4 << 20;  // gRPC receive/send
+    std::uint32_t max_concurrent_streams = 64;  // per connection
+    std::uint64_t memory_bytes = 256ULL << 20;  // grpc::ResourceQuota
+    std::uint32_t audit_streams_per_tenant = 4;
+    std::uint32_t default_deadline_ms = 30000;  // applied when a call has none
+};
+
+struct Policy {
+    Daemon daemon;
+    std::vector<Tenant> tenants;  // sorted by name, names unique
+
+    const Tenant* find(std::string_view name) const;
+    // The tenant whose identity lists @uid (first), else @gid; nullptr if none.
+    const Tenant* for_peer(uid_t uid, gid_t gid) const;
+    const Tenant* for_subject(std::string_view subject) const;
+    bool is_admin(uid_t uid, gid_t gid) const;  // uid 0, or listed in daemon.admin
+};
+
+struct LoadResult {
+    std::optional<Policy> policy;  // set iff errors is empty
+    std::vector<Diagnostic> errors;
+    std::string error_text() const;  // one str() per line
+};
+
+// Loads @daemon_file (a missing file means all defaults) and every *.toml
+// directly in @tenants_dir (a missing directory means no tenants), in
+// name order, and validates the whole: names, ranges, unique identities
+// across tenants, grants naming existing regions and tenants, quotas that
+// the declared regions fit in.
+LoadResult load(const std::string& daemon_file, const std::string& tenants_dir);
+
+// The same from text, for tests and `rofctl policy check`: @tenants is
+// (file name, text) pairs.
+LoadResult parse(std::string_view daemon_text, std::string_view daemon_file,
+                 const std::vector<std::pair<std::string, std::string>>& tenants);
+
+}  // namespace rof::policy
