@@ -19,8 +19,8 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "module.h"  // TicketKey
@@ -68,7 +68,7 @@ struct StoredProgram {
     std::string tenant;
     std::string name;
     std::uint64_t tag = 0;
-    std::string source;       // .rofs text as submitted; empty for an image
+    std::string source;               // .rofs text as submitted; empty for an image
     std::vector<std::uint8_t> image;  // the verified image, as loaded
     std::string disassembly;
     std::vector<StoredBind> binds;
@@ -97,7 +97,7 @@ class Store {
     void set_ticket_key(const TicketKey& key);
 
     std::vector<StoredTenant> tenants();
-    void put_tenant(const StoredTenant& t);  // insert or replace by name
+    void put_tenant(const StoredTenant& t);       // insert or replace by name
     void delete_tenant(const std::string& name);  // and its regions, programs
 
     std::vector<StoredRegion> regions();

@@ -69,11 +69,11 @@ std::optional<InsnClass> insn_class_from_name(std::string_view name);
 std::string_view insn_class_name(InsnClass c);
 
 struct ProgramLimits {
-    std::uint32_t max_insns = 4096;          // instruction slots
-    std::uint64_t max_executed = 1000000;    // verifier's worst case, per run
-    std::uint64_t max_bytes = 1 << 20;       // byte budget (COPY/CRC64/HASH) per run
-    std::uint32_t max_trip = 65536;          // one loop's trip count
-    std::uint32_t classes = insn_all;        // InsnClass bits
+    std::uint32_t max_insns = 4096;        // instruction slots
+    std::uint64_t max_executed = 1000000;  // verifier's worst case, per run
+    std::uint64_t max_bytes = 1 << 20;     // byte budget (COPY/CRC64/HASH) per run
+    std::uint32_t max_trip = 65536;        // one loop's trip count
+    std::uint32_t classes = insn_all;      // InsnClass bits
 };
 
 struct FreeListDecl {
@@ -83,11 +83,11 @@ struct FreeListDecl {
 };
 
 struct RegionDecl {
-    std::string name;  // 1..63 of [A-Za-z0-9._:-]
-    std::uint64_t size = 0;  // multiple of 4096, <= 16 GiB
-    std::uint32_t rights = 0;  // ROF_ACCESS_* bits: "read", "write", "atomic"
+    std::string name;                     // 1..63 of [A-Za-z0-9._:-]
+    std::uint64_t size = 0;               // multiple of 4096, <= 16 GiB
+    std::uint32_t rights = 0;             // ROF_ACCESS_* bits: "read", "write", "atomic"
     std::vector<FreeListDecl> freelists;  // non-overlapping, inside the region
-    std::uint32_t line = 0;  // where it is declared
+    std::uint32_t line = 0;               // where it is declared
 };
 
 // @region of the declaring tenant granted to tenant @to.
@@ -127,7 +127,7 @@ struct Tenant {
 
 struct TcpListen {
     bool enabled = false;
-    std::string address;  // "host:port"
+    std::string address;               // "host:port"
     std::string cert, key, client_ca;  // PEM files; all three required when enabled
 };
 
@@ -144,9 +144,9 @@ struct Daemon {
     TcpListen tcp;
     MetricsListen metrics;
     // Sessions: what clients connect to, and the defaults of OpenSession.
-    std::string session_address;  // empty: the first IPv4 of the RDMA netdev
-    std::uint32_t ticket_ttl_s = 60;       // 1 .. 3600
-    std::uint32_t idle_timeout_ms = 0;     // 0: the module's default
+    std::string session_address;        // empty: the first IPv4 of the RDMA netdev
+    std::uint32_t ticket_ttl_s = 60;    // 1 .. 3600
+    std::uint32_t idle_timeout_ms = 0;  // 0: the module's default
     // Limits of rofd itself.
     std::uint32_t max_message_bytes = 4 << 20;  // gRPC receive/send
     std::uint32_t max_concurrent_streams = 64;  // per connection
