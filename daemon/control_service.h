@@ -5,7 +5,7 @@
 
 #include "kmod.h"
 #include "peers.h"
-#include "rof/v1/rof.grpc.pb.h"
+#include "rof/v1/control.grpc.pb.h"
 
 namespace rofd {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "rof/v1/rof.grpc.pb.h"
+#include "rof/v1/control.grpc.pb.h"
 
 namespace rof {
 namespace {
