@@ -926,7 +926,9 @@ LoadResult load(const std::string& daemon_file, const std::string& tenants_dir) 
     std::vector<Diagnostic> errors;
     std::optional<Source> daemon;
     std::string why;
-    if (auto text = read_text(daemon_file, why))
+    if (std::error_code dir_ec; std::filesystem::is_directory(daemon_file, dir_ec))
+        errors.push_back(Diagnostic{daemon_file, 0, 0, "is a directory, not a file"});
+    else if (auto text = read_text(daemon_file, why))
         daemon = Source{daemon_file, std::move(*text)};
     else if (std::error_code ec; std::filesystem::exists(daemon_file, ec) || ec)
         errors.push_back(Diagnostic{daemon_file, 0, 0, "cannot read: " + why});

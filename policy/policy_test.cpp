@@ -185,6 +185,17 @@ TEST(PolicyLoad, TenantsDirMustBeADirectory) {
     EXPECT_EQ(r.error_text(), file + ": not a directory\n");
 }
 
+TEST(PolicyLoad, DiagnosticsNameThePath) {
+    std::string dir = (src_dir / "tenants.d").string();
+    LoadResult r = load(dir, bad_dir.string());
+    EXPECT_FALSE(r.policy);
+    ASSERT_GT(r.errors.size(), 30U);
+    EXPECT_EQ(r.errors[0].str(), dir + ": is a directory, not a file");
+    EXPECT_EQ(r.errors[1].file, (bad_dir / "rofd-admin-uid-of-tenant.toml").string());
+    EXPECT_EQ(r.errors[1].str(),
+              (bad_dir / "rofd-admin-uid-of-tenant.toml").string() + ": missing key \"name\"");
+}
+
 TEST(PolicyParse, DuplicateTenantNames) {
     std::string kv = slurp(src_dir / "tenants.d" / "kv.toml");
     auto tenants = example_tenants();
