@@ -11,10 +11,12 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace rof::policy {
@@ -35,6 +37,15 @@ struct Identity {
 };
 
 inline constexpr std::uint64_t unlimited = ~0ULL;
+
+// Names of tenants and regions: 1 .. name_max characters of [A-Za-z0-9._:-]
+// (rof.h: ROF_NAME_MAX - 1).
+inline constexpr std::size_t name_max = 63;
+bool valid_name(std::string_view name);
+
+// A size as policy files write it: "4096", "4096B", "64KiB", "64 MiB",
+// "1GiB", "1TiB"; std::nullopt if malformed or above 2^64 - 1.
+std::optional<std::uint64_t> parse_size(std::string_view text);
 
 // Absent keys are unlimited (inflight: the module's default, 64).
 struct Quota {
@@ -69,10 +80,10 @@ std::optional<InsnClass> insn_class_from_name(std::string_view name);
 std::string_view insn_class_name(InsnClass c);
 
 struct ProgramLimits {
-    std::uint32_t max_insns = 4096;        // instruction slots
-    std::uint64_t max_executed = 1000000;  // verifier's worst case, per run
-    std::uint64_t max_bytes = 1 << 20;     // byte budget (COPY/CRC64/HASH) per run
-    std::uint32_t max_trip = 65536;        // one loop's trip count
+    std::uint32_t max_insns = 4096;        // instruction slots, 1 .. ROF_ISA_MAX_INSNS (16384)
+    std::uint64_t max_executed = 1000000;  // verifier's worst case, per run, >= 1
+    std::uint64_t max_bytes = 1 << 20;     // byte budget (COPY/CRC64/HASH) per run, >= 1
+    std::uint32_t max_trip = 65536;        // one loop's trip count, 1 .. ROF_ISA_MAX_TRIP (2^20)
     std::uint32_t classes = insn_all;      // InsnClass bits
 };
 
@@ -127,8 +138,8 @@ struct Tenant {
 
 struct TcpListen {
     bool enabled = false;
-    std::string address;               // "host:port"
-    std::string cert, key, client_ca;  // PEM files; all three required when enabled
+    std::string address = "0.0.0.0:7443";  // "host:port", "[v6]:port"
+    std::string cert, key, client_ca;      // PEM files; all three required when enabled
 };
 
 struct MetricsListen {

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+// Tests of the policy library: the shipped examples and a full file load;
+// every file of testdata/bad/ fails with exactly the one diagnostic its
+// first line names; the lookups and helpers.
+#include "policy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "uapi/rof.h"
+
+namespace rof::policy {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path src_dir = ROF_POLICY_SOURCE_DIR;
+const fs::path bad_dir = src_dir / "testdata" / "bad";
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<std::pair<std::string, std::string>> example_tenants() {
+    return {{"analytics.toml", slurp(src_dir / "tenants.d" / "analytics.toml")},
+            {"kv.toml", slurp(src_dir / "tenants.d" / "kv.toml")}};
+}
+
+TEST(PolicyExamples, Load) {
+    LoadResult r = load((src_dir / "rofd.toml").string(), (src_dir / "tenants.d").string());
+    ASSERT_TRUE(r.errors.empty()) << r.error_text();
+    ASSERT_TRUE(r.policy);
+    const Policy& p = *r.policy;
+
+    EXPECT_EQ(p.daemon.socket, "/run/rof/rofd.sock");
+    EXPECT_EQ(p.daemon.max_message_bytes, 4U << 20);
+    EXPECT_EQ(p.daemon.memory_bytes, 256ULL << 20);
+    EXPECT_FALSE(p.daemon.tcp.enabled);
+    EXPECT_EQ(p.daemon.metrics.address, "127.0.0.1:9464");
+
+    ASSERT_EQ(p.tenants.size(), 2U);
+    EXPECT_EQ(p.tenants[0].name, "analytics");
+    EXPECT_EQ(p.tenants[1].name, "kv");
+    EXPECT_EQ(p.tenants[1].file, (src_dir / "tenants.d" / "kv.toml").string());
+
+    const Tenant* kv = p.find("kv");
+    ASSERT_NE(kv, nullptr);
+    EXPECT_EQ(kv->quota.region_bytes, 64ULL << 20);
+    EXPECT_EQ(kv->quota.regions, 8U);
+    EXPECT_EQ(kv->programs.classes, static_cast<std::uint32_t>(insn_all));
+    EXPECT_EQ(kv->programs.max_bytes, 1U << 20);
+    ASSERT_EQ(kv->regions.size(), 2U);
+    EXPECT_EQ(kv->regions[0].name, "table");
+    EXPECT_EQ(kv->regions[0].size, 16ULL << 20);
+    EXPECT_EQ(kv->regions[0].rights, ROF_ACCESS_READ | ROF_ACCESS_WRITE | ROF_ACCESS_ATOMIC);
+    ASSERT_EQ(kv->regions[0].freelists.size(), 1U);
+    EXPECT_EQ(kv->regions[0].freelists[0].block_size, 64U);
+    EXPECT_EQ(kv->regions[0].freelists[0].offset, 4096U);
+    EXPECT_EQ(kv->regions[0].freelists[0].count, 1024U);
+    ASSERT_EQ(kv->grants.size(), 1U);
+    EXPECT_EQ(kv->grants[0].region, "table");
+    EXPECT_EQ(kv->grants[0].to, "analytics");
+    EXPECT_FALSE(kv->grants[0].write);
+
+    const Tenant* an = p.find("analytics");
+    ASSERT_NE(an, nullptr);
+    EXPECT_EQ(an->audit, AuditLevel::sessions);
+    EXPECT_EQ(an->programs.classes,
+              static_cast<std::uint32_t>(insn_alu | insn_jmp | insn_loop | insn_ld | insn_hash));
+    EXPECT_EQ(an->quota.inflight, 64U);  // absent: the module's default
+    EXPECT_EQ(an->quota.region_bytes, 0U);
+    EXPECT_EQ(p.find("nope"), nullptr);
+}
+
+TEST(PolicyExamples, ParseSameAsLoad) {
+    LoadResult r = parse(slurp(src_dir / "rofd.toml"), "rofd.toml", example_tenants());
+    ASSERT_TRUE(r.errors.empty()) << r.error_text();
+    ASSERT_TRUE(r.policy);
+    EXPECT_EQ(r.policy->tenants.size(), 2U);
+}
+
+TEST(PolicyLookup, PeersSubjectsAdmins) {
+    LoadResult r = parse(slurp(src_dir / "rofd.toml"), "rofd.toml", example_tenants());
+    ASSERT_TRUE(r.policy) << r.error_text();
+    const Policy& p = *r.policy;
+    EXPECT_EQ(p.for_peer(1001, 100)->name, "kv");
+    EXPECT_EQ(p.for_peer(1002, 100)->name, "analytics");
+    EXPECT_EQ(p.for_peer(4242, 2002)->name, "analytics");  // by gid
+    EXPECT_EQ(p.for_peer(1001, 2002)->name, "kv");         // uid first
+    EXPECT_EQ(p.for_peer(4242, 4242), nullptr);
+    EXPECT_EQ(p.for_subject("CN=kv")->name, "kv");
+    EXPECT_EQ(p.for_subject("CN=k"), nullptr);
+    EXPECT_TRUE(p.is_admin(0, 100));
+    EXPECT_TRUE(p.is_admin(1000, 100));
+    EXPECT_FALSE(p.is_admin(1001, 100));
+
+    Policy empty;
+    EXPECT_TRUE(empty.is_admin(0, 0));  // uid 0 is admin without any file
+    EXPECT_FALSE(empty.is_admin(1, 0));
+}
+
+TEST(PolicyLoad, FullFileSetsEveryKey) {
+    fs::path dir = src_dir / "testdata" / "full";
+    LoadResult r = load((dir / "rofd.toml").string(), (dir / "tenants.d").string());
+    ASSERT_TRUE(r.policy) << r.error_text();
+    const Daemon& d = r.policy->daemon;
+    EXPECT_EQ(d.admin.uids, (std::vector<uid_t>{0, 1000}));
+    EXPECT_EQ(d.admin.gids, (std::vector<gid_t>{27}));
+    EXPECT_EQ(d.admin.subjects, (std::vector<std::string>{"CN=ops,O=example"}));
+    EXPECT_EQ(d.socket, "/run/rof/test.sock");
+    EXPECT_TRUE(d.tcp.enabled);
+    EXPECT_EQ(d.tcp.address, "[::]:7443");
+    EXPECT_EQ(d.tcp.cert, "/etc/rof/tls/rofd.pem");
+    EXPECT_EQ(d.tcp.key, "/etc/rof/tls/rofd.key");
+    EXPECT_EQ(d.tcp.client_ca, "/etc/rof/tls/ca.pem");
+    EXPECT_TRUE(d.metrics.enabled);
+    EXPECT_EQ(d.metrics.address, "[::1]:9100");
+    EXPECT_EQ(d.state_dir, "/srv/rof");
+    EXPECT_EQ(d.session_address, "192.0.2.7");
+    EXPECT_EQ(d.ticket_ttl_s, 120U);
+    EXPECT_EQ(d.idle_timeout_ms, 5000U);
+    EXPECT_EQ(d.max_message_bytes, 8U << 20);
+    EXPECT_EQ(d.max_concurrent_streams, 32U);
+    EXPECT_EQ(d.memory_bytes, 1ULL << 30);
+    EXPECT_EQ(d.audit_streams_per_tenant, 2U);
+    EXPECT_EQ(d.default_deadline_ms, 10000U);
+
+    ASSERT_EQ(r.policy->tenants.size(), 1U);
+    const Tenant& t = r.policy->tenants[0];
+    EXPECT_EQ(t.name, "db");
+    EXPECT_EQ(t.audit, AuditLevel::all);
+    EXPECT_EQ(t.control_rate, 0U);
+    EXPECT_EQ(t.identity.uids, (std::vector<uid_t>{2001, 2002}));
+    EXPECT_EQ(t.identity.gids, (std::vector<gid_t>{3001}));
+    EXPECT_EQ(t.identity.subjects, (std::vector<std::string>{"CN=db", "CN=db-backup"}));
+    EXPECT_EQ(t.quota.region_bytes, 17ULL << 30);
+    EXPECT_EQ(t.quota.regions, 4U);
+    EXPECT_EQ(t.quota.sessions, 10U);
+    EXPECT_EQ(t.quota.programs, 2U);
+    EXPECT_EQ(t.quota.inflight, 4096U);
+    EXPECT_EQ(t.session_rate.ops_per_sec, 1U);
+    EXPECT_EQ(t.session_rate.bytes_per_sec, 100000000000U);
+    EXPECT_EQ(t.tenant_rate.ops_per_sec, 5U);
+    EXPECT_EQ(t.tenant_rate.bytes_per_sec, 6U);
+    EXPECT_EQ(t.programs.max_insns, 16384U);
+    EXPECT_EQ(t.programs.max_executed, 5000U);
+    EXPECT_EQ(t.programs.max_bytes, 4096U);
+    EXPECT_EQ(t.programs.max_trip, 1U << 20);
+    EXPECT_EQ(t.programs.classes, 0U);
+    EXPECT_EQ(t.quarantine.window_s, 10U);
+    EXPECT_EQ(t.quarantine.max_faults, 1U);
+    EXPECT_EQ(t.quarantine.max_completion_errors, 2U);
+    EXPECT_EQ(t.quarantine.max_bad_requests, 3U);
+    ASSERT_EQ(t.regions.size(), 2U);
+    EXPECT_EQ(t.regions[0].size, 1ULL << 34);  // the largest region
+    EXPECT_EQ(t.regions[0].rights, ROF_ACCESS_ATOMIC);
+    EXPECT_EQ(t.regions[0].line, 35U);  // its [[regions]] header
+    // Adjacent free lists, the last one ending exactly at the region's end.
+    ASSERT_EQ(t.regions[1].freelists.size(), 2U);
+    EXPECT_EQ(t.regions[1].freelists[1].offset, 2112U);
+    EXPECT_TRUE(t.grants.empty());
+}
+
+TEST(PolicyLoad, MissingFilesAreDefaults) {
+    fs::path none = src_dir / "testdata" / "does-not-exist";
+    LoadResult r = load((none / "rofd.toml").string(), (none / "tenants.d").string());
+    ASSERT_TRUE(r.policy) << r.error_text();
+    EXPECT_TRUE(r.policy->tenants.empty());
+    EXPECT_EQ(r.policy->daemon.ticket_ttl_s, 60U);
+    EXPECT_EQ(r.policy->daemon.socket, "/run/rof/rofd.sock");
+    EXPECT_EQ(r.policy->daemon.tcp.address, "0.0.0.0:7443");
+}
+
+TEST(PolicyLoad, TenantsDirMustBeADirectory) {
+    std::string file = (src_dir / "rofd.toml").string();
+    LoadResult r = load(file, file);
+    EXPECT_FALSE(r.policy);
+    EXPECT_EQ(r.error_text(), file + ": not a directory\n");
+}
+
+TEST(PolicyLoad, DiagnosticsNameThePath) {
+    std::string dir = (src_dir / "tenants.d").string();
+    LoadResult r = load(dir, bad_dir.string());
+    EXPECT_FALSE(r.policy);
+    ASSERT_GT(r.errors.size(), 30U);
+    EXPECT_EQ(r.errors[0].str(), dir + ": is a directory, not a file");
+    EXPECT_EQ(r.errors[1].file, (bad_dir / "rofd-admin-uid-of-tenant.toml").string());
+    EXPECT_EQ(r.errors[1].str(),
+              (bad_dir / "rofd-admin-uid-of-tenant.toml").string() + ": missing key \"name\"");
+}
+
+TEST(PolicyParse, DuplicateTenantNames) {
+    std::string kv = slurp(src_dir / "tenants.d" / "kv.toml");
+    auto tenants = example_tenants();
+    tenants.emplace_back("kv.toml", "name = \"kv\"\n");
+    LoadResult r = parse("", "rofd.toml", tenants);
+    ASSERT_EQ(r.errors.size(), 1U) << r.error_text();
+    EXPECT_EQ(r.errors[0].str(),
+              "kv.toml:1:8: name: tenant \"kv\" is declared twice (also in kv.toml)");
+}
+
+TEST(PolicyParse, AllErrorsSortedPerFile) {
+    LoadResult r =
+        parse("[sessions]\nticket_ttl_s = 0\n[metrics]\naddress = \"10.0.0.1:1\"\n", "rofd.toml",
+              {{"b.toml", "name = \"b\"\nquota = 1\naudit = 2\n"}, {"a.toml", "name = \"x\"\n"}});
+    EXPECT_FALSE(r.policy);
+    EXPECT_EQ(r.error_text(),
+              "rofd.toml:2:16: sessions.ticket_ttl_s: 0 is out of range (1 .. 3600)\n"
+              "rofd.toml:4:11: metrics.address: \"10.0.0.1:1\" is not a loopback address; this "
+              "endpoint has no authentication (use 127.0.0.1, [::1] or localhost)\n"
+              "a.toml:1:8: name: \"x\" does not match the file name \"a.toml\" (tenant \"x\" "
+              "belongs in x.toml)\n"
+              "b.toml:2:9: quota: expected a table, not an integer\n"
+              "b.toml:3:9: audit: expected a string, not an integer\n");
+}
+
+TEST(PolicyHelpers, Sizes) {
+    EXPECT_EQ(parse_size("0"), 0U);
+    EXPECT_EQ(parse_size("4096"), 4096U);
+    EXPECT_EQ(parse_size("4096B"), 4096U);
+    EXPECT_EQ(parse_size("4KiB"), 4096U);
+    EXPECT_EQ(parse_size("64 MiB"), 64U << 20);
+    EXPECT_EQ(parse_size("16GiB"), 1ULL << 34);
+    EXPECT_EQ(parse_size("17179869184GiB"), std::nullopt);  // 2^64
+    EXPECT_EQ(parse_size("18446744073709551616"), std::nullopt);
+    for (auto bad : {"", "MiB", "64MB", "64mib", "64 KB", "1.5GiB", "-1", " 1", "1  KiB", "1KiB "})
+        EXPECT_EQ(parse_size(bad), std::nullopt) << bad;
+}
+
+TEST(PolicyHelpers, Names) {
+    EXPECT_TRUE(valid_name("kv"));
+    EXPECT_TRUE(valid_name("a.b_c:d-E9"));
+    EXPECT_TRUE(valid_name(std::string(63, 'x')));
+    EXPECT_FALSE(valid_name(std::string(64, 'x')));
+    EXPECT_FALSE(valid_name(""));
+    EXPECT_FALSE(valid_name("a b"));
+    EXPECT_FALSE(valid_name("a/b"));
+    EXPECT_FALSE(valid_name("caf\xc3\xa9"));
+}
+
+TEST(PolicyHelpers, InsnClassesAndAuditLevels) {
+    std::uint32_t all = 0;
+    for (auto n : {"alu", "jmp", "loop", "ld", "st", "atomic", "alloc", "copy", "hash"}) {
+        auto c = insn_class_from_name(n);
+        ASSERT_TRUE(c) << n;
+        EXPECT_EQ(insn_class_name(*c), n);
+        all |= *c;
+    }
+    EXPECT_EQ(all, static_cast<std::uint32_t>(insn_all));
+    EXPECT_EQ(insn_class_from_name("ALU"), std::nullopt);
+    EXPECT_EQ(audit_level_name(AuditLevel::sessions), "sessions");
+}
+
+TEST(PolicyHelpers, DiagnosticStr) {
+    EXPECT_EQ((Diagnostic{"f.toml", 3, 7, "m"}).str(), "f.toml:3:7: m");
+    EXPECT_EQ((Diagnostic{"f.toml", 0, 0, "m"}).str(), "f.toml: m");
+}
+
+// ---- testdata/bad ---------------------------------------------------------
+//
+// Each file starts with "# expect: X" where X is what the one diagnostic
+// says: "LINE:COL: message" or ": message" (line 0) in this file, or a
+// whole "file:LINE:COL: message" for one elsewhere.  rofd-*.toml files
+// are loaded as the daemon file with the example tenants; the others as
+// one more tenant beside the examples.
+
+std::vector<std::string> bad_files() {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(bad_dir))
+        if (e.path().extension() == ".toml")
+            names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+class BadFile : public testing::TestWithParam<std::string> {};
+
+TEST_P(BadFile, FailsWithItsDiagnostic) {
+    const std::string name = GetParam();
+    const std::string text = slurp(bad_dir / name);
+    const std::string tag = "# expect: ";
+    ASSERT_EQ(text.compare(0, tag.size(), tag), 0) << name << " has no expect line";
+    std::string expect = text.substr(tag.size(), text.find('\n') - tag.size());
+    if (!expect.empty() && expect[0] >= '0' && expect[0] <= '9')
+        expect = name + ":" + expect;
+    else if (expect.starts_with(": "))
+        expect = name + expect;
+
+    LoadResult r;
+    if (name.starts_with("rofd-")) {
+        r = parse(text, name, example_tenants());
+    } else {
+        auto tenants = example_tenants();
+        tenants.emplace_back(name, text);
+        r = parse(slurp(src_dir / "rofd.toml"), "rofd.toml", tenants);
+    }
+    EXPECT_FALSE(r.policy);
+    ASSERT_EQ(r.errors.size(), 1U) << r.error_text();
+    EXPECT_EQ(r.errors[0].str(), expect);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policy, BadFile, testing::ValuesIn(bad_files()),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                             std::string s = info.param.substr(0, info.param.size() - 5);
+                             for (char& c : s)
+                                 if (!std::isalnum(static_cast<unsigned char>(c)))
+                                     c = '_';
+                             return s;
+                         });
+
+TEST(BadFiles, AtLeastThirty) {
+    EXPECT_GE(bad_files().size(), 30U);
+}
+
+}  // namespace
+}  // namespace rof::policy
