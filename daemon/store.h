@@ -15,6 +15,7 @@
 // record.  Reconciliation settles rows left in "intent" by a crash.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -78,6 +79,11 @@ struct StoredProgram {
     RowState state = RowState::intent;
 };
 
+// Thread safety: one Store may be used from several threads (rofd writes
+// from one worker thread, reads come from gRPC threads).  It has one
+// connection behind a mutex: each call holds it for its duration, and a
+// transaction() holds it from BEGIN to COMMIT, so readers on other threads
+// wait for an open transaction and never see its uncommitted rows.
 class Store {
   public:
     // Opens or creates @path (mode 0600; its directory is made 0700 when
@@ -126,7 +132,11 @@ class Store {
     std::size_t prune_idempotent(std::int64_t max_age_s);
 
     // Runs @fn in one transaction (BEGIN IMMEDIATE ... COMMIT); rolls back
-    // when it throws.  Calls may nest: only the outermost commits.
+    // when it throws.  Calls may nest: only the outermost commits.  An inner
+    // call is a SAVEPOINT: when its @fn throws, its own writes are undone,
+    // and so are the outer ones if the exception leaves the outer @fn too;
+    // an outer @fn that catches it commits its other writes.  The put_*
+    // calls are transactions of their own and nest the same way.
     template <typename Fn>
     auto transaction(Fn&& fn) {
         Txn t(*this);
