@@ -4,7 +4,8 @@
 #include <sstream>
 #include <string_view>
 
-// rofd's log: one short line per event on stderr.  Under systemd the line
+// rofd's log: one short line per event on stderr.  When stderr is journald's
+// stream (JOURNAL_STREAM matches it, see stderr_is_journal()) the line
 // carries a <N> syslog priority prefix instead of "rofd: ", because journald
 // adds the identifier, pid and time itself.
 namespace rofd::log {
@@ -14,6 +15,12 @@ enum class Level { error = 3, warning = 4, info = 6, debug = 7 };
 void set_verbose(bool verbose);
 bool verbose();
 void write(Level level, std::string_view msg);
+
+// Whether @fd is the journal stream that @env, a JOURNAL_STREAM value
+// ("<st_dev>:<st_ino>" in decimal, systemd.exec(5)), names.  A JOURNAL_STREAM
+// inherited by a process whose stderr was redirected does not match, and
+// then rofd writes plain "rofd: " lines.
+bool stderr_is_journal(const char* env, int fd);
 
 // Routes gRPC's own log lines through write().
 void capture_grpc_logs();

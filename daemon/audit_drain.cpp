@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: MIT
+#include "audit_drain.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace rofd {
+namespace {
+
+constexpr std::array<std::string_view, invoke_status_known + 1> status_names = {
+    "ok",         "bad_opcode",   "bad_length", "bad_flags", "no_program",
+    "prog_fault", "prog_revoked", "bad_args",   "no_memory", "other",
+};
+
+constexpr std::array<std::string_view, close_reason_slots> close_names = {
+    "other",   "disconnect", "qp_error", "idle",   "admin",
+    "revoked", "device",     "protocol", "unload", "expired",
+};
+
+constexpr std::array<std::string_view, reject_reason_slots> reject_names = {
+    "other",        "no_ticket", "version",   "no_key", "bad_mac",   "expired",   "no_session",
+    "wrong_tenant", "in_use",    "no_tenant", "quota",  "no_region", "resources", "device",
+};
+
+constexpr std::array<std::string_view, ROF_ISA_STATUS_COUNT> exec_names = {
+    "ok",      "einsn",      "epc",     "ebudget",  "ebounds", "eptr",
+    "erights", "eslot",      "ealign",  "edivzero", "elen",    "efreelist",
+    "efree",   "econtended", "enolock", "eargs",    "einval",
+};
+
+std::string_view kind_name(std::uint32_t kind) {
+    switch (kind) {
+        case ROF_AUDIT_INVOKE:
+            return "invoke";
+        case ROF_AUDIT_COMPLETION_ERROR:
+            return "completion_error";
+        case ROF_AUDIT_SESSION_OPEN:
+            return "session_open";
+        case ROF_AUDIT_SESSION_CLOSE:
+            return "session_close";
+        case ROF_AUDIT_SESSION_REJECT:
+            return "session_reject";
+        case ROF_AUDIT_REGION_DESTROY:
+            return "region_destroy";
+        case ROF_AUDIT_TENANT_DESTROY:
+            return "tenant_destroy";
+        default:
+            return {};
+    }
+}
+
+std::string destroy_reason(std::uint32_t reason) {
+    switch (reason) {
+        case ROF_DESTROY_ADMIN:
+            return "admin";
+        case ROF_DESTROY_TENANT:
+            return "tenant";
+        case ROF_DESTROY_DRAIN:
+            return "drain";
+        default:
+            return std::to_string(reason);
+    }
+}
+
+std::string exec_status(std::uint32_t reason) {
+    if (reason < exec_names.size()) {
+        return std::string(exec_names[reason]);
+    }
+    return std::to_string(reason);
+}
+
+std::string status_text(std::int32_t status) {
+    std::size_t i = invoke_status_index(status);
+    if (i == invoke_status_other) {
+        return std::to_string(status);
+    }
+    return std::string(status_names[i]);
+}
+
+std::string hex64(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
+    return buf;
+}
+
+bool is_bad_request(std::int32_t status) {
+    return status == ROF_ST_BAD_OPCODE || status == ROF_ST_BAD_LENGTH ||
+           status == ROF_ST_BAD_FLAGS || status == ROF_ST_BAD_ARGS;
+}
+
+// Records an operator must see at audit level "errors".
+bool is_error(const rof_audit_record& r) {
+    switch (r.kind) {
+        case ROF_AUDIT_INVOKE:
+            return r.status != 0;
+        case ROF_AUDIT_COMPLETION_ERROR:
+        case ROF_AUDIT_SESSION_REJECT:
+            return true;
+        case ROF_AUDIT_SESSION_CLOSE:
+            return r.reason != ROF_CLOSE_DISCONNECT && r.reason != ROF_CLOSE_ADMIN;
+        case ROF_AUDIT_SESSION_OPEN:
+        case ROF_AUDIT_REGION_DESTROY:
+        case ROF_AUDIT_TENANT_DESTROY:
+            return false;
+        default:
+            return true;  // a kind this rofd does not know: show it
+    }
+}
+
+bool wanted(AuditLevel level, const rof_audit_record& r) {
+    switch (level) {
+        case AuditLevel::none:
+            return false;
+        case AuditLevel::errors:
+            return is_error(r);
+        case AuditLevel::sessions:
+            return r.kind != ROF_AUDIT_INVOKE || r.status != 0;
+        case AuditLevel::all:
+            return true;
+    }
+    return true;
+}
+
+bool any_threshold(const Quarantine& q) {
+    return q.max_faults != 0 || q.max_completion_errors != 0 || q.max_bad_requests != 0;
+}
+
+}  // namespace
+
+void LatencyHistogram::observe(std::uint64_t ns) {
+    auto it = std::lower_bound(latency_bounds_ns.begin(), latency_bounds_ns.end(), ns);
+    ++buckets[static_cast<std::size_t>(it - latency_bounds_ns.begin())];
+    sum_ns += ns;
+    ++count;
+}
+
+std::string_view invoke_status_name(std::size_t index) {
+    return index < status_names.size() ? status_names[index] : status_names.back();
+}
+
+std::size_t invoke_status_index(std::int32_t status) {
+    if (status >= 0 && static_cast<std::size_t>(status) < invoke_status_known) {
+        return static_cast<std::size_t>(status);
+    }
+    return invoke_status_other;
+}
+
+std::string_view close_reason_name(std::size_t index) {
+    return index < close_names.size() ? close_names[index] : close_names[0];
+}
+
+std::string_view reject_reason_name(std::size_t index) {
+    return index < reject_names.size() ? reject_names[index] : reject_names[0];
+}
+
+AuditDrain::AuditDrain(UniqueFd ring, std::shared_ptr<const AuditConfig> config, Options options)
+    : ring_(std::move(ring)),
+      options_(std::move(options)),
+      config_(config ? std::move(config) : std::make_shared<const AuditConfig>()),
+      buf_(std::make_unique<std::array<rof_audit_record, batch_records>>()) {
+    if (!options_.sink) {
+        options_.sink = journal::send;
+    }
+}
+
+void AuditDrain::set_config(std::shared_ptr<const AuditConfig> config) {
+    if (!config) {
+        config = std::make_shared<const AuditConfig>();
+    }
+    std::lock_guard lock(config_mu_);
+    config_ = std::move(config);
+}
+
+void AuditDrain::note_stats(const rof_audit_stats& stats) {
+    std::lock_guard lock(mu_);
+    counters_.have_module_stats = true;
+    counters_.module_stats = stats;
+}
+
+std::string AuditDrain::tenant_name(std::uint32_t id, const AuditConfig& config) const {
+    auto it = config.tenants.find(id);
+    if (it != config.tenants.end() && !it->second.name.empty()) {
+        return it->second.name;
+    }
+    return std::to_string(id);
+}
+
+std::size_t AuditDrain::drain(std::size_t limit) {
+    std::shared_ptr<const AuditConfig> config;
+    {
+        std::lock_guard lock(config_mu_);
+        config = config_;
+    }
+    constexpr std::size_t rec = sizeof(rof_audit_record);
+    auto* base = reinterpret_cast<char*>(buf_->data());
+    std::size_t handled = 0;
+    std::uint64_t lost_before = counters_.lost;  // only this thread writes it
+    Pending pending;
+    while (handled < limit) {
+        std::size_t want = std::min(batch_records, limit - handled) * rec;  // > carry_
+        ssize_t n = ::read(ring_.get(), base + carry_, want - carry_);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break;
+            }
+            throw std::system_error(errno, std::generic_category(), "read of the audit ring");
+        }
+        if (n == 0) {
+            break;
+        }
+        std::size_t total = carry_ + static_cast<std::size_t>(n);
+        std::size_t count = total / rec;
+        for (std::size_t i = 0; i < count; ++i) {
+            const rof_audit_record& r = (*buf_)[i];
+            pending = Pending{};
+            {
+                std::lock_guard lock(mu_);
+                handle(r, *config, pending);
+            }
+            emit(r, *config);
+            if (pending.quarantine && options_.on_quarantine) {
+                options_.on_quarantine(r.tenant, r.session, pending.reason);
+            }
+        }
+        carry_ = total % rec;
+        if (carry_ != 0) {
+            std::memmove(base, base + count * rec, carry_);
+        }
+        handled += count;
+    }
+    std::uint64_t lost = counters_.lost - lost_before;
+    if (lost != 0) {
+        std::string msg =
+            log::concat("audit ring overrun: ", lost, lost == 1 ? " record" : " records",
+                        " lost before rofd read them");
+        std::vector<journal::Field> fields = {
+            {"ROF_KIND", "overrun"},
+            {"ROF_LOST", std::to_string(lost)},
+            {"ROF_SEQ", std::to_string(counters_.last_seq)},
+        };
+        options_.sink(log::Level::warning, msg, fields);
+    }
+    return handled;
+}
+
+AuditDrain::Session& AuditDrain::session_for(const rof_audit_record& r) {
+    auto it = sessions_.find(r.session);
+    if (it == sessions_.end()) {
+        if (sessions_.size() >= options_.max_sessions && !sessions_.empty()) {
+            auto oldest = std::min_element(
+                sessions_.begin(), sessions_.end(),
+                [](const auto& a, const auto& b) { return a.second.last_ns < b.second.last_ns; });
+            sessions_.erase(oldest);
+            ++counters_.sessions_evicted;
+        }
+        it = sessions_.emplace(r.session, Session{}).first;
+        it->second.counters.tenant = r.tenant;
+    }
+    it->second.last_ns = r.time_ns;
+    return it->second;
+}
+
+void AuditDrain::count_quarantine(const rof_audit_record& r, const Quarantine& q, Session& s,
+                                  Pending& pending) {
+    Window& w = s.window;
+    std::uint64_t span_ns = std::uint64_t{q.window_s} * 1'000'000'000ULL;
+    if (!w.open || r.time_ns < w.start_ns || (span_ns != 0 && r.time_ns - w.start_ns >= span_ns)) {
+        w = Window{};
+        w.open = true;
+        w.start_ns = r.time_ns;
+    }
+    std::uint32_t count = 0;
+    std::uint32_t max = 0;
+    std::string_view what;
+    std::string_view key;
+    if (r.kind == ROF_AUDIT_COMPLETION_ERROR) {
+        count = ++w.completion_errors;
+        max = q.max_completion_errors;
+        what = "completion errors";
+        key = "max_completion_errors";
+    } else if (r.status == ROF_ST_PROG_FAULT) {
+        count = ++w.faults;
+        max = q.max_faults;
+        what = "program faults";
+        key = "max_faults";
+    } else {
+        count = ++w.bad_requests;
+        max = q.max_bad_requests;
+        what = "bad requests";
+        key = "max_bad_requests";
+    }
+    if (max == 0 || count < max || s.counters.quarantined) {
+        return;
+    }
+    s.counters.quarantined = true;
+    ++counters_.quarantines;
+    ++counters_.tenants[r.tenant].quarantined;
+    pending.quarantine = true;
+    pending.reason = q.window_s != 0 ? log::concat(count, " ", what, " within ", q.window_s, " s (",
+                                                   key, " = ", max, ")")
+                                     : log::concat(count, " ", what, " (", key, " = ", max, ")");
+}
+
+void AuditDrain::handle(const rof_audit_record& r, const AuditConfig& config, Pending& pending) {
+    AuditCounters& c = counters_;
+    ++c.records;
+    if (r.seq != 0) {
+        if (c.last_seq != 0 && r.seq > c.last_seq + 1) {
+            c.lost += r.seq - c.last_seq - 1;
+        } else if (c.last_seq != 0 && r.seq <= c.last_seq) {
+            ++c.seq_restarts;  // a new ring: nothing to compare with
+        }
+        c.last_seq = r.seq;
+    }
+    TenantAuditCounters& t = c.tenants[r.tenant];
+    const Quarantine* q = nullptr;
+    if (auto it = config.tenants.find(r.tenant);
+        it != config.tenants.end() && any_threshold(it->second.quarantine)) {
+        q = &it->second.quarantine;
+    }
+    bool track = r.session != 0 && options_.max_sessions != 0;
+    switch (r.kind) {
+        case ROF_AUDIT_INVOKE: {
+            ++t.invocations[invoke_status_index(r.status)];
+            if (r.status == ROF_ST_OK) {
+                ++t.exec_ok;
+            } else if (r.status == ROF_ST_PROG_FAULT) {
+                ++t.exec_fault;
+            }
+            t.bytes += r.bytes;
+            t.insns += r.insns;
+            t.latency.observe(r.latency_ns);
+            if (!track) {
+                break;
+            }
+            Session& s = session_for(r);
+            SessionAuditCounters& sc = s.counters;
+            ++sc.invocations;
+            sc.bytes += r.bytes;
+            sc.insns += r.insns;
+            if (r.status != 0) {
+                ++sc.invoke_errors;
+            }
+            bool fault = r.status == ROF_ST_PROG_FAULT;
+            bool bad = is_bad_request(r.status);
+            sc.faults += fault ? 1 : 0;
+            sc.bad_requests += bad ? 1 : 0;
+            if (q != nullptr && (fault || bad)) {
+                count_quarantine(r, *q, s, pending);
+            }
+            break;
+        }
+        case ROF_AUDIT_COMPLETION_ERROR: {
+            ++t.completion_errors;
+            if (!track) {
+                break;
+            }
+            Session& s = session_for(r);
+            ++s.counters.completion_errors;
+            if (q != nullptr) {
+                count_quarantine(r, *q, s, pending);
+            }
+            break;
+        }
+        case ROF_AUDIT_SESSION_OPEN:
+            ++t.sessions_opened;
+            if (track) {
+                session_for(r);
+            }
+            break;
+        case ROF_AUDIT_SESSION_CLOSE:
+            ++t.sessions_closed[r.reason < close_reason_slots ? r.reason : 0];
+            sessions_.erase(r.session);
+            break;
+        case ROF_AUDIT_SESSION_REJECT:
+            ++t.sessions_rejected[r.reason < reject_reason_slots ? r.reason : 0];
+            break;
+        default:
+            ++t.other_records;
+            break;
+    }
+}
+
+void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
+    auto it = config.tenants.find(r.tenant);
+    AuditLevel level = it != config.tenants.end() ? it->second.level : config.unknown_level;
+    if (!wanted(level, r)) {
+        return;
+    }
+    std::string tenant = tenant_name(r.tenant, config);
+    std::string session = std::to_string(r.session);
+    std::string_view kind = kind_name(r.kind);
+    std::vector<journal::Field> fields;
+    fields.reserve(12);
+    fields.push_back({"ROF_KIND", kind.empty() ? std::to_string(r.kind) : std::string(kind)});
+    fields.push_back({"ROF_SEQ", std::to_string(r.seq)});
+    fields.push_back({"ROF_TENANT", tenant});
+    fields.push_back({"ROF_TENANT_ID", std::to_string(r.tenant)});
+    std::string msg;
+    std::string of_session = log::concat("session ", session, " of tenant ", tenant);
+    switch (r.kind) {
+        case ROF_AUDIT_INVOKE: {
+            std::string program = hex64(r.program);
+            std::string status = status_text(r.status);
+            msg = log::concat("invoke of program ", program, " by ", of_session);
+            if (r.status == ROF_ST_OK) {
+                msg += ": ok";
+            } else if (r.status == ROF_ST_PROG_FAULT) {
+                msg += log::concat(" failed: prog_fault (", exec_status(r.reason), ")");
+            } else {
+                msg += log::concat(" failed: ", status);
+            }
+            fields.push_back({"ROF_SESSION", session});
+            fields.push_back({"ROF_PROGRAM", program});
+            fields.push_back({"ROF_OPCODE", std::to_string(r.opcode)});
+            fields.push_back({"ROF_STATUS", status});
+            fields.push_back({"ROF_REASON", exec_status(r.reason)});
+            fields.push_back({"ROF_BYTES", std::to_string(r.bytes)});
+            fields.push_back({"ROF_INSNS", std::to_string(r.insns)});
+            fields.push_back({"ROF_LATENCY_NS", std::to_string(r.latency_ns)});
+            break;
+        }
+        case ROF_AUDIT_COMPLETION_ERROR: {
+            std::string reason = r.reason >= ROF_AUDIT_REASON_EVENT
+                                     ? log::concat("event ", r.reason - ROF_AUDIT_REASON_EVENT)
+                                     : log::concat("wc_status ", r.reason);
+            msg = log::concat(of_session, ": completion error (", reason, ")");
+            fields.push_back({"ROF_SESSION", session});
+            fields.push_back({"ROF_STATUS", std::to_string(r.status)});
+            fields.push_back({"ROF_REASON", reason});
+            break;
+        }
+        case ROF_AUDIT_SESSION_OPEN:
+            msg = of_session + " opened";
+            fields.push_back({"ROF_SESSION", session});
+            break;
+        case ROF_AUDIT_SESSION_CLOSE: {
+            std::string reason = r.reason < close_reason_slots && r.reason != 0
+                                     ? std::string(close_reason_name(r.reason))
+                                     : std::to_string(r.reason);
+            msg = log::concat(of_session, " closed: ", reason);
+            fields.push_back({"ROF_SESSION", session});
+            fields.push_back({"ROF_REASON", reason});
+            break;
+        }
+        case ROF_AUDIT_SESSION_REJECT: {
+            std::string reason = r.reason < reject_reason_slots && r.reason != 0
+                                     ? std::string(reject_reason_name(r.reason))
+                                     : std::to_string(r.reason);
+            msg = r.tenant != 0 ? log::concat("connect to ", of_session, " rejected: ", reason)
+                                : log::concat("connect rejected: ", reason);
+            fields.push_back({"ROF_SESSION", session});
+            fields.push_back({"ROF_REASON", reason});
+            break;
+        }
+        case ROF_AUDIT_REGION_DESTROY:
+            msg = log::concat("region ", r.program, " of tenant ", tenant,
+                              " destroyed: ", destroy_reason(r.reason));
+            fields.push_back({"ROF_REGION", std::to_string(r.program)});
+            fields.push_back({"ROF_BYTES", std::to_string(r.bytes)});
+            fields.push_back({"ROF_REASON", destroy_reason(r.reason)});
+            break;
+        case ROF_AUDIT_TENANT_DESTROY:
+            msg = log::concat("tenant ", tenant, " destroyed: ", destroy_reason(r.reason));
+            fields.push_back({"ROF_REASON", destroy_reason(r.reason)});
+            break;
+        default:
+            msg = log::concat("audit record of unknown kind ", r.kind, " (tenant ", tenant, ")");
+            fields.push_back({"ROF_SESSION", session});
+            fields.push_back({"ROF_STATUS", std::to_string(r.status)});
+            fields.push_back({"ROF_REASON", std::to_string(r.reason)});
+            break;
+    }
+    options_.sink(is_error(r) ? log::Level::warning : log::Level::info, msg, fields);
+}
+
+AuditCounters AuditDrain::snapshot() const {
+    std::shared_ptr<const AuditConfig> config;
+    {
+        std::lock_guard lock(config_mu_);
+        config = config_;
+    }
+    AuditCounters out;
+    {
+        std::lock_guard lock(mu_);
+        out = counters_;
+        for (const auto& [id, s] : sessions_) {
+            out.sessions.emplace(id, s.counters);
+        }
+    }
+    for (auto& [id, t] : out.tenants) {
+        t.name = tenant_name(id, *config);
+    }
+    return out;
+}
+
+}  // namespace rofd

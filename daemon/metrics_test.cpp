@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace rofd {
+namespace {
+
+// The exposition parsed back, checking the format's rules on the way.
+struct Parsed {
+    std::map<std::string, std::string> types;   // family -> type
+    std::map<std::string, std::string> series;  // "name{labels}" -> value
+    std::vector<std::string> errors;
+};
+
+Parsed parse(const std::string& text) {
+    Parsed p;
+    std::map<std::string, int> helps;
+    std::set<std::string> seen_samples;
+    std::istringstream is(text);
+    std::string line;
+    EXPECT_TRUE(text.empty() || text.back() == '\n');
+    while (std::getline(is, line)) {
+        if (line.rfind("# HELP ", 0) == 0) {
+            std::string name = line.substr(7, line.find(' ', 7) - 7);
+            if (++helps[name] != 1) {
+                p.errors.push_back("HELP twice: " + name);
+            }
+            continue;
+        }
+        if (line.rfind("# TYPE ", 0) == 0) {
+            std::string rest = line.substr(7);
+            std::string name = rest.substr(0, rest.find(' '));
+            if (p.types.count(name) != 0) {
+                p.errors.push_back("TYPE twice: " + name);
+            }
+            if (helps[name] != 1) {
+                p.errors.push_back("TYPE before HELP: " + name);
+            }
+            p.types[name] = rest.substr(rest.find(' ') + 1);
+            continue;
+        }
+        std::size_t sp = line.rfind(' ');
+        if (sp == std::string::npos || line.empty() || line[0] == '#') {
+            p.errors.push_back("bad line: " + line);
+            continue;
+        }
+        std::string key = line.substr(0, sp);
+        std::string name = key.substr(0, key.find('{'));
+        std::string family = name;
+        for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+            std::size_t n = std::strlen(suffix);
+            if (family.size() > n && family.compare(family.size() - n, n, suffix) == 0 &&
+                p.types.count(family.substr(0, family.size() - n)) != 0 &&
+                p.types[family.substr(0, family.size() - n)] == "histogram") {
+                family.resize(family.size() - n);
+            }
+        }
+        if (p.types.count(family) == 0) {
+            p.errors.push_back("sample without TYPE: " + line);
+        }
+        if (p.types[family] == "counter" && name.size() > 6 &&
+            name.compare(name.size() - 6, 6, "_total") != 0) {
+            p.errors.push_back("counter not _total: " + name);
+        }
+        if (!p.series.emplace(key, line.substr(sp + 1)).second) {
+            p.errors.push_back("series twice: " + key);
+        }
+    }
+    return p;
+}
+
+MetricsInput sample_input() {
+    MetricsInput in;
+    AuditCounters a;
+    TenantAuditCounters& kv = a.tenants[1];
+    kv.name = "kv";
+    kv.invocations[ROF_ST_OK] = 5;
+    kv.invocations[ROF_ST_PROG_FAULT] = 2;
+    kv.exec_ok = 5;
+    kv.exec_fault = 2;
+    kv.bytes = 700;
+    kv.insns = 1234;
+    kv.latency.observe(500);            // le 1e-06
+    kv.latency.observe(3'000);          // le 5e-06
+    kv.latency.observe(3'000);          // le 5e-06
+    kv.latency.observe(200'000);        // le 0.0005
+    kv.latency.observe(2'000'000'000);  // +Inf
+    kv.sessions_opened = 4;
+    kv.sessions_closed[ROF_CLOSE_IDLE] = 1;
+    kv.sessions_rejected[ROF_REJECT_EXPIRED] = 3;
+    kv.completion_errors = 1;
+    kv.quarantined = 1;
+    a.tenants[9].name = "we\"ird\\ten\nant";
+    a.sessions[3] = SessionAuditCounters{1, 7, 2, 2, 0, 1, 700, 1234, true};
+    a.records = 20;
+    a.lost = 2;
+    a.have_module_stats = true;
+    a.module_stats.overruns = 11;
+    a.module_stats.dropped = 12;
+    a.module_stats.ring_size = 4096;
+    a.module_stats.pending = 3;
+    a.module_stats.reserve = 1024;
+    in.audit = a;
+
+    TenantMetrics t;
+    t.name = "kv";
+    t.info.id = 1;
+    t.info.usage.region_bytes = 1 << 20;
+    t.info.usage.regions = 2;
+    t.info.usage.sessions = 1;
+    t.info.quota.region_bytes = ROF_QUOTA_UNLIMITED;
+    t.info.quota.sessions = 10;
+    t.info.quota.programs = 0xffffffffU;
+    t.info.quota.inflight = 64;
+    t.info.counters.invocations = 9;
+    t.info.counters.audit_dropped = 2;
+    in.tenants.push_back(t);
+
+    rof_session_info s{};
+    s.id = 3;
+    s.tenant = 1;
+    s.credits = 32;
+    s.counters.requests = 100;
+    s.counters.bytes_in = 1000;
+    s.counters.bytes_out = 2000;
+    s.counters.deferred = 4;
+    s.counters.completion_errors = 1;
+    s.counters.bad_requests = 5;
+    in.sessions.push_back(s);
+    rof_session_info orphan{};
+    orphan.id = 8;
+    orphan.tenant = 42;  // no such tenant in the list
+    in.sessions.push_back(orphan);
+    return in;
+}
+
+TEST(Metrics, EscapeLabelValue) {
+    EXPECT_EQ(escape_label_value("kv"), "kv");
+    EXPECT_EQ(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+    EXPECT_EQ(escape_label_value(""), "");
+}
+
+TEST(Metrics, RenderGolden) {
+    std::string text = render_metrics(sample_input());
+    Parsed p = parse(text);
+    EXPECT_TRUE(p.errors.empty()) << ::testing::PrintToString(p.errors) << "\n" << text;
+    auto at = [&](const std::string& key) {
+        auto it = p.series.find(key);
+        return it == p.series.end() ? std::string("<absent>") : it->second;
+    };
+    EXPECT_EQ(p.types["rof_invocations_total"], "counter");
+    EXPECT_EQ(p.types["rof_invocation_latency_seconds"], "histogram");
+    EXPECT_EQ(p.types["rof_tenant_region_bytes"], "gauge");
+
+    EXPECT_EQ(at("rof_invocations_total{tenant=\"kv\",status=\"ok\"}"), "5");
+    EXPECT_EQ(at("rof_invocations_total{tenant=\"kv\",status=\"prog_fault\"}"), "2");
+    EXPECT_EQ(at("rof_invocations_total{tenant=\"kv\",status=\"bad_args\"}"), "0");
+    EXPECT_EQ(at("rof_invocations_total{tenant=\"kv\",status=\"other\"}"), "0");
+    EXPECT_EQ(at("rof_invocation_executions_total{tenant=\"kv\",outcome=\"fault\"}"), "2");
+    EXPECT_EQ(at("rof_invocation_bytes_total{tenant=\"kv\"}"), "700");
+    EXPECT_EQ(at("rof_invocation_instructions_total{tenant=\"kv\"}"), "1234");
+    // Cumulative buckets.
+    EXPECT_EQ(at("rof_invocation_latency_seconds_bucket{tenant=\"kv\",le=\"1e-06\"}"), "1");
+    EXPECT_EQ(at("rof_invocation_latency_seconds_bucket{tenant=\"kv\",le=\"5e-06\"}"), "3");
+    EXPECT_EQ(at("rof_invocation_latency_seconds_bucket{tenant=\"kv\",le=\"0.0001\"}"), "3");
+    EXPECT_EQ(at("rof_invocation_latency_seconds_bucket{tenant=\"kv\",le=\"0.0005\"}"), "4");
+    EXPECT_EQ(at("rof_invocation_latency_seconds_bucket{tenant=\"kv\",le=\"0.1\"}"), "4");
+    EXPECT_EQ(at("rof_invocation_latency_seconds_bucket{tenant=\"kv\",le=\"+Inf\"}"), "5");
+    EXPECT_EQ(at("rof_invocation_latency_seconds_count{tenant=\"kv\"}"), "5");
+    EXPECT_EQ(std::stod(at("rof_invocation_latency_seconds_sum{tenant=\"kv\"}")), 2.0002065);
+    EXPECT_EQ(at("rof_sessions_closed_total{tenant=\"kv\",reason=\"idle\"}"), "1");
+    EXPECT_EQ(at("rof_sessions_closed_total{tenant=\"kv\",reason=\"disconnect\"}"), "<absent>");
+    EXPECT_EQ(at("rof_sessions_rejected_total{tenant=\"kv\",reason=\"expired\"}"), "3");
+    EXPECT_EQ(at("rof_sessions_quarantined_total{tenant=\"kv\"}"), "1");
+    EXPECT_EQ(at("rof_session_invocations_total{tenant=\"kv\",session=\"3\"}"), "7");
+    EXPECT_EQ(at("rof_session_faults_total{tenant=\"kv\",session=\"3\"}"), "2");
+    EXPECT_EQ(at("rof_audit_records_total"), "20");
+    EXPECT_EQ(at("rof_audit_lost_total"), "2");
+    // Ring stats from the snapshot when none are given directly.
+    EXPECT_EQ(at("rof_audit_overruns_total"), "11");
+    EXPECT_EQ(at("rof_audit_dropped_total"), "12");
+    EXPECT_EQ(at("rof_audit_ring_size"), "4096");
+    EXPECT_EQ(at("rof_audit_ring_reserve"), "1024");
+
+    EXPECT_EQ(at("rof_tenant_region_bytes{tenant=\"kv\"}"), "1048576");
+    EXPECT_EQ(at("rof_tenant_quota_region_bytes{tenant=\"kv\"}"), "+Inf");
+    EXPECT_EQ(at("rof_tenant_quota_sessions{tenant=\"kv\"}"), "10");
+    EXPECT_EQ(at("rof_tenant_quota_programs{tenant=\"kv\"}"), "+Inf");
+    EXPECT_EQ(at("rof_tenant_quota_inflight{tenant=\"kv\"}"), "64");
+    EXPECT_EQ(at("rof_tenant_invocations_total{tenant=\"kv\"}"), "9");
+    EXPECT_EQ(at("rof_tenant_audit_dropped_total{tenant=\"kv\"}"), "2");
+
+    EXPECT_EQ(at("rof_session_requests_total{tenant=\"kv\",session=\"3\"}"), "100");
+    EXPECT_EQ(at("rof_session_request_bytes_total{tenant=\"kv\",session=\"3\"}"), "1000");
+    EXPECT_EQ(at("rof_session_response_bytes_total{tenant=\"kv\",session=\"3\"}"), "2000");
+    EXPECT_EQ(at("rof_session_deferred_total{tenant=\"kv\",session=\"3\"}"), "4");
+    EXPECT_EQ(at("rof_session_bad_requests_total{tenant=\"kv\",session=\"3\"}"), "5");
+    EXPECT_EQ(at("rof_session_credits{tenant=\"kv\",session=\"3\"}"), "32");
+    EXPECT_EQ(at("rof_session_requests_total{tenant=\"42\",session=\"8\"}"), "0");
+
+    // The odd name, escaped, as one line.
+    EXPECT_EQ(at("rof_invocations_total{tenant=\"we\\\"ird\\\\ten\\nant\",status=\"ok\"}"), "0");
+    EXPECT_NE(text.find("# HELP rof_invocations_total "), std::string::npos);
+    EXPECT_NE(text.find("# TYPE rof_invocation_latency_seconds histogram\n"), std::string::npos);
+
+    // ring given directly wins over the snapshot's.
+    MetricsInput in = sample_input();
+    in.ring = rof_audit_stats{};
+    in.ring->overruns = 99;
+    p = parse(render_metrics(in));
+    EXPECT_EQ(p.series["rof_audit_overruns_total"], "99");
+}
+
+TEST(Metrics, EmptyInputIsEmpty) {
+    EXPECT_EQ(render_metrics(MetricsInput{}), "");
+    MetricsInput in;
+    in.audit = AuditCounters{};
+    Parsed p = parse(render_metrics(in));
+    EXPECT_TRUE(p.errors.empty());
+    EXPECT_EQ(p.series["rof_audit_records_total"], "0");
+    EXPECT_EQ(p.types.count("rof_invocations_total"), 0U);  // no tenant, no family
+}
+
+TEST(Metrics, LoopbackAddresses) {
+    LoopbackAddress a = parse_loopback_address("127.0.0.1:9464");
+    EXPECT_EQ(a.family, AF_INET);
+    EXPECT_EQ(a.port, 9464);
+    a = parse_loopback_address("127.1.2.3:0");
+    EXPECT_EQ(a.host, "127.1.2.3");
+    a = parse_loopback_address("[::1]:9464");
+    EXPECT_EQ(a.family, AF_INET6);
+    EXPECT_EQ(a.host, "::1");
+    for (const char* bad :
+         {"0.0.0.0:9464", "10.0.0.1:9464", "[::]:9464", "[fe80::1]:1", "localhost:9464",
+          "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:x", "[::1]9464", "[::1:9464", "",
+          ":9464", "[::ffff:127.0.0.1]:1"}) {
+        EXPECT_THROW(parse_loopback_address(bad), std::invalid_argument) << bad;
+    }
+    try {
+        parse_loopback_address("0.0.0.0:9464");
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("not a loopback address"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("0.0.0.0:9464"), std::string::npos);
+    }
+    EXPECT_THROW(MetricsHttpListener("0.0.0.0:0", [] { return std::string(); }),
+                 std::invalid_argument);
+}
+
+// A blocking client: sends @request, half-closes only if asked, returns
+// everything the server sends until it closes.
+std::string exchange(int family, std::uint16_t port, const std::string& request,
+                     bool shut_wr = false) {
+    UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) {
+        throw std::runtime_error("socket");
+    }
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (family == AF_INET) {
+        auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons(port);
+        sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof(*sin);
+    } else {
+        auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(port);
+        sin6->sin6_addr = in6addr_loopback;
+        len = sizeof(*sin6);
+    }
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
+        throw std::system_error(errno, std::generic_category(), "connect");
+    }
+    std::size_t off = 0;
+    while (off < request.size()) {
+        ssize_t n = ::send(fd.get(), request.data() + off, request.size() - off, MSG_NOSIGNAL);
+        if (n <= 0) {
+            break;  // the server answered (400) and stopped reading
+        }
+        off += static_cast<std::size_t>(n);
+    }
+    if (shut_wr) {
+        ::shutdown(fd.get(), SHUT_WR);
+    }
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd.get(), buf, sizeof(buf), 0)) > 0) {
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+}
+
+std::string status_line(const std::string& response) {
+    return response.substr(0, response.find("\r\n"));
+}
+
+std::string body_of(const std::string& response) {
+    std::size_t p = response.find("\r\n\r\n");
+    return p == std::string::npos ? std::string("<none>") : response.substr(p + 4);
+}
+
+TEST(MetricsHttp, ServesMetricsAndRefusesTheRest) {
+    int calls = 0;
+    MetricsHttpListener l("127.0.0.1:0", [&] {
+        ++calls;
+        return std::string("rof_up 1\n");
+    });
+    ASSERT_NE(l.port(), 0);
+
+    std::string r = exchange(AF_INET, l.port(), "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.0 200 OK");
+    EXPECT_NE(r.find("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"),
+              std::string::npos)
+        << r;
+    EXPECT_NE(r.find("\r\nContent-Length: 9\r\n"), std::string::npos) << r;
+    EXPECT_EQ(body_of(r), "rof_up 1\n");
+    EXPECT_EQ(calls, 1);
+
+    // HTTP/1.1 clients and bare-LF requests, a query string.
+    r = exchange(AF_INET, l.port(), "GET /metrics?x=1 HTTP/1.1\nHost: x\n\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.0 200 OK");
+
+    r = exchange(AF_INET, l.port(), "HEAD /metrics HTTP/1.0\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.0 200 OK");
+    EXPECT_EQ(body_of(r), "");
+
+    r = exchange(AF_INET, l.port(), "GET / HTTP/1.0\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.0 404 Not Found");
+    r = exchange(AF_INET, l.port(), "GET /metricsx HTTP/1.0\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.0 404 Not Found");
+
+    r = exchange(AF_INET, l.port(), "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.0 405 Method Not Allowed");
+    EXPECT_NE(r.find("\r\nAllow: GET, HEAD\r\n"), std::string::npos);
+
+    r = exchange(AF_INET, l.port(), "GARBAGE\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.0 400 Bad Request");
+
+    // A header over 8 KiB, never ending.
+    std::string big = "GET /metrics HTTP/1.0\r\nX-Pad: " + std::string(9000, 'a');
+    r = exchange(AF_INET, l.port(), big, true);
+    EXPECT_EQ(status_line(r), "HTTP/1.0 400 Bad Request");
+    // Just under the limit is fine.
+    std::string fits = "GET /metrics HTTP/1.0\r\nX-Pad: ";
+    fits += std::string(8192 - fits.size() - 4, 'a') + "\r\n\r\n";
+    ASSERT_EQ(fits.size(), 8192U);
+    r = exchange(AF_INET, l.port(), fits);
+    EXPECT_EQ(status_line(r), "HTTP/1.0 200 OK");
+
+    // A client that half-closes without a whole request gets nothing.
+    EXPECT_EQ(exchange(AF_INET, l.port(), "GET /met", true), "");
+    EXPECT_EQ(calls, 4);  // the GETs and the HEAD
+}
+
+TEST(MetricsHttp, BodyErrorsAre500) {
+    MetricsHttpListener l("127.0.0.1:0", []() -> std::string { throw std::runtime_error("x"); });
+    std::string r = exchange(AF_INET, l.port(), "GET /metrics HTTP/1.0\r\n\r\n");
+    EXPECT_EQ(status_line(r), "HTTP/1.0 500 Internal Server Error");
+}
+
+TEST(MetricsHttp, SlowClientsTimeOutAndDoNotBlockOthers) {
+    MetricsHttpListener::Options o;
+    o.read_timeout = std::chrono::milliseconds(10'000);
+    MetricsHttpListener l(
+        "127.0.0.1:0", [] { return std::string("ok\n"); }, o);
+
+    // A client that sends half a request and waits holds one connection...
+    UniqueFd slow(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(l.port());
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(slow.get(), reinterpret_cast<const sockaddr*>(&sin), sizeof(sin)), 0);
+    ASSERT_EQ(::send(slow.get(), "GET /me", 7, MSG_NOSIGNAL), 7);
+    // ...while others are served.
+    EXPECT_EQ(body_of(exchange(AF_INET, l.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "ok\n");
+
+    // With a short timeout the server closes on an idle client: recv sees EOF.
+    MetricsHttpListener::Options quick;
+    quick.read_timeout = std::chrono::milliseconds(50);
+    MetricsHttpListener q(
+        "127.0.0.1:0", [] { return std::string("ok\n"); }, quick);
+    EXPECT_EQ(exchange(AF_INET, q.port(), "GET /metr"), "");
+    EXPECT_EQ(body_of(exchange(AF_INET, q.port(), "GET /metrics HTTP/1.0\r\n\r\n")), "ok\n");
+}
+
+TEST(MetricsHttp, Ipv6LoopbackAndStop) {
+    std::unique_ptr<MetricsHttpListener> l;
+    try {
+        l = std::make_unique<MetricsHttpListener>("[::1]:0", [] { return std::string("v6\n"); });
+    } catch (const std::system_error& e) {
+        GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+    }
+    std::uint16_t port = l->port();
+    EXPECT_EQ(body_of(exchange(AF_INET6, port, "GET /metrics HTTP/1.0\r\n\r\n")), "v6\n");
+    l->stop();
+    l->stop();  // idempotent
+    EXPECT_THROW(exchange(AF_INET6, port, "GET /metrics HTTP/1.0\r\n\r\n"), std::system_error);
+}
+
+}  // namespace
+}  // namespace rofd
