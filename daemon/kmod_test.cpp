@@ -25,7 +25,7 @@ TEST(Kmod, MissingDeviceNamesThePathAndTheReason) {
 TEST(Kmod, IoctlFailureNamesTheCommand) {
     rofd::test::TempDir dir;
     const std::string path = dir.regular_file("rof");
-    const rofd::Kmod kmod(path);
+    rofd::Kmod kmod(path);
 
     try {
         kmod.version();
