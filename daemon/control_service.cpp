@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "control_service.h"
 
-#include <cerrno>
-
 #include "log.h"
+#include "status_map.h"
 #include "uapi/rof.h"
 
 namespace rofd {
@@ -28,21 +27,8 @@ rof::v1::PortState to_proto_port_state(std::uint32_t abi_state) {
     }
 }
 
-grpc::Status to_grpc_status(const KmodError& e) {
-    switch (e.code().value()) {
-        // The module or the device is going away, or busy: worth a retry.
-        case ENODEV:
-        case ENXIO:
-        case EAGAIN:
-        case EINTR:
-            return grpc::Status(grpc::StatusCode::UNAVAILABLE, e.what());
-        default:
-            return grpc::Status(grpc::StatusCode::INTERNAL, e.what());
-    }
-}
-
-ControlService::ControlService(const Kmod& kmod, const PeerTable& peers)
-    : kmod_(kmod), peers_(peers), started_(std::chrono::steady_clock::now()) {}
+ControlService::ControlService(Module& module, const PeerTable& peers)
+    : module_(module), peers_(peers), started_(std::chrono::steady_clock::now()) {}
 
 grpc::ServerUnaryReactor* ControlService::GetStatus(grpc::CallbackServerContext* ctx,
                                                     const rof::v1::GetStatusRequest*,
@@ -58,13 +44,13 @@ grpc::ServerUnaryReactor* ControlService::GetStatus(grpc::CallbackServerContext*
     }
 
     try {
-        const ModuleVersion v = kmod_.version();
+        const ModuleVersion v = module_.version();
         auto* module = resp->mutable_module();
         module->set_version(v.version);
         module->set_abi_major(v.abi_major);
         module->set_abi_minor(v.abi_minor);
 
-        for (const DeviceInfo& d : kmod_.list_devices()) {
+        for (const DeviceInfo& d : module_.list_devices()) {
             auto* dev = resp->add_devices();
             dev->set_name(d.name);
             dev->set_index(d.index);
@@ -79,7 +65,7 @@ grpc::ServerUnaryReactor* ControlService::GetStatus(grpc::CallbackServerContext*
         }
     } catch (const KmodError& e) {
         log::error("GetStatus: ", e.what());
-        reactor->Finish(to_grpc_status(e));
+        reactor->Finish(module_status(e, ""));
         return reactor;
     } catch (const std::exception& e) {
         log::error("GetStatus: ", e.what());

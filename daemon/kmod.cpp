@@ -7,19 +7,27 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "uapi/rof.h"
+
+// A command and its name, spelled once.
+#define ROFD_CMD(nr) (Kmod::Command{nr, #nr})
 
 namespace rofd {
 namespace {
 
-// Devices come and go (rdma link add/delete) between the sizing call and
-// the filling call; a list that keeps changing this often is a bug.
+// Objects come and go (rdma link add/delete, other controllers) between the
+// sizing call and the filling call; a list that keeps changing this often
+// is a bug.
 constexpr int list_attempts = 8;
 
-std::string fixed_string(const char* s, std::size_t max) {
-    // The module NUL-terminates, but never trust a fixed array to be.
-    return std::string(s, strnlen(s, max));
+std::uint64_t user_ptr(const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p);
+}
+
+std::uint32_t destroy_flags(bool force) {
+    return force ? ROF_DESTROY_FORCE : 0;
 }
 
 }  // namespace
@@ -31,61 +39,100 @@ Kmod::Kmod(std::string path) : path_(std::move(path)) {
     }
 }
 
-void Kmod::ioctl_or_throw(unsigned long cmd, const char* name, void* arg) const {
+int Kmod::try_ioctl(const Command& cmd, void* arg) {
     int ret;
 
     do {
-        ret = ::ioctl(fd_.get(), cmd, arg);
+        ret = ::ioctl(fd_.get(), cmd.nr, arg);
     } while (ret < 0 && errno == EINTR);
-    if (ret < 0) {
-        throw KmodError(errno, path_ + ": " + name);
+    return ret < 0 ? errno : 0;
+}
+
+void Kmod::checked_ioctl(const Command& cmd, void* arg) {
+    if (const int err = try_ioctl(cmd, arg)) {
+        fail(err, cmd);
     }
 }
 
-ModuleVersion Kmod::version() const {
-    struct rof_version v {};
-
-    ioctl_or_throw(ROF_IOC_VERSION, "ROF_IOC_VERSION", &v);
-    return ModuleVersion{v.abi_major, v.abi_minor,
-                         fixed_string(v.module_version, sizeof(v.module_version))};
+void Kmod::fail(int err, const Command& cmd, const std::string& detail) const {
+    // std::system_error appends ": " and strerror(err).
+    throw KmodError(err, path_ + ": " + cmd.name + (detail.empty() ? "" : ": " + detail));
 }
 
-std::vector<DeviceInfo> Kmod::list_devices() const {
-    std::vector<rof_device_info> raw;
+template <typename T>
+std::optional<T> Kmod::get(const Command& cmd, T arg) {
+    const int err = try_ioctl(cmd, &arg);
+    if (err == ENOENT) {
+        return std::nullopt;
+    }
+    if (err != 0) {
+        fail(err, cmd);
+    }
+    return arg;
+}
+
+template <typename T>
+std::vector<T> Kmod::list(const Command& cmd) {
+    std::vector<T> elems;
 
     for (int attempt = 0;; attempt++) {
         struct rof_list req {};
 
-        req.elems = reinterpret_cast<std::uintptr_t>(raw.data());
-        req.capacity = static_cast<std::uint32_t>(raw.size());
-        req.elem_size = sizeof(rof_device_info);
-        ioctl_or_throw(ROF_IOC_LIST_DEVICES, "ROF_IOC_LIST_DEVICES", &req);
+        req.elems = user_ptr(elems.data());
+        req.capacity = static_cast<std::uint32_t>(elems.size());
+        req.elem_size = sizeof(T);
+        checked_ioctl(cmd, &req);
         if (req.count > req.capacity) {
-            throw KmodError(EPROTO, path_ + ": ROF_IOC_LIST_DEVICES: count " +
-                                        std::to_string(req.count) + " exceeds capacity " +
-                                        std::to_string(req.capacity));
+            fail(EPROTO, cmd,
+                 "count " + std::to_string(req.count) + " exceeds capacity " +
+                     std::to_string(req.capacity));
         }
         if (req.total <= req.capacity) {
-            raw.resize(req.count);
-            break;
+            elems.resize(req.count);
+            return elems;
         }
         if (attempt + 1 == list_attempts) {
-            throw KmodError(EAGAIN, path_ +
-                                        ": ROF_IOC_LIST_DEVICES: device list kept "
-                                        "changing");
+            fail(EAGAIN, cmd, "the list kept changing");
         }
         if (req.total > ROF_LIST_MAX) {
-            throw KmodError(
-                E2BIG, path_ + ": ROF_IOC_LIST_DEVICES: " + std::to_string(req.total) + " devices");
+            fail(E2BIG, cmd, std::to_string(req.total) + " objects");
         }
-        raw.assign(req.total, rof_device_info{});
+        elems.assign(req.total, T{});
     }
+}
 
+void Kmod::set_name(char (&dst)[ROF_NAME_MAX], const std::string& name, const Command& cmd) const {
+    // What the module would refuse anyway, but cannot even be passed to it.
+    if (name.size() >= ROF_NAME_MAX || name.find('\0') != std::string::npos) {
+        fail(EINVAL, cmd, "bad name");
+    }
+    std::memcpy(dst, name.data(), name.size());
+    dst[name.size()] = '\0';
+}
+
+void Kmod::destroy(const Command& cmd, std::uint32_t id, bool force) {
+    struct rof_destroy req {};
+
+    req.id = id;
+    req.flags = destroy_flags(force);
+    checked_ioctl(cmd, &req);
+}
+
+ModuleVersion Kmod::version() {
+    struct rof_version v {};
+
+    checked_ioctl(ROFD_CMD(ROF_IOC_VERSION), &v);
+    return ModuleVersion{
+        v.abi_major, v.abi_minor,
+        std::string(v.module_version, strnlen(v.module_version, sizeof(v.module_version)))};
+}
+
+std::vector<DeviceInfo> Kmod::list_devices() {
     std::vector<DeviceInfo> devices;
-    devices.reserve(raw.size());
-    for (const auto& r : raw) {
+
+    for (const auto& r : list<rof_device_info>(ROFD_CMD(ROF_IOC_LIST_DEVICES))) {
         DeviceInfo d;
-        d.name = fixed_string(r.name, sizeof(r.name));
+        d.name = abi_name(r.name);
         d.node_guid = r.node_guid;
         d.index = r.index;
         d.num_ports = r.num_ports;
@@ -97,6 +144,185 @@ std::vector<DeviceInfo> Kmod::list_devices() const {
         devices.push_back(std::move(d));
     }
     return devices;
+}
+
+std::uint32_t Kmod::tenant_create(const std::string& name, std::uint32_t id) {
+    const auto cmd = ROFD_CMD(ROF_IOC_TENANT_CREATE);
+    struct rof_tenant_create req {};
+
+    set_name(req.name, name, cmd);
+    req.id = id;
+    req.flags = id != 0 ? ROF_TENANT_CREATE_ID : 0;
+    checked_ioctl(cmd, &req);
+    return req.id;
+}
+
+void Kmod::tenant_destroy(std::uint32_t id, bool force) {
+    destroy(ROFD_CMD(ROF_IOC_TENANT_DESTROY), id, force);
+}
+
+void Kmod::tenant_set_quota(std::uint32_t id, const rof_tenant_quota& quota) {
+    struct rof_tenant_set_quota req {};
+
+    req.id = id;
+    req.quota = quota;
+    checked_ioctl(ROFD_CMD(ROF_IOC_TENANT_SET_QUOTA), &req);
+}
+
+void Kmod::tenant_set_rate(std::uint32_t id, const rof_rate& rate) {
+    struct rof_tenant_rate req {};
+
+    req.tenant = id;
+    req.rate = rate;
+    checked_ioctl(ROFD_CMD(ROF_IOC_TENANT_SET_RATE), &req);
+}
+
+std::vector<rof_tenant_info> Kmod::list_tenants() {
+    return list<rof_tenant_info>(ROFD_CMD(ROF_IOC_LIST_TENANTS));
+}
+
+std::optional<rof_tenant_info> Kmod::get_tenant(std::uint32_t id) {
+    rof_tenant_info info{};
+
+    info.id = id;
+    return get(ROFD_CMD(ROF_IOC_GET_TENANT), info);
+}
+
+std::uint32_t Kmod::region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
+                                  std::uint32_t rights) {
+    const auto cmd = ROFD_CMD(ROF_IOC_REGION_CREATE);
+    struct rof_region_create req {};
+
+    set_name(req.name, name, cmd);
+    req.size = size;
+    req.tenant = tenant;
+    req.rights = rights;
+    checked_ioctl(cmd, &req);
+    return req.id;
+}
+
+void Kmod::region_destroy(std::uint32_t id, bool force) {
+    destroy(ROFD_CMD(ROF_IOC_REGION_DESTROY), id, force);
+}
+
+std::vector<rof_region_info> Kmod::list_regions() {
+    return list<rof_region_info>(ROFD_CMD(ROF_IOC_LIST_REGIONS));
+}
+
+std::optional<rof_region_info> Kmod::get_region(std::uint32_t id) {
+    rof_region_info info{};
+
+    info.id = id;
+    return get(ROFD_CMD(ROF_IOC_GET_REGION), info);
+}
+
+RegionToken Kmod::region_token(std::uint32_t region, std::uint32_t rights, std::uint32_t ttl_ms) {
+    struct rof_region_token req {};
+
+    req.region = region;
+    req.rights = rights;
+    req.ttl_ms = ttl_ms;
+    checked_ioctl(ROFD_CMD(ROF_IOC_REGION_TOKEN), &req);
+    return RegionToken{req.token[0], req.token[1]};
+}
+
+std::uint32_t Kmod::freelist_create(std::uint32_t region, std::uint32_t block_size,
+                                    std::uint64_t offset, std::uint32_t count) {
+    struct rof_freelist_create req {};
+
+    req.region = region;
+    req.block_size = block_size;
+    req.offset = offset;
+    req.count = count;
+    checked_ioctl(ROFD_CMD(ROF_IOC_FREELIST_CREATE), &req);
+    return req.id;
+}
+
+void Kmod::freelist_destroy(std::uint32_t id, bool force) {
+    destroy(ROFD_CMD(ROF_IOC_FREELIST_DESTROY), id, force);
+}
+
+std::vector<rof_freelist_info> Kmod::list_freelists() {
+    return list<rof_freelist_info>(ROFD_CMD(ROF_IOC_LIST_FREELISTS));
+}
+
+std::uint64_t Kmod::prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) {
+    const auto cmd = ROFD_CMD(ROF_IOC_PROG_LOAD);
+
+    if (image.size() > std::numeric_limits<std::uint32_t>::max()) {
+        fail(E2BIG, cmd, std::to_string(image.size()) + " byte image");
+    }
+    req.image = user_ptr(image.data());
+    req.image_len = static_cast<std::uint32_t>(image.size());
+    // With ENOEXEC the module has copied error_insn back into req.
+    checked_ioctl(cmd, &req);
+    return req.tag;
+}
+
+void Kmod::prog_unload(std::uint32_t tenant, std::uint64_t tag) {
+    struct rof_prog_id req {};
+
+    req.tag = tag;
+    req.tenant = tenant;
+    checked_ioctl(ROFD_CMD(ROF_IOC_PROG_UNLOAD), &req);
+}
+
+std::vector<rof_prog_info> Kmod::list_progs() {
+    return list<rof_prog_info>(ROFD_CMD(ROF_IOC_LIST_PROGS));
+}
+
+std::optional<rof_prog_info> Kmod::get_prog(std::uint32_t tenant, std::uint64_t tag) {
+    rof_prog_info info{};
+
+    info.tenant = tenant;
+    info.tag = tag;
+    return get(ROFD_CMD(ROF_IOC_GET_PROG), info);
+}
+
+void Kmod::set_ticket_key(const TicketKey& key) {
+    struct rof_ticket_key req {};
+
+    std::copy(key.begin(), key.end(), req.key);
+    checked_ioctl(ROFD_CMD(ROF_IOC_SET_TICKET_KEY), &req);
+    // The key lives on in the module only.
+    explicit_bzero(req.key, sizeof(req.key));
+}
+
+void Kmod::session_prepare(rof_session_prepare& req) {
+    checked_ioctl(ROFD_CMD(ROF_IOC_SESSION_PREPARE), &req);
+}
+
+std::vector<rof_session_info> Kmod::list_sessions() {
+    return list<rof_session_info>(ROFD_CMD(ROF_IOC_LIST_SESSIONS));
+}
+
+std::optional<rof_session_info> Kmod::get_session(std::uint32_t id) {
+    rof_session_info info{};
+
+    info.id = id;
+    return get(ROFD_CMD(ROF_IOC_GET_SESSION), info);
+}
+
+void Kmod::session_close(std::uint32_t id) {
+    struct rof_session_close req {};
+
+    req.session = id;
+    checked_ioctl(ROFD_CMD(ROF_IOC_SESSION_CLOSE), &req);
+}
+
+UniqueFd Kmod::audit_open(bool nonblock) {
+    struct rof_audit_open req {};
+
+    req.flags = nonblock ? ROF_AUDIT_NONBLOCK : 0;
+    checked_ioctl(ROFD_CMD(ROF_IOC_AUDIT_OPEN), &req);
+    return UniqueFd(req.fd);
+}
+
+rof_audit_stats Kmod::audit_stats() {
+    rof_audit_stats stats{};
+
+    checked_ioctl(ROFD_CMD(ROF_IOC_AUDIT_STATS), &stats);
+    return stats;
 }
 
 }  // namespace rofd

@@ -2,60 +2,88 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
-#include <system_error>
 #include <vector>
 
+#include "module.h"
 #include "unique_fd.h"
 
 namespace rofd {
 
-// An ioctl or open on /dev/rof failed.  what() names the device, the
-// command and the reason, e.g.
-// "/dev/rof: ROF_IOC_LIST_DEVICES: Invalid argument"; code() is the errno.
-class KmodError : public std::system_error {
-  public:
-    KmodError(int err, const std::string& what)
-        : std::system_error(err, std::generic_category(), what) {}
-};
-
-struct ModuleVersion {
-    std::uint32_t abi_major = 0;
-    std::uint32_t abi_minor = 0;
-    std::string version;
-};
-
-struct PortInfo {
-    std::uint32_t port_num = 0;
-    std::uint32_t state = 0;  // enum rof_port_state
-    std::uint32_t active_mtu = 0;
-};
-
-struct DeviceInfo {
-    std::string name;
-    std::uint64_t node_guid = 0;
-    std::uint32_t index = 0;
-    std::uint32_t num_ports = 0;  // may exceed ports.size()
-    std::vector<PortInfo> ports;
-};
-
-// The open /dev/rof.  Each call is one ioctl on a shared fd; the module
-// serialises what needs it, so one Kmod serves all gRPC threads.
-class Kmod {
+// The open /dev/rof: rofd::Module with one ioctl per call.  Each call is one
+// ioctl on a shared fd (LIST commands: a few); the module serialises what
+// needs it, so one Kmod serves all gRPC threads.
+//
+// Every failure throws KmodError whose what() names the device, the command
+// and the reason, e.g. "/dev/rof: ROF_IOC_LIST_DEVICES: Invalid argument";
+// code() is the errno.  EINTR is retried.
+class Kmod final : public Module {
   public:
     // Throws KmodError("cannot open PATH") when the device cannot be opened.
     explicit Kmod(std::string path);
 
     const std::string& path() const noexcept { return path_; }
 
-    ModuleVersion version() const;
-
+    ModuleVersion version() override;
     // Every device the module tracks, sized with a capacity-0 call first and
     // retried while devices appear between the two calls.
-    std::vector<DeviceInfo> list_devices() const;
+    std::vector<DeviceInfo> list_devices() override;
+
+    std::uint32_t tenant_create(const std::string& name, std::uint32_t id) override;
+    void tenant_destroy(std::uint32_t id, bool force) override;
+    void tenant_set_quota(std::uint32_t id, const rof_tenant_quota& quota) override;
+    void tenant_set_rate(std::uint32_t id, const rof_rate& rate) override;
+    std::vector<rof_tenant_info> list_tenants() override;
+    std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override;
+
+    std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
+                                std::uint32_t rights) override;
+    void region_destroy(std::uint32_t id, bool force) override;
+    std::vector<rof_region_info> list_regions() override;
+    std::optional<rof_region_info> get_region(std::uint32_t id) override;
+    RegionToken region_token(std::uint32_t region, std::uint32_t rights,
+                             std::uint32_t ttl_ms) override;
+    std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
+                                  std::uint64_t offset, std::uint32_t count) override;
+    void freelist_destroy(std::uint32_t id, bool force) override;
+    std::vector<rof_freelist_info> list_freelists() override;
+
+    std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) override;
+    void prog_unload(std::uint32_t tenant, std::uint64_t tag) override;
+    std::vector<rof_prog_info> list_progs() override;
+    std::optional<rof_prog_info> get_prog(std::uint32_t tenant, std::uint64_t tag) override;
+
+    void set_ticket_key(const TicketKey& key) override;
+    void session_prepare(rof_session_prepare& req) override;
+    std::vector<rof_session_info> list_sessions() override;
+    std::optional<rof_session_info> get_session(std::uint32_t id) override;
+    void session_close(std::uint32_t id) override;
+
+    UniqueFd audit_open(bool nonblock) override;
+    rof_audit_stats audit_stats() override;
+
+    // An ioctl command and the name errors report it by.
+    struct Command {
+        unsigned long nr;
+        const char* name;
+    };
 
   private:
-    void ioctl_or_throw(unsigned long cmd, const char* name, void* arg) const;
+    // The ioctl, EINTR retried: 0 or the errno.
+    int try_ioctl(const Command& cmd, void* arg);
+    // The ioctl, EINTR retried; throws KmodError("PATH: NAME: reason").
+    void checked_ioctl(const Command& cmd, void* arg);
+    [[noreturn]] void fail(int err, const Command& cmd, const std::string& detail = {}) const;
+    // A GET command: std::nullopt on ENOENT.
+    template <typename T>
+    std::optional<T> get(const Command& cmd, T arg);
+    // A LIST command: every element, however many appear meanwhile.
+    template <typename T>
+    std::vector<T> list(const Command& cmd);
+    void set_name(char (&dst)[ROF_NAME_MAX], const std::string& name, const Command& cmd) const;
+    void destroy(const Command& cmd, std::uint32_t id, bool force);
 
     std::string path_;
     UniqueFd fd_;

@@ -24,7 +24,7 @@ bool fatal_accept_error(int err) {
 
 }  // namespace
 
-Server::Server(const Kmod& kmod) : control_(kmod, peers_) {
+Server::Server(Module& module) : control_(module, peers_) {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "control_service.h"
-#include "kmod.h"
 #include "listener.h"
+#include "module.h"
 #include "peers.h"
 
 namespace rofd {
@@ -19,7 +19,7 @@ class Server {
   public:
     // Starts gRPC with health NOT_SERVING; call set_serving(true) once the
     // daemon is really ready.
-    explicit Server(const Kmod& kmod);
+    explicit Server(Module& module);
     ~Server();
 
     void set_serving(bool serving);

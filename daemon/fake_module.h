@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// FakeModule: rofd::Module in memory, for the unit tests of everything
+// built on Module.  It keeps the module's rules and errnos (docs/kmod.md)
+// closely enough that a service behaves against it as against rof.ko:
+// names, unique names and ids, ids assigned round from 1, quotas (EDQUOT),
+// region sizes, busy objects (EBUSY, ENOTEMPTY for tenants), cascading
+// destroys, usage, grants and rights, the ticket key (ENOKEY), program
+// headers and bindings, one audit reader (EBUSY).
+//
+// What it does not model: RDMA (a session stays prepared unless a test
+// calls connect_session()), memory (region_token() returns random bits that
+// nothing checks; no ENOMEM), the ticket MAC (random bytes, not
+// HMAC-SHA256), the image tag's CRC (EBADMSG), instruction checks (only the
+// header and slot table are read), the reaper (expired prepared sessions
+// stay), rate enforcement, and capabilities (no EPERM).
+//
+// Errors are KmodError with what() "fake: ROF_IOC_NAME: reason", the shape of
+// Kmod's.  Thread-safe: one mutex around everything.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "module.h"
+
+namespace rofd {
+
+class FakeModule final : public Module {
+  public:
+    // What the fake reports as its version.
+    static constexpr const char* fake_version = "fake";
+    // The audit ring's size and its invocation reserve, as the module's
+    // default audit_ring_size.
+    static constexpr std::uint32_t audit_ring_size = 4096;
+    // The module parameter idle_timeout_ms, for sessions prepared with 0.
+    static constexpr std::uint32_t idle_timeout_default_ms = 300000;
+
+    FakeModule();
+    ~FakeModule() override;
+
+    ModuleVersion version() override;
+    std::vector<DeviceInfo> list_devices() override;
+
+    std::uint32_t tenant_create(const std::string& name, std::uint32_t id) override;
+    void tenant_destroy(std::uint32_t id, bool force) override;
+    void tenant_set_quota(std::uint32_t id, const rof_tenant_quota& quota) override;
+    void tenant_set_rate(std::uint32_t id, const rof_rate& rate) override;
+    std::vector<rof_tenant_info> list_tenants() override;
+    std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override;
+
+    std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
+                                std::uint32_t rights) override;
+    void region_destroy(std::uint32_t id, bool force) override;
+    std::vector<rof_region_info> list_regions() override;
+    std::optional<rof_region_info> get_region(std::uint32_t id) override;
+    RegionToken region_token(std::uint32_t region, std::uint32_t rights,
+                             std::uint32_t ttl_ms) override;
+    std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
+                                  std::uint64_t offset, std::uint32_t count) override;
+    void freelist_destroy(std::uint32_t id, bool force) override;
+    std::vector<rof_freelist_info> list_freelists() override;
+
+    std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) override;
+    void prog_unload(std::uint32_t tenant, std::uint64_t tag) override;
+    std::vector<rof_prog_info> list_progs() override;
+    std::optional<rof_prog_info> get_prog(std::uint32_t tenant, std::uint64_t tag) override;
+
+    void set_ticket_key(const TicketKey& key) override;
+    void session_prepare(rof_session_prepare& req) override;
+    std::vector<rof_session_info> list_sessions() override;
+    std::optional<rof_session_info> get_session(std::uint32_t id) override;
+    void session_close(std::uint32_t id) override;
+
+    // The reader is one end of a SOCK_SEQPACKET socket pair (read-only: its
+    // write side is shut down), so each read() returns one whole record and
+    // the fake sees the reader close (EBUSY until then, as the module).
+    // Records written while no reader is open are kept, up to the ring size
+    // (older ones count as overruns); records the reader left unread when
+    // it closed are lost, unlike in the module.
+    UniqueFd audit_open(bool nonblock) override;
+    // pending counts records not yet handed to a reader's socket.
+    rof_audit_stats audit_stats() override;
+
+    // ---- Test hooks ----
+
+    // The devices list_devices() returns.
+    void set_devices(std::vector<DeviceInfo> devices);
+
+    // The next Module call, whichever it is, throws KmodError(@err) without
+    // doing anything.
+    void fail_next(int err);
+
+    // Writes one audit record, with the next seq (the record's own is
+    // ignored); it reaches the reader's fd if one is open.
+    void push_audit(const rof_audit_record& record);
+
+    // A client connects to prepared session @id with its ticket: returns 0
+    // and makes it ROF_SESSION_LIVE (charging the tenant's session quota,
+    // attaching it to its regions, auditing the open), or the
+    // rof_reject_reason the module would refuse the connect with.
+    std::uint32_t connect_session(std::uint32_t id);
+
+    // The module is unloaded and loaded again: every object goes, ids
+    // restart at 1, the ticket key is forgotten, the audit ring is empty and
+    // an open reader sees end of file.
+    void reload();
+
+  private:
+    struct Tenant {
+        rof_tenant_info info{};
+        rof_rate rate{};
+    };
+    using ProgKey = std::pair<std::uint32_t, std::uint64_t>;  // tenant, tag
+
+    void enter(const char* cmd);
+    [[noreturn]] static void fail(int err, const char* cmd);
+    Tenant& tenant_locked(std::uint32_t id, const char* cmd);
+    rof_tenant_info tenant_info_locked(const Tenant& t) const;
+    rof_region_info region_info_locked(const rof_region_info& r) const;
+    bool session_live(const rof_session_info& s) const;
+    void close_session_locked(std::uint32_t id, std::uint32_t reason);
+    void destroy_region_locked(std::uint32_t id, std::uint32_t reason);
+    void audit_locked(rof_audit_record record);
+    void flush_audit_locked();
+    bool reader_open_locked();
+
+    mutable std::mutex mu_;
+    std::optional<int> fail_next_;
+    std::vector<DeviceInfo> devices_;
+
+    std::map<std::uint32_t, Tenant> tenants_;
+    std::set<std::string> tenant_names_;  // index of tenants_ by name
+    std::map<std::uint32_t, rof_region_info> regions_;
+    std::map<std::uint32_t, rof_freelist_info> freelists_;
+    std::map<ProgKey, rof_prog_info> progs_;
+    std::map<std::uint32_t, rof_session_info> sessions_;
+    std::uint32_t last_tenant_ = 0;
+    std::uint32_t last_region_ = 0;
+    std::uint32_t last_freelist_ = 0;
+    std::uint32_t last_session_ = 0;
+    std::optional<TicketKey> ticket_key_;
+
+    // The audit ring: records not yet handed to a reader.
+    std::deque<rof_audit_record> audit_queue_;
+    std::uint64_t audit_next_seq_ = 1;
+    std::uint64_t audit_overruns_ = 0;
+    UniqueFd audit_writer_;  // our end of the reader's socket pair
+};
+
+}  // namespace rofd

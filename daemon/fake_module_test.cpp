@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: MIT
+// FakeModule keeps rof.ko's rules (docs/kmod.md): each test is one rule.
+#include "fake_module.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using rofd::FakeModule;
+using rofd::KmodError;
+
+// The errno @f throws as KmodError, 0 if it returns.
+template <typename F>
+int errno_of(F&& f) {
+    try {
+        f();
+    } catch (const KmodError& e) {
+        return e.code().value();
+    }
+    return 0;
+}
+
+std::uint64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+rofd::TicketKey some_key() {
+    rofd::TicketKey key{};
+    key[0] = 1;
+    return key;
+}
+
+rof_session_prepare prepare_req(std::uint32_t tenant) {
+    rof_session_prepare req{};
+    req.tenant = tenant;
+    req.expires_ns = now_ns() + 60'000'000'000ULL;
+    return req;
+}
+
+void grant(rof_session_prepare& req, std::uint32_t region, std::uint32_t access) {
+    req.regions[req.nregions++] = rof_session_grant{region, access};
+}
+
+struct Slot {
+    std::uint32_t rights = ROF_ACCESS_READ;
+    std::uint32_t flags = 0;
+    std::uint64_t len = 4096;
+};
+
+// A program image with a valid header and slot table, @insns instruction
+// slots (their contents are not the fake's business).
+std::vector<std::uint8_t> image(std::uint64_t tag, const std::vector<Slot>& slots = {},
+                                std::uint32_t insns = 1) {
+    rof_isa_hdr hdr{};
+    hdr.magic = ROF_ISA_MAGIC;
+    hdr.version = ROF_ISA_VERSION;
+    hdr.hdr_size = sizeof(hdr);
+    hdr.insn_cnt = insns;
+    hdr.slot_cnt = static_cast<std::uint32_t>(slots.size());
+    hdr.args_max = 64;
+    hdr.tag = tag;
+    std::vector<std::uint8_t> img(sizeof(hdr) + slots.size() * sizeof(rof_isa_slot) +
+                                  insns * sizeof(rof_insn));
+    std::memcpy(img.data(), &hdr, sizeof(hdr));
+    for (std::size_t i = 0; i < slots.size(); i++) {
+        rof_isa_slot s{};
+        std::strcpy(s.name, "s");
+        s.rights = slots[i].rights;
+        s.flags = slots[i].flags;
+        s.len = slots[i].len;
+        std::memcpy(img.data() + sizeof(hdr) + i * sizeof(s), &s, sizeof(s));
+    }
+    return img;
+}
+
+rof_prog_load load_req(std::uint32_t tenant, std::vector<rof_prog_bind> binds = {}) {
+    rof_prog_load req{};
+    req.tenant = tenant;
+    req.budget = 100;
+    req.byte_budget = 100;
+    std::strcpy(req.name, "prog");
+    req.nbind = static_cast<std::uint32_t>(binds.size());
+    for (std::size_t i = 0; i < binds.size(); i++) {
+        req.bind[i] = binds[i];
+    }
+    return req;
+}
+
+std::uint64_t load(FakeModule& m, std::uint32_t tenant, std::uint64_t tag,
+                   const std::vector<Slot>& slots = {}, std::vector<rof_prog_bind> binds = {}) {
+    rof_prog_load req = load_req(tenant, std::move(binds));
+    const auto img = image(tag, slots);
+    return m.prog_load(req, img);
+}
+
+TEST(FakeModule, NamesFollowTheRule) {
+    FakeModule m;
+
+    for (const std::string& bad :
+         std::vector<std::string>{"", std::string(64, 'a'), "a b", "a/b", "caf\xc3\xa9"}) {
+        EXPECT_EQ(errno_of([&] { m.tenant_create(bad, 0); }), EINVAL) << bad;
+    }
+    EXPECT_NE(m.tenant_create(std::string(63, 'a'), 0), 0u);
+    const auto t = m.tenant_create("Az09._:-", 0);
+    EXPECT_EQ(errno_of([&] { m.region_create(t, "no space", 4096, ROF_ACCESS_READ); }), EINVAL);
+}
+
+TEST(FakeModule, TenantNamesAndIdsAreUnique) {
+    FakeModule m;
+
+    const auto kv = m.tenant_create("kv", 0);
+    EXPECT_EQ(errno_of([&] { m.tenant_create("kv", 0); }), EEXIST);
+    EXPECT_EQ(m.tenant_create("fixed", 7), 7u);
+    EXPECT_EQ(errno_of([&] { m.tenant_create("other", 7); }), EEXIST);
+    EXPECT_EQ(errno_of([&] { m.tenant_create("other", kv); }), EEXIST);
+    EXPECT_EQ(errno_of([&] { m.tenant_create("other", ROF_TENANT_ID_MAX + 1); }), EINVAL);
+    EXPECT_EQ(m.tenant_create("top", ROF_TENANT_ID_MAX), ROF_TENANT_ID_MAX);
+}
+
+// Ids go round from 1: a destroyed tenant's id is not given out again until
+// the range has gone round, and ids taken explicitly are skipped.
+TEST(FakeModule, IdsAreAssignedRoundFromOne) {
+    FakeModule m;
+
+    EXPECT_EQ(m.tenant_create("a", 0), 1u);
+    EXPECT_EQ(m.tenant_create("b", 0), 2u);
+    m.tenant_destroy(1, false);
+    EXPECT_EQ(m.tenant_create("c", 4), 4u);
+    EXPECT_EQ(m.tenant_create("d", 0), 3u);
+    EXPECT_EQ(m.tenant_create("e", 0), 5u);
+    EXPECT_EQ(m.tenant_create("top", ROF_TENANT_ID_MAX), ROF_TENANT_ID_MAX);
+    for (std::uint32_t id = 6; id < ROF_TENANT_ID_MAX; id++) {
+        ASSERT_EQ(m.tenant_create("t" + std::to_string(id), 0), id);
+    }
+    EXPECT_EQ(m.tenant_create("wrapped", 0), 1u);
+    EXPECT_EQ(errno_of([&] { m.tenant_create("full", 0); }), ENOSPC);
+
+    const auto r1 = m.region_create(2, "r1", 4096, ROF_ACCESS_READ);
+    const auto r2 = m.region_create(2, "r2", 4096, ROF_ACCESS_READ);
+    EXPECT_EQ(r1, 1u);
+    EXPECT_EQ(r2, 2u);
+    m.region_destroy(r1, false);
+    EXPECT_EQ(m.region_create(2, "r3", 4096, ROF_ACCESS_READ), 3u);
+}
+
+TEST(FakeModule, RegionSizeAndNames) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto other = m.tenant_create("other", 0);
+
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "r", 0, ROF_ACCESS_READ); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "r", 4095, ROF_ACCESS_READ); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "r", ROF_REGION_SIZE_MAX + 4096, 0); }), E2BIG);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "r", 4096, 1U << 7); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.region_create(99, "r", 4096, ROF_ACCESS_READ); }), ENOENT);
+
+    const auto r = m.region_create(kv, "table", ROF_REGION_SIZE_MAX, ROF_ACCESS_ALL);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "table", 4096, ROF_ACCESS_READ); }), EEXIST);
+    EXPECT_NE(m.region_create(other, "table", 4096, ROF_ACCESS_READ), r);
+
+    const auto info = m.get_region(r);
+    ASSERT_TRUE(info);
+    EXPECT_EQ(rofd::abi_name(info->name), "table");
+    EXPECT_EQ(info->size, ROF_REGION_SIZE_MAX);
+    EXPECT_EQ(info->tenant, kv);
+    EXPECT_EQ(info->rights, ROF_ACCESS_ALL);
+    EXPECT_FALSE(m.get_region(r + 100));
+    EXPECT_EQ(m.list_regions().size(), 2u);
+}
+
+TEST(FakeModule, QuotasRefuseWithEdquot) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+
+    const auto fresh = m.get_tenant(kv);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(fresh->quota.region_bytes, ROF_QUOTA_UNLIMITED);
+    EXPECT_EQ(fresh->quota.inflight, static_cast<std::uint32_t>(ROF_INFLIGHT_DEFAULT));
+
+    rof_tenant_quota q{};
+    q.region_bytes = 8192;
+    q.sessions = 1;
+    q.programs = 1;
+    q.inflight = 0;
+    EXPECT_EQ(errno_of([&] { m.tenant_set_quota(kv, q); }), EINVAL);
+    q.inflight = 8;
+    EXPECT_EQ(errno_of([&] { m.tenant_set_quota(99, q); }), ENOENT);
+    m.tenant_set_quota(kv, q);
+
+    m.region_create(kv, "a", 4096, ROF_ACCESS_READ);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "b", 8192, ROF_ACCESS_READ); }), EDQUOT);
+    m.region_create(kv, "b", 4096, ROF_ACCESS_READ);
+
+    load(m, kv, 1);
+    EXPECT_EQ(errno_of([&] { load(m, kv, 2); }), EDQUOT);
+
+    // The session quota is charged at connect (docs/kmod.md 8): the second
+    // connect is refused, not the prepare.
+    m.set_ticket_key(some_key());
+    auto s1 = prepare_req(kv);
+    auto s2 = prepare_req(kv);
+    m.session_prepare(s1);
+    m.session_prepare(s2);
+    EXPECT_EQ(m.connect_session(s1.session), 0u);
+    EXPECT_EQ(m.connect_session(s2.session), static_cast<std::uint32_t>(ROF_REJECT_QUOTA));
+    EXPECT_EQ(m.get_session(s1.session)->credits, 8u);
+}
+
+TEST(FakeModule, UsageFollowsEveryObject) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto r = m.region_create(kv, "table", 3 * 4096, ROF_ACCESS_ALL);
+    m.region_create(kv, "log", 4096, ROF_ACCESS_READ);
+    m.freelist_create(r, 64, 0, 10);
+    load(m, kv, 42, {Slot{}}, {{r, 0}});
+    m.set_ticket_key(some_key());
+    auto s = prepare_req(kv);
+    m.session_prepare(s);
+
+    auto u = m.get_tenant(kv)->usage;
+    EXPECT_EQ(u.region_bytes, 4 * 4096u);
+    EXPECT_EQ(u.regions, 2u);
+    EXPECT_EQ(u.freelists, 1u);
+    EXPECT_EQ(u.programs, 1u);
+    EXPECT_EQ(u.sessions, 0u);  // prepared: nothing charged yet
+    ASSERT_EQ(m.connect_session(s.session), 0u);
+    EXPECT_EQ(m.get_tenant(kv)->usage.sessions, 1u);
+
+    m.session_close(s.session);
+    m.prog_unload(kv, 42);
+    m.region_destroy(r, false);
+    u = m.get_tenant(kv)->usage;
+    EXPECT_EQ(u.region_bytes, 4096u);
+    EXPECT_EQ(u.regions, 1u);
+    EXPECT_EQ(u.freelists, 0u);
+    EXPECT_EQ(u.programs, 0u);
+    EXPECT_EQ(u.sessions, 0u);
+    EXPECT_EQ(m.get_tenant(kv)->counters.sessions_opened, 1u);
+    EXPECT_EQ(m.get_tenant(kv)->counters.sessions_closed, 1u);
+}
+
+TEST(FakeModule, BusyObjectsNeedForce) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto r = m.region_create(kv, "table", 4 * 4096, ROF_ACCESS_ALL);
+    const auto fl = m.freelist_create(r, 64, 0, 10);
+    load(m, kv, 42, {Slot{ROF_ACCESS_READ, ROF_SLOT_FREELIST, 4096}}, {{r, fl}});
+
+    EXPECT_EQ(m.get_region(r)->attachments, 1u);
+    EXPECT_EQ(errno_of([&] { m.region_destroy(r, false); }), EBUSY);
+    EXPECT_EQ(errno_of([&] { m.freelist_destroy(fl, false); }), EBUSY);
+    EXPECT_EQ(errno_of([&] { m.tenant_destroy(kv, false); }), ENOTEMPTY);
+
+    m.region_destroy(r, true);
+    EXPECT_FALSE(m.get_region(r));
+    EXPECT_TRUE(m.list_freelists().empty());
+    const auto p = m.get_prog(kv, 42);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->flags & ROF_PROG_REVOKED, ROF_PROG_REVOKED);
+    EXPECT_EQ(m.audit_stats().next_seq, 2u);  // one ROF_AUDIT_REGION_DESTROY
+
+    EXPECT_EQ(errno_of([&] { m.region_destroy(r, true); }), ENOENT);
+    EXPECT_EQ(errno_of([&] { m.freelist_destroy(fl, true); }), ENOENT);
+}
+
+// A live session attaches to its regions; a forced region destroy closes it.
+TEST(FakeModule, ForcedRegionDestroyRevokesSessions) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_ALL);
+    m.set_ticket_key(some_key());
+    auto s = prepare_req(kv);
+    grant(s, r, ROF_ACCESS_READ);
+    m.session_prepare(s);
+
+    EXPECT_EQ(m.get_region(r)->attachments, 0u);  // prepared: holds only the id
+    ASSERT_EQ(m.connect_session(s.session), 0u);
+    EXPECT_EQ(m.get_region(r)->attachments, 1u);
+    EXPECT_EQ(errno_of([&] { m.region_destroy(r, false); }), EBUSY);
+    m.region_destroy(r, true);
+    EXPECT_FALSE(m.get_session(s.session));
+}
+
+TEST(FakeModule, TenantDestroyTakesEverythingWithIt) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto other = m.tenant_create("other", 0);
+    const auto r = m.region_create(kv, "table", 4 * 4096, ROF_ACCESS_ALL);
+    const auto keep = m.region_create(other, "table", 4096, ROF_ACCESS_ALL);
+    m.freelist_create(r, 64, 0, 10);
+    load(m, kv, 42, {Slot{}}, {{r, 0}});
+    m.set_ticket_key(some_key());
+    auto live = prepare_req(kv);
+    auto prepared = prepare_req(kv);
+    m.session_prepare(live);
+    m.session_prepare(prepared);
+    ASSERT_EQ(m.connect_session(live.session), 0u);
+
+    m.tenant_destroy(kv, true);
+    EXPECT_FALSE(m.get_tenant(kv));
+    EXPECT_TRUE(m.list_freelists().empty());
+    EXPECT_TRUE(m.list_progs().empty());
+    EXPECT_TRUE(m.list_sessions().empty());
+    ASSERT_EQ(m.list_regions().size(), 1u);
+    EXPECT_EQ(m.list_regions()[0].id, keep);
+    EXPECT_TRUE(m.get_tenant(other));
+    EXPECT_EQ(errno_of([&] { m.tenant_destroy(kv, true); }), ENOENT);
+
+    // Without force: only prepared sessions, which any destroy drops.
+    auto p2 = prepare_req(other);
+    m.session_prepare(p2);
+    m.region_destroy(keep, false);
+    m.tenant_destroy(other, false);
+    EXPECT_TRUE(m.list_sessions().empty());
+    EXPECT_TRUE(m.list_tenants().empty());
+}
+
+TEST(FakeModule, FreeListsFitTheirRegion) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_ALL);
+
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 4, 0, 1); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 12, 0, 1); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 8, 4, 1); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 8, 0, 0); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 8, 0, ROF_FREELIST_BLOCKS_MAX + 1); }), E2BIG);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r + 1, 8, 0, 1); }), ENOENT);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 64, 0, 64); }), ERANGE);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 8, ~0ULL - 7, 1); }), ERANGE);
+
+    const auto fl = m.freelist_create(r, 64, 0, 10);  // [0, 704)
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 64, 696, 1); }), EADDRINUSE);
+    m.freelist_create(r, 64, 704, 10);
+    const auto lists = m.list_freelists();
+    ASSERT_EQ(lists.size(), 2u);
+    EXPECT_EQ(lists[0].id, fl);
+    EXPECT_EQ(lists[0].tenant, kv);
+    EXPECT_EQ(lists[0].free, 10u);
+}
+
+TEST(FakeModule, PrepareNeedsATicketKey) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    auto req = prepare_req(kv);
+
+    EXPECT_EQ(errno_of([&] { m.session_prepare(req); }), ENOKEY);
+    EXPECT_EQ(errno_of([&] { m.set_ticket_key(rofd::TicketKey{}); }), EINVAL);
+    m.set_ticket_key(some_key());
+    m.session_prepare(req);
+    EXPECT_EQ(req.session, 1u);
+}
+
+TEST(FakeModule, PrepareChecksTheGrants) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto other = m.tenant_create("other", 0);
+    const auto ro = m.region_create(kv, "ro", 4096, ROF_ACCESS_READ);
+    const auto rw = m.region_create(kv, "rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+    const auto theirs = m.region_create(other, "theirs", 4096, ROF_ACCESS_ALL);
+    m.set_ticket_key(some_key());
+
+    const auto err = [&](auto edit) {
+        auto req = prepare_req(kv);
+        edit(req);
+        return errno_of([&] { m.session_prepare(req); });
+    };
+    EXPECT_EQ(err([&](auto& r) { grant(r, theirs, ROF_ACCESS_READ); }), ENXIO);
+    EXPECT_EQ(err([&](auto& r) { grant(r, 999, ROF_ACCESS_READ); }), ENXIO);
+    EXPECT_EQ(err([&](auto& r) { grant(r, ro, ROF_ACCESS_WRITE); }), EACCES);
+    EXPECT_EQ(err([&](auto& r) { grant(r, ro, 0); }), EINVAL);
+    EXPECT_EQ(err([&](auto& r) { grant(r, ro, 1U << 5); }), EINVAL);
+    EXPECT_EQ(err([&](auto& r) {
+                  grant(r, ro, ROF_ACCESS_READ);
+                  grant(r, ro, ROF_ACCESS_READ);
+              }),
+              EEXIST);
+    EXPECT_EQ(err([&](auto& r) { r.nregions = ROF_SESSION_MAX_REGIONS + 1; }), E2BIG);
+    EXPECT_EQ(err([&](auto& r) { r.regions[3].region = ro; }), EINVAL);
+    EXPECT_EQ(err([&](auto& r) { r.expires_ns = now_ns() - 1; }), ETIME);
+    EXPECT_EQ(err([&](auto& r) { r.rate.ops_per_sec = ROF_RATE_MAX + 1; }), ERANGE);
+    EXPECT_EQ(err([&](auto& r) { r.tenant = 999; }), ENOENT);
+    EXPECT_EQ(err([&](auto& r) { r.flags = 1; }), EINVAL);
+    EXPECT_EQ(err([&](auto& r) {
+                  grant(r, ro, ROF_ACCESS_READ);
+                  grant(r, rw, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+              }),
+              0);
+}
+
+TEST(FakeModule, PreparedSessionsAndTheirTickets) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_ALL);
+    m.set_ticket_key(some_key());
+
+    auto a = prepare_req(kv);
+    grant(a, r, ROF_ACCESS_READ);
+    auto b = prepare_req(kv);
+    m.session_prepare(a);
+    m.session_prepare(b);
+    EXPECT_NE(a.session, b.session);
+    EXPECT_EQ(a.ticket.version, ROF_TICKET_VERSION);
+    EXPECT_EQ(le32toh(a.ticket.tenant), kv);
+    EXPECT_EQ(le32toh(a.ticket.session), a.session);
+    EXPECT_EQ(le64toh(a.ticket.expires_ns), a.expires_ns);
+    EXPECT_NE(a.ticket.nonce, b.ticket.nonce);
+
+    const auto list = m.list_sessions();
+    ASSERT_EQ(list.size(), 2u);
+    EXPECT_EQ(list[0].state, static_cast<std::uint32_t>(ROF_SESSION_PREPARED));
+    EXPECT_EQ(list[0].tenant, kv);
+    EXPECT_EQ(list[0].nregions, 1u);
+    EXPECT_EQ(list[0].regions[0].region, r);
+    EXPECT_EQ(list[0].credits, static_cast<std::uint32_t>(ROF_INFLIGHT_DEFAULT));
+
+    m.session_close(a.session);
+    EXPECT_FALSE(m.get_session(a.session));
+    EXPECT_EQ(errno_of([&] { m.session_close(a.session); }), ENOENT);
+    auto c = prepare_req(kv);
+    m.session_prepare(c);
+    EXPECT_EQ(c.session, b.session + 1);  // never reused
+}
+
+TEST(FakeModule, ProgramsAreNamedByTenantAndTag) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto other = m.tenant_create("other", 0);
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_READ);
+    const auto theirs = m.region_create(other, "table", 4096, ROF_ACCESS_ALL);
+
+    rof_prog_load req = load_req(kv, {{r, 0}});
+    const auto img = image(0xfeedULL, {Slot{}});
+    EXPECT_EQ(m.prog_load(req, img), 0xfeedULL);
+    EXPECT_EQ(req.tag, 0xfeedULL);
+    EXPECT_EQ(req.image_len, img.size());
+    EXPECT_EQ(errno_of([&] { load(m, kv, 0xfeed, {Slot{}}, {{r, 0}}); }), EEXIST);
+    EXPECT_EQ(load(m, other, 0xfeed, {Slot{}}, {{theirs, 0}}), 0xfeedULL);
+
+    const auto p = m.get_prog(kv, 0xfeed);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(rofd::abi_name(p->name), "prog");
+    EXPECT_EQ(p->nbind, 1u);
+    EXPECT_EQ(p->bind[0].region, r);
+    EXPECT_EQ(p->args_max, 64u);
+    EXPECT_EQ(m.list_progs().size(), 2u);
+
+    m.prog_unload(kv, 0xfeed);
+    EXPECT_FALSE(m.get_prog(kv, 0xfeed));
+    EXPECT_EQ(errno_of([&] { m.prog_unload(kv, 0xfeed); }), ENOENT);
+}
+
+TEST(FakeModule, ProgramLoadChecks) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    const auto other = m.tenant_create("other", 0);
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_READ);
+    const auto r2 = m.region_create(kv, "table2", 4096, ROF_ACCESS_READ);
+    const auto theirs = m.region_create(other, "table", 4096, ROF_ACCESS_ALL);
+    const auto fl2 = m.freelist_create(r2, 8, 0, 1);
+
+    // Shorter than a header: refused as a malformed image, error_insn ~0.
+    rof_prog_load req = load_req(kv);
+    const std::vector<std::uint8_t> tiny(16, 0);
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, tiny); }), ENOEXEC);
+    EXPECT_EQ(req.error_insn, 0xffffffffU);
+    req = load_req(kv);
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, {}); }), E2BIG);
+    auto bad_magic = image(1);
+    bad_magic[0] ^= 1;
+    req = load_req(kv);
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, bad_magic); }), ENOEXEC);
+
+    EXPECT_EQ(errno_of([&] { load(m, kv, 1, {Slot{}}, {}); }), EINVAL);  // nbind
+    EXPECT_EQ(errno_of([&] { load(m, 99, 1); }), ENOENT);
+    EXPECT_EQ(errno_of([&] { load(m, kv, 1, {Slot{}}, {{theirs, 0}}); }), ENXIO);
+    EXPECT_EQ(errno_of([&] { load(m, kv, 1, {Slot{ROF_ACCESS_WRITE}}, {{r, 0}}); }), EACCES);
+    EXPECT_EQ(errno_of([&] {
+                  load(m, kv, 1, {Slot{ROF_ACCESS_READ, 0, 8192}}, {{r, 0}});
+              }),
+              ERANGE);
+    EXPECT_EQ(errno_of([&] {
+                  load(m, kv, 1, {Slot{ROF_ACCESS_READ, ROF_SLOT_FREELIST}}, {{r, 0}});
+              }),
+              EINVAL);
+    EXPECT_EQ(errno_of([&] {
+                  load(m, kv, 1, {Slot{ROF_ACCESS_READ, ROF_SLOT_FREELIST}}, {{r, fl2}});
+              }),
+              EXDEV);
+
+    req = load_req(kv);
+    req.budget = 0;
+    const auto img = image(1);
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, img); }), EINVAL);
+    req = load_req(kv);
+    req.name[0] = '\0';
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, img); }), EINVAL);
+    req = load_req(kv);
+    req.bind[3].region = r;
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, img); }), EINVAL);
+    EXPECT_TRUE(m.list_progs().empty());
+}
+
+TEST(FakeModule, OneAuditReaderAtATime) {
+    FakeModule m;
+
+    rof_audit_record before{};
+    before.kind = ROF_AUDIT_INVOKE;
+    before.tenant = 3;
+    m.push_audit(before);  // kept until a reader opens
+    EXPECT_EQ(m.audit_stats().pending, 1u);
+
+    rofd::UniqueFd fd = m.audit_open(true);
+    ASSERT_TRUE(fd);
+    EXPECT_EQ(errno_of([&] { m.audit_open(false); }), EBUSY);
+    m.push_audit(before);
+
+    rof_audit_record got{};
+    ASSERT_EQ(::read(fd.get(), &got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+    EXPECT_EQ(got.seq, 1u);
+    EXPECT_EQ(got.tenant, 3u);
+    EXPECT_NE(got.time_ns, 0u);
+    ASSERT_EQ(::read(fd.get(), &got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+    EXPECT_EQ(got.seq, 2u);
+    EXPECT_EQ(::read(fd.get(), &got, sizeof(got)), -1);
+    EXPECT_EQ(errno, EAGAIN);                             // non-blocking and empty
+    EXPECT_EQ(::write(fd.get(), &got, sizeof(got)), -1);  // read-only
+
+    const auto st = m.audit_stats();
+    EXPECT_EQ(st.next_seq, 3u);
+    EXPECT_EQ(st.pending, 0u);
+    EXPECT_EQ(st.ring_size, FakeModule::audit_ring_size);
+
+    fd.reset();
+    fd = m.audit_open(false);
+    EXPECT_TRUE(fd);
+}
+
+TEST(FakeModule, FailNextFailsOneCall) {
+    FakeModule m;
+
+    m.fail_next(EPERM);
+    try {
+        m.tenant_create("kv", 0);
+        FAIL() << "fail_next was ignored";
+    } catch (const KmodError& e) {
+        EXPECT_EQ(e.code().value(), EPERM);
+        EXPECT_EQ(std::string(e.what()), "fake: ROF_IOC_TENANT_CREATE: Operation not permitted");
+    }
+    EXPECT_TRUE(m.list_tenants().empty());  // nothing was done
+    EXPECT_EQ(m.tenant_create("kv", 0), 1u);
+    m.fail_next(ENODEV);
+    EXPECT_EQ(errno_of([&] { m.version(); }), ENODEV);
+    EXPECT_EQ(m.version().abi_minor, static_cast<std::uint32_t>(ROF_ABI_MINOR));
+}
+
+TEST(FakeModule, ReloadForgetsEverything) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    m.region_create(kv, "table", 4096, ROF_ACCESS_ALL);
+    m.set_ticket_key(some_key());
+    auto s = prepare_req(kv);
+    m.session_prepare(s);
+    rofd::UniqueFd fd = m.audit_open(true);
+    m.push_audit(rof_audit_record{});
+
+    m.reload();
+    EXPECT_TRUE(m.list_tenants().empty());
+    EXPECT_TRUE(m.list_regions().empty());
+    EXPECT_TRUE(m.list_sessions().empty());
+    EXPECT_EQ(m.audit_stats().next_seq, 1u);
+    EXPECT_EQ(m.tenant_create("again", 0), 1u);
+    auto s2 = prepare_req(1);
+    EXPECT_EQ(errno_of([&] { m.session_prepare(s2); }), ENOKEY);
+    m.set_ticket_key(some_key());
+    m.session_prepare(s2);
+    EXPECT_EQ(s2.session, 1u);
+
+    // The old reader sees its pending record, then end of file; a new one opens.
+    rof_audit_record got{};
+    EXPECT_EQ(::read(fd.get(), &got, sizeof(got)), static_cast<ssize_t>(sizeof(got)));
+    EXPECT_EQ(::read(fd.get(), &got, sizeof(got)), 0);
+    EXPECT_TRUE(m.audit_open(true));
+}
+
+TEST(FakeModule, ConcurrentCreatesGetDistinctIds) {
+    FakeModule m;
+    std::vector<std::thread> threads;
+    std::vector<std::vector<std::uint32_t>> ids(4);
+
+    for (int t = 0; t < 4; t++) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 100; i++) {
+                ids[t].push_back(
+                    m.tenant_create("t" + std::to_string(t) + "-" + std::to_string(i), 0));
+            }
+        });
+    }
+    for (auto& th : threads) {
+        th.join();
+    }
+    std::set<std::uint32_t> all;
+    for (const auto& v : ids) {
+        all.insert(v.begin(), v.end());
+    }
+    EXPECT_EQ(all.size(), 400u);
+    EXPECT_EQ(m.list_tenants().size(), 400u);
+}
+
+}  // namespace
