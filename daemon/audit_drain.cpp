@@ -229,6 +229,9 @@ std::size_t AuditDrain::drain(std::size_t limit) {
                 handle(r, *config, pending);
             }
             emit(r, *config);
+            if (options_.on_record) {
+                options_.on_record(r, tenant_name(r.tenant, *config));
+            }
             if (pending.quarantine && options_.on_quarantine) {
                 options_.on_quarantine(r.tenant, r.session, pending.reason);
             }

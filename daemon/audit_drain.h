@@ -25,7 +25,7 @@
 
 #include "journal.h"
 #include "log.h"
-#include "policy/policy.h"  // AuditLevel and Quarantine only (header use)
+#include "policy.h"  // AuditLevel and Quarantine only (header use)
 #include "uapi/rof.h"
 #include "unique_fd.h"
 
@@ -141,6 +141,9 @@ class AuditDrain {
         std::size_t max_sessions = 65536;
         Sink sink;                   // empty: journal::send
         QuarantineFn on_quarantine;  // empty: quarantine is only counted
+        // Every record, with its tenant's name, after it is counted (the
+        // TailAudit streams); called from drain(), without the lock held.
+        std::function<void(const rof_audit_record&, const std::string& tenant)> on_record;
     };
 
     static constexpr std::size_t batch_records = 256;  // per read()

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
-#include "control_service.h"
-
-#include "log.h"
-#include "status_map.h"
-#include "uapi/rof.h"
+// rof.v1.Control, rof.v1.Tenants and rof.v1.Policy: status, keys, tenants
+// and the policy itself.
+#include "call.h"
+#include "services.h"
 
 namespace rofd {
 
@@ -27,60 +26,184 @@ rof::v1::PortState to_proto_port_state(std::uint32_t abi_state) {
     }
 }
 
-ControlService::ControlService(Module& module, const PeerTable& peers)
-    : module_(module), peers_(peers), started_(std::chrono::steady_clock::now()) {}
-
-grpc::ServerUnaryReactor* ControlService::GetStatus(grpc::CallbackServerContext* ctx,
-                                                    const rof::v1::GetStatusRequest*,
-                                                    rof::v1::GetStatusResponse* resp) {
-    auto* reactor = ctx->DefaultReactor();
-
-    if (log::verbose()) {
-        if (const auto cred = peers_.find(ctx->peer())) {
-            log::debug("GetStatus from pid ", cred->pid, " uid ", cred->uid, " gid ", cred->gid);
-        } else {
-            log::debug("GetStatus from unknown peer ", ctx->peer());
+// GetStatus answers admins and tenants; drift is for admins only.
+ServerUnaryReactor* ControlService::GetStatus(CallbackServerContext* ctx,
+                                              const v1::GetStatusRequest*,
+                                              v1::GetStatusResponse* resp) {
+    return unary(m_, ctx, "GetStatus", CallKind::read, [this, resp](const Principal& p) {
+        log::debug("GetStatus from ", p.describe());
+        if (!p.admin() && p.role != Principal::Role::tenant) {
+            return m_.authorize(p, "", Right::read, "the status");
         }
-    }
-
-    try {
-        const ModuleVersion v = module_.version();
+        const ModuleVersion mv = m_.module().version();
         auto* module = resp->mutable_module();
-        module->set_version(v.version);
-        module->set_abi_major(v.abi_major);
-        module->set_abi_minor(v.abi_minor);
+        module->set_version(mv.version);
+        module->set_abi_major(mv.abi_major);
+        module->set_abi_minor(mv.abi_minor);
 
-        for (const DeviceInfo& d : module_.list_devices()) {
+        for (const DeviceInfo& d : m_.module().list_devices()) {
             auto* dev = resp->add_devices();
             dev->set_name(d.name);
             dev->set_index(d.index);
             dev->set_node_guid(d.node_guid);
             dev->set_num_ports(d.num_ports);
-            for (const PortInfo& p : d.ports) {
-                auto* port = dev->add_ports();
-                port->set_port_num(p.port_num);
-                port->set_state(to_proto_port_state(p.state));
-                port->set_active_mtu(p.active_mtu);
+            for (const PortInfo& port : d.ports) {
+                auto* pp = dev->add_ports();
+                pp->set_port_num(port.port_num);
+                pp->set_state(to_proto_port_state(port.state));
+                pp->set_active_mtu(port.active_mtu);
             }
         }
-    } catch (const KmodError& e) {
-        log::error("GetStatus: ", e.what());
-        reactor->Finish(module_status(e, ""));
-        return reactor;
-    } catch (const std::exception& e) {
-        log::error("GetStatus: ", e.what());
-        reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL, e.what()));
-        return reactor;
+        auto* daemon = resp->mutable_daemon();
+        daemon->set_version(ROF_VERSION);
+        const auto up = std::chrono::duration_cast<std::chrono::seconds>(
+            std::chrono::steady_clock::now() - m_.started());
+        daemon->mutable_uptime()->set_seconds(up.count());
+        const auto v = m_.view();
+        if (p.admin()) {
+            for (const auto& d : v->drift) {
+                resp->add_drift(d);
+            }
+        }
+        resp->set_policy_generation(v->generation);
+        resp->set_caller(p.admin()                           ? "admin"
+                         : p.role == Principal::Role::tenant ? "tenant " + p.tenant
+                                                             : "none");
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* ControlService::RotateTicketKey(CallbackServerContext* ctx,
+                                                    const v1::RotateTicketKeyRequest*,
+                                                    v1::RotateTicketKeyResponse*) {
+    return unary(m_, ctx, "RotateTicketKey", CallKind::write, [this](const Principal& p) {
+        if (!p.admin()) {
+            return m_.authorize(p, "", Right::write, "the ticket key");
+        }
+        m_.rotate_ticket_key();
+        return grpc::Status::OK;
+    });
+}
+
+namespace {
+
+void fill_tenant(Manager& m, const View& v, const rof::policy::Tenant& t, v1::Tenant* out) {
+    out->set_name(t.name);
+    out->set_audit(std::string(rof::policy::audit_level_name(t.audit)));
+    out->mutable_session_rate()->set_ops_per_sec(t.session_rate.ops_per_sec);
+    out->mutable_session_rate()->set_bytes_per_sec(t.session_rate.bytes_per_sec);
+    out->mutable_tenant_rate()->set_ops_per_sec(t.tenant_rate.ops_per_sec);
+    out->mutable_tenant_rate()->set_bytes_per_sec(t.tenant_rate.bytes_per_sec);
+    auto* q = out->mutable_quota();
+    q->set_region_bytes(t.quota.region_bytes);
+    q->set_regions(t.quota.regions);
+    q->set_sessions(t.quota.sessions);
+    q->set_programs(t.quota.programs);
+    q->set_inflight(t.quota.inflight);
+    for (const auto& other : v.policy->tenants) {
+        for (const auto& g : other.grants) {
+            if (g.to == t.name) {
+                out->add_granted_regions(other.name + "/" + g.region);
+            }
+        }
     }
+    const auto id = v.tenant_id.find(t.name);
+    if (id == v.tenant_id.end()) {
+        return;
+    }
+    const auto info = m.module().get_tenant(id->second);
+    if (!info) {
+        return;
+    }
+    out->set_id(info->id);
+    out->set_dying((info->flags & ROF_TENANT_DYING) != 0);
+    auto* u = out->mutable_usage();
+    u->set_region_bytes(info->usage.region_bytes);
+    u->set_regions(info->usage.regions);
+    u->set_sessions(info->usage.sessions);
+    u->set_programs(info->usage.programs);
+    u->set_freelists(info->usage.freelists);
+    const auto& c = info->counters;
+    auto* oc = out->mutable_counters();
+    oc->set_invocations(c.invocations);
+    oc->set_invoke_errors(c.invoke_errors);
+    oc->set_completion_errors(c.completion_errors);
+    oc->set_bytes(c.bytes);
+    oc->set_insns(c.insns);
+    oc->set_sessions_opened(c.sessions_opened);
+    oc->set_sessions_closed(c.sessions_closed);
+    oc->set_sessions_rejected(c.sessions_rejected);
+    oc->set_audit_dropped(c.audit_dropped);
+}
 
-    auto* daemon = resp->mutable_daemon();
-    daemon->set_version(ROF_VERSION);
-    const auto up = std::chrono::duration_cast<std::chrono::seconds>(
-        std::chrono::steady_clock::now() - started_);
-    daemon->mutable_uptime()->set_seconds(up.count());
+}  // namespace
 
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+ServerUnaryReactor* TenantService::ListTenants(CallbackServerContext* ctx,
+                                               const v1::ListTenantsRequest*,
+                                               v1::ListTenantsResponse* resp) {
+    return unary(m_, ctx, "ListTenants", CallKind::read, [this, resp](const Principal& p) {
+        if (!p.admin() && p.role != Principal::Role::tenant) {
+            return m_.authorize(p, "", Right::read, "tenants");
+        }
+        const auto v = m_.view();
+        for (const auto& t : v->policy->tenants) {
+            if (p.admin() || t.name == p.tenant) {
+                fill_tenant(m_, *v, t, resp->add_tenants());
+            }
+        }
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* TenantService::GetTenant(CallbackServerContext* ctx,
+                                             const v1::GetTenantRequest* req, v1::Tenant* resp) {
+    return unary(m_, ctx, "GetTenant", CallKind::read, [this, req, resp](const Principal& p) {
+        const std::string tenant = m_.tenant_of(p, req->name());
+        if (auto st = m_.authorize(p, tenant, Right::read, "tenant " + quoted(tenant)); !st.ok()) {
+            return st;
+        }
+        const auto v = m_.view();
+        fill_tenant(m_, *v, *v->tenant(tenant), resp);
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* PolicyService::GetPolicy(CallbackServerContext* ctx,
+                                             const v1::GetPolicyRequest*,
+                                             v1::GetPolicyResponse* resp) {
+    return unary(m_, ctx, "GetPolicy", CallKind::read, [this, resp](const Principal& p) {
+        if (!p.admin()) {
+            return m_.authorize(p, "", Right::read, "the policy");
+        }
+        const auto v = m_.view();
+        resp->set_daemon_file(m_.options().daemon_file);
+        for (const auto& t : v->policy->tenants) {
+            resp->add_tenant_files(t.file);
+            resp->add_tenants(t.name);
+        }
+        const auto ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(v->loaded_at.time_since_epoch())
+                .count();
+        resp->mutable_loaded_at()->set_seconds(ns / 1000000000);
+        resp->mutable_loaded_at()->set_nanos(static_cast<std::int32_t>(ns % 1000000000));
+        resp->set_generation(v->generation);
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* PolicyService::ReloadPolicy(CallbackServerContext* ctx,
+                                                const v1::ReloadPolicyRequest*,
+                                                v1::ReloadPolicyResponse* resp) {
+    return unary(m_, ctx, "ReloadPolicy", CallKind::write, [this, resp](const Principal& p) {
+        if (!p.admin()) {
+            return m_.authorize(p, "", Right::write, "the policy");
+        }
+        for (const auto& n : m_.reload_policy()) {
+            resp->add_notes(n);
+        }
+        resp->set_generation(m_.view()->generation);
+        return grpc::Status::OK;
+    });
 }
 
 }  // namespace rofd

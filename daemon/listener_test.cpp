@@ -9,7 +9,6 @@
 #include <fstream>
 
 #include "listener.h"
-#include "peers.h"
 #include "test_util.h"
 
 namespace {
@@ -138,20 +137,6 @@ TEST(UnixListener, AcceptReportsThePeersCredentials) {
     EXPECT_EQ(conn->cred.pid, ::getpid());
     EXPECT_EQ(conn->cred.uid, ::getuid());
     EXPECT_EQ(conn->cred.gid, ::getgid());
-}
-
-TEST(PeerTable, FindsCredentialsByGrpcPeerName) {
-    rofd::PeerTable peers;
-    peers.add(7, rofd::PeerCred{123, 1000, 100});
-    peers.add(7, rofd::PeerCred{456, 0, 0});  // fd 7 reused: the newest wins
-
-    const auto cred = peers.find("fd:7");
-    ASSERT_TRUE(cred.has_value());
-    EXPECT_EQ(cred->pid, 456);
-    EXPECT_FALSE(peers.find("fd:8").has_value());
-    EXPECT_FALSE(peers.find("fd:7x").has_value());
-    EXPECT_FALSE(peers.find("fd:").has_value());
-    EXPECT_FALSE(peers.find("unix:/run/rof/rofd.sock").has_value());
 }
 
 }  // namespace

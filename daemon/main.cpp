@@ -1,35 +1,43 @@
 // SPDX-License-Identifier: MIT
 // rofd: the rof control-plane daemon.
-#include <sys/signalfd.h>
+//
+// One sd_event loop on the main thread: signals (SIGTERM/SIGINT stop,
+// SIGHUP reloads the policy), the unix listener, the audit ring, and the
+// watchdog timer.  gRPC calls run on gRPC's threads and the Manager's
+// worker (manager.h).
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
 #include <unistd.h>
-#include <CLI/CLI.hpp>
-#include <csignal>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <system_error>
 
+#include "audit_drain.h"
 #include "kmod.h"
 #include "listener.h"
 #include "log.h"
+#include "manager.h"
+#include "metrics.h"
 #include "server.h"
 #include "uapi/rof.h"
 
 namespace {
 
-constexpr const char* default_socket = "/run/rof/rofd.sock";
 constexpr auto shutdown_grace = std::chrono::seconds(5);
 
 enum ExitCode { exit_ok = 0, exit_error = 1, exit_usage = 2 };
 
 struct Options {
-    std::string socket = default_socket;
-    bool socket_given = false;
+    std::string socket;  // empty: the policy's
     std::string device = ROF_DEVICE_PATH;
+    rofd::ManagerOptions manager;
 };
 
 std::string open_hint(int err) {
@@ -58,14 +66,14 @@ std::string socket_name(int fd) {
 }
 
 // systemd socket activation when started by rofd.socket, else our own socket.
-rofd::UnixListener make_listener(const Options& opt) {
+rofd::UnixListener make_listener(const std::string& path, bool path_given) {
     const int n = sd_listen_fds(1);
 
     if (n < 0) {
         throw std::system_error(-n, std::generic_category(), "sd_listen_fds");
     }
     if (n == 0) {
-        return rofd::UnixListener::bind(opt.socket);
+        return rofd::UnixListener::bind(path);
     }
     if (n > 1) {
         throw std::runtime_error("socket activation passed " + std::to_string(n) +
@@ -77,16 +85,112 @@ rofd::UnixListener make_listener(const Options& opt) {
         throw std::runtime_error("socket activation passed fd " + std::to_string(fd) +
                                  ", which is not a listening unix stream socket");
     }
-    if (opt.socket_given) {
-        rofd::log::info("socket activated: ignoring --socket ", opt.socket);
+    if (path_given) {
+        rofd::log::info("socket activated: ignoring --socket ", path);
     }
     return rofd::UnixListener::adopt(fd, socket_name(fd));
 }
 
-int run(const Options& opt, int signal_fd) {
-    std::optional<rofd::Kmod> kmod;
+struct EventDeleter {
+    void operator()(sd_event* e) const { sd_event_unref(e); }
+};
+struct SourceDeleter {
+    void operator()(sd_event_source* s) const { sd_event_source_disable_unref(s); }
+};
+using EventPtr = std::unique_ptr<sd_event, EventDeleter>;
+using SourcePtr = std::unique_ptr<sd_event_source, SourceDeleter>;
+
+void check(int r, const char* what) {
+    if (r < 0) {
+        throw std::system_error(-r, std::generic_category(), what);
+    }
+}
+
+// What the event handlers reach.
+struct Loop {
+    rofd::Manager& manager;
+    rofd::Server& server;
+    const rofd::UnixListener& listener;
+    sd_event* event = nullptr;
+    std::uint64_t watchdog_usec = 0;
+    int stop_signal = 0;
+};
+
+int on_stop(sd_event_source*, const signalfd_siginfo* si, void* data) {
+    auto* l = static_cast<Loop*>(data);
+    l->stop_signal = static_cast<int>(si->ssi_signo);
+    return sd_event_exit(l->event, 0);
+}
+
+int on_hup(sd_event_source*, const signalfd_siginfo*, void* data) {
+    auto* l = static_cast<Loop*>(data);
+    rofd::log::info("SIGHUP: reloading the policy");
+    sd_notify(0, "RELOADING=1\nSTATUS=reloading the policy");
     try {
-        kmod.emplace(opt.device);
+        l->manager.post([l] {
+            std::string status;
+            try {
+                const auto notes = l->manager.reload_policy();
+                status = rofd::log::concat("policy generation ", l->manager.view()->generation,
+                                           " loaded");
+            } catch (const std::exception& e) {
+                rofd::log::error(e.what());
+                status = "policy reload failed; the previous policy stays";
+            }
+            sd_notifyf(0, "READY=1\nSTATUS=%s", status.c_str());
+        });
+    } catch (const std::exception& e) {
+        rofd::log::error("SIGHUP: ", e.what());
+    }
+    return 0;
+}
+
+int on_accept(sd_event_source*, int, std::uint32_t, void* data) {
+    auto* l = static_cast<Loop*>(data);
+    try {
+        while (l->server.accept(l->listener)) {
+        }
+    } catch (const std::system_error& e) {
+        rofd::log::error(e.what());
+        const int err = e.code().value();
+        if (err == EBADF || err == EINVAL || err == ENOTSOCK || err == EOPNOTSUPP) {
+            return sd_event_exit(l->event, -err);
+        }
+        // Out of fds or memory: the next readable event retries.
+    }
+    return 0;
+}
+
+int on_audit(sd_event_source*, int, std::uint32_t, void* data) {
+    auto* l = static_cast<Loop*>(data);
+    l->manager.audit().drain();
+    return 0;
+}
+
+// The watchdog is fed only when the module answers and the gRPC server
+// answers a health check through its own stack.
+int on_watchdog(sd_event_source* s, std::uint64_t usec, void* data) {
+    auto* l = static_cast<Loop*>(data);
+    bool ok = false;
+    try {
+        l->manager.module().version();
+        ok = l->server.alive();
+    } catch (const std::exception& e) {
+        rofd::log::error("watchdog: ", e.what());
+    }
+    if (ok) {
+        sd_notify(0, "WATCHDOG=1");
+    } else {
+        rofd::log::error("watchdog: not fed (the module or the gRPC server does not answer)");
+    }
+    sd_event_source_set_time(s, usec + l->watchdog_usec / 2);
+    return 0;
+}
+
+int run(const Options& opt, bool socket_given) {
+    std::unique_ptr<rofd::Kmod> kmod;
+    try {
+        kmod = std::make_unique<rofd::Kmod>(opt.device);
     } catch (const rofd::KmodError& e) {
         rofd::log::error(e.what(), open_hint(e.code().value()));
         return exit_error;
@@ -102,46 +206,99 @@ int run(const Options& opt, int signal_fd) {
         return exit_error;
     }
 
-    const rofd::UnixListener listener = make_listener(opt);
-    rofd::Server server(*kmod);
-    server.set_serving(true);
+    rofd::Manager manager(opt.manager, std::move(kmod));
+    std::optional<rofd::UnixListener> bound;
+    try {
+        manager.load_policy();
+        // The socket first: a second rofd is refused before it touches
+        // the module or the state.
+        const std::string path = socket_given ? opt.socket : manager.view()->policy->daemon.socket;
+        bound.emplace(make_listener(path, socket_given));
+        sd_notify(0, "STATUS=reconciling with rof.ko");
+        manager.start();
+    } catch (const rofd::CallError& e) {
+        rofd::log::error(e.what());
+        return exit_error;
+    }
+    const rofd::UnixListener& listener = *bound;
+    rofd::Server server(manager);
+    std::unique_ptr<rofd::MetricsHttpListener> metrics;
+    if (const auto& mc = manager.view()->policy->daemon.metrics; mc.enabled) {
+        metrics = std::make_unique<rofd::MetricsHttpListener>(
+            mc.address, [&manager] { return manager.metrics_text(""); });
+        rofd::log::info("metrics on http://", mc.address, "/metrics");
+    }
 
+    sd_event* raw = nullptr;
+    check(sd_event_new(&raw), "sd_event_new");
+    EventPtr event(raw);
+    Loop loop{manager, server, listener, event.get()};
+
+    sd_event_source* s = nullptr;
+    std::vector<SourcePtr> sources;
+    for (const int sig : {SIGTERM, SIGINT}) {
+        check(sd_event_add_signal(event.get(), &s, sig, on_stop, &loop), "sd_event_add_signal");
+        sources.emplace_back(s);
+    }
+    check(sd_event_add_signal(event.get(), &s, SIGHUP, on_hup, &loop), "sd_event_add_signal");
+    sources.emplace_back(s);
+    check(sd_event_add_io(event.get(), &s, listener.fd(), EPOLLIN, on_accept, &loop),
+          "sd_event_add_io(listener)");
+    sources.emplace_back(s);
+    check(sd_event_add_io(event.get(), &s, manager.audit().fd(), EPOLLIN, on_audit, &loop),
+          "sd_event_add_io(audit)");
+    sources.emplace_back(s);
+    if (sd_watchdog_enabled(0, &loop.watchdog_usec) > 0 && loop.watchdog_usec > 0) {
+        std::uint64_t now = 0;
+        check(sd_event_now(event.get(), CLOCK_MONOTONIC, &now), "sd_event_now");
+        check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, now + loop.watchdog_usec / 2, 0,
+                                on_watchdog, &loop),
+              "sd_event_add_time(watchdog)");
+        sd_event_source_set_enabled(s, SD_EVENT_ON);
+        sources.emplace_back(s);
+    }
+
+    server.set_serving(true);
+    const auto view = manager.view();
     const std::string status =
         rofd::log::concat("serving on ", listener.description(), " (rof.ko ", v.version, ", ABI ",
-                          v.abi_major, ".", v.abi_minor, ")");
+                          v.abi_major, ".", v.abi_minor, "; ", view->policy->tenants.size(),
+                          " tenants, ", view->drift.size(), " reconciliation differences)");
     rofd::log::info(status);
     sd_notifyf(0, "READY=1\nSTATUS=%s", status.c_str());
 
-    server.run(listener, signal_fd);
-
-    signalfd_siginfo si{};
-    const char* sig = nullptr;
-    if (::read(signal_fd, &si, sizeof(si)) == sizeof(si)) {
-        sig = sigabbrev_np(static_cast<int>(si.ssi_signo));
-    }
-    rofd::log::info(sig != nullptr ? "SIG" : "", sig != nullptr ? sig : "signal",
+    const int r = sd_event_loop(event.get());
+    const char* sig = loop.stop_signal != 0 ? sigabbrev_np(loop.stop_signal) : nullptr;
+    rofd::log::info(sig != nullptr ? "SIG" : "", sig != nullptr ? sig : "event loop",
                     ": shutting down");
     sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
     server.shutdown(shutdown_grace);
-    return exit_ok;
+    manager.stop();
+    return r < 0 ? exit_error : exit_ok;
 }
 
 int rofd_main(int argc, char** argv) {
-    // Blocked before gRPC starts any thread, so SIGTERM and SIGINT are only
-    // ever seen through the signalfd, by the main loop.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    // Blocked before gRPC starts any thread, so these are only ever seen
+    // through sd_event's signalfd, by the main loop.
+    sigset_t signals;
+    sigemptyset(&signals);
+    for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
+        sigaddset(&signals, sig);
+    }
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
 
     Options opt;
     bool verbose = false;
     CLI::App app{"rofd - the rof control-plane daemon", "rofd"};
-    app.add_option("--socket", opt.socket, "unix socket to serve gRPC on")
-        ->default_str(default_socket);
+    app.add_option("--socket", opt.socket, "unix socket to serve gRPC on (default: the policy's)");
     app.add_option("--device", opt.device, "the rof.ko device")->default_str(ROF_DEVICE_PATH);
+    app.add_option("--config", opt.manager.daemon_file, "the daemon's policy file")
+        ->default_str(opt.manager.daemon_file);
+    app.add_option("--tenants", opt.manager.tenants_dir, "the directory of tenant policy files")
+        ->default_str(opt.manager.tenants_dir);
+    app.add_option("--state-dir", opt.manager.state_dir,
+                   "where rofd keeps its database (default: the policy's [state] dir)");
     app.add_flag("-v,--verbose", verbose, "log debug messages (connections, peers, calls)");
     app.set_version_flag("--version", ROF_VERSION);
     app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -152,19 +309,12 @@ int rofd_main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? exit_ok : exit_usage;
     }
-    opt.socket_given = app.count("--socket") > 0;
 
     rofd::log::set_verbose(verbose);
     rofd::log::capture_grpc_logs();
 
-    const rofd::UniqueFd signal_fd(::signalfd(-1, &stop_signals, SFD_CLOEXEC));
-    if (!signal_fd) {
-        rofd::log::error("signalfd: ", std::generic_category().message(errno));
-        return exit_error;
-    }
-
     try {
-        return run(opt, signal_fd.get());
+        return run(opt, app.count("--socket") > 0);
     } catch (const std::exception& e) {
         rofd::log::error(e.what());
         return exit_error;

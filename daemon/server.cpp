@@ -3,37 +3,73 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/server_posix.h>
-#include <poll.h>
 
 #include <cerrno>
+#include <fstream>
+#include <sstream>
 #include <system_error>
-#include <thread>
 
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "log.h"
 
 namespace rofd {
 namespace {
 
-// Failing accept(2) for these means the listener itself is broken, not
-// that resources are short for a moment.
-bool fatal_accept_error(int err) {
-    return err == EBADF || err == EINVAL || err == ENOTSOCK || err == EOPNOTSUPP || err == EFAULT;
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) {
+        throw std::runtime_error(path + ": cannot read");
+    }
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
 }
 
 }  // namespace
 
-Server::Server(Module& module) : control_(module, peers_) {
+Server::Server(Manager& m)
+    : control_(m),
+      tenants_(m),
+      policy_(m),
+      regions_(m),
+      programs_(m),
+      sessions_(m),
+      audit_(m),
+      metrics_(m) {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
+    const auto& d = m.view()->policy->daemon;
     grpc::ServerBuilder builder;
-    // No listening port: every connection arrives through run().
-    builder.RegisterService(&control_);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(d.max_message_bytes));
+    builder.SetMaxSendMessageSize(static_cast<int>(d.max_message_bytes));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               static_cast<int>(d.max_concurrent_streams));
+    grpc::ResourceQuota quota("rofd");
+    quota.Resize(d.memory_bytes);
+    builder.SetResourceQuota(quota);
+    if (d.tcp.enabled) {
+        // Client certificates only: the subject is the caller's identity.
+        grpc::SslServerCredentialsOptions ssl(
+            GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+        ssl.pem_root_certs = read_file(d.tcp.client_ca);
+        ssl.pem_key_cert_pairs.push_back({read_file(d.tcp.key), read_file(d.tcp.cert)});
+        builder.AddListeningPort(d.tcp.address, grpc::SslServerCredentials(ssl));
+        log::info("listening on ", d.tcp.address, " (TLS, client certificates required)");
+    }
+    for (grpc::Service* s :
+         std::initializer_list<grpc::Service*>{&control_, &tenants_, &policy_, &regions_,
+                                               &programs_, &sessions_, &audit_, &metrics_}) {
+        builder.RegisterService(s);
+    }
     server_ = builder.BuildAndStart();
     if (!server_) {
-        throw std::runtime_error("cannot start the gRPC server");
+        throw std::runtime_error(d.tcp.enabled ? "cannot start the gRPC server on " + d.tcp.address
+                                               : "cannot start the gRPC server");
     }
     set_serving(false);
 }
@@ -49,49 +85,36 @@ void Server::set_serving(bool serving) {
         return;
     }
     auto* health = server_->GetHealthCheckService();
-
     health->SetServingStatus(serving);
-    health->SetServingStatus(rof::v1::Control::service_full_name(), serving);
+    for (const char* name :
+         {rof::v1::Control::service_full_name(), rof::v1::Tenants::service_full_name(),
+          rof::v1::Policy::service_full_name(), rof::v1::Regions::service_full_name(),
+          rof::v1::Programs::service_full_name(), rof::v1::Sessions::service_full_name(),
+          rof::v1::Audit::service_full_name(), rof::v1::Metrics::service_full_name()}) {
+        health->SetServingStatus(name, serving);
+    }
 }
 
-void Server::run(const UnixListener& listener, int stop_fd) {
-    for (;;) {
-        pollfd fds[2] = {{stop_fd, POLLIN, 0}, {listener.fd(), POLLIN, 0}};
-
-        if (::poll(fds, 2, -1) < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            throw std::system_error(errno, std::generic_category(), "poll");
-        }
-        if (fds[0].revents != 0) {
-            return;
-        }
-        if (fds[1].revents == 0) {
-            continue;
-        }
-
-        std::optional<Connection> conn;
-        try {
-            conn = listener.accept();
-        } catch (const std::system_error& e) {
-            if (fatal_accept_error(e.code().value())) {
-                throw;
-            }
-            // Out of fds or memory: keep serving the connections we have,
-            // retry shortly instead of spinning on a readable listener.
-            log::error(e.what());
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            continue;
-        }
-        if (!conn) {
-            continue;
-        }
-        log::debug("connection on fd ", conn->fd.get(), " from pid ", conn->cred.pid, " uid ",
-                   conn->cred.uid, " gid ", conn->cred.gid);
-        peers_.add(conn->fd.get(), conn->cred);
-        grpc::AddInsecureChannelFromFd(server_.get(), conn->fd.release());
+bool Server::accept(const UnixListener& listener) {
+    std::optional<Connection> conn = listener.accept();
+    if (!conn) {
+        return false;
     }
+    log::debug("connection on fd ", conn->fd.get(), " from pid ", conn->cred.pid, " uid ",
+               conn->cred.uid, " gid ", conn->cred.gid);
+    grpc::AddInsecureChannelFromFd(server_.get(), conn->fd.release());
+    return true;
+}
+
+bool Server::alive() {
+    auto channel = server_->InProcessChannel(grpc::ChannelArguments());
+    auto stub = grpc::health::v1::Health::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::health::v1::HealthCheckRequest req;
+    grpc::health::v1::HealthCheckResponse resp;
+    const grpc::Status st = stub->Check(&ctx, req, &resp);
+    return st.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
 }
 
 void Server::shutdown(std::chrono::milliseconds grace) {

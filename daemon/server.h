@@ -6,37 +6,52 @@
 #include <chrono>
 #include <memory>
 
-#include "control_service.h"
 #include "listener.h"
-#include "module.h"
-#include "peers.h"
+#include "manager.h"
+#include "services.h"
 
 namespace rofd {
 
-// The gRPC server: rof.v1 services, grpc.health.v1.Health and server
-// reflection, fed with connections accepted by a UnixListener.
+// The gRPC server: every rof.v1 service, grpc.health.v1.Health and server
+// reflection.  Unix connections arrive through accept() (rofd accepts them
+// itself to read SO_PEERCRED); a TLS listener with client certificates
+// only is added when the policy turns [listen.tcp] on.
 class Server {
   public:
     // Starts gRPC with health NOT_SERVING; call set_serving(true) once the
-    // daemon is really ready.
-    explicit Server(Module& module);
+    // Manager has reconciled with the module.  Limits come from the
+    // policy's [limits].
+    explicit Server(Manager& m);
     ~Server();
+    Server(const Server&) = delete;
+    Server& operator=(const Server&) = delete;
 
     void set_serving(bool serving);
 
-    // Hands every connection on @listener to gRPC until @stop_fd becomes
-    // readable (a signalfd in rofd, an eventfd in the tests).
-    void run(const UnixListener& listener, int stop_fd);
+    // Takes one pending connection from @listener and hands it to gRPC.
+    // Returns false when none was pending.  Throws std::system_error when
+    // the listener itself is broken.
+    bool accept(const UnixListener& listener);
+
+    // Whether the server answers: a health check over an in-process
+    // channel, for the watchdog.
+    bool alive();
 
     // Health goes NOT_SERVING, new calls are refused, calls in flight get
     // until @grace to finish and are then cancelled.
     void shutdown(std::chrono::milliseconds grace);
 
-    const PeerTable& peers() const noexcept { return peers_; }
+    grpc::Server& grpc() { return *server_; }
 
   private:
-    PeerTable peers_;
     ControlService control_;
+    TenantService tenants_;
+    PolicyService policy_;
+    RegionService regions_;
+    ProgramService programs_;
+    SessionService sessions_;
+    AuditService audit_;
+    MetricsService metrics_;
     // Declared last: destroyed first, while the services it calls still exist.
     std::unique_ptr<grpc::Server> server_;
 };

@@ -45,44 +45,4 @@ class TempDir {
     std::filesystem::path path_;
 };
 
-// rofd's server, in-process, on a socket in @dir, reading a @device that is
-// typically a regular file (so every GetStatus fails the way it does when
-// rof.ko misbehaves).  Accepts in a thread until destroyed.
-class RunningServer {
-  public:
-    RunningServer(const TempDir& dir, const std::string& device)
-        : socket_(dir.file("rofd.sock")),
-          kmod_(device),
-          listener_(UnixListener::bind(socket_)),
-          server_(kmod_),
-          stop_(::eventfd(0, EFD_CLOEXEC)) {
-        if (!stop_) {
-            throw std::runtime_error("eventfd failed");
-        }
-        thread_ = std::thread([this] { server_.run(listener_, stop_.get()); });
-    }
-    ~RunningServer() {
-        const std::uint64_t one = 1;
-        if (::write(stop_.get(), &one, sizeof(one)) == sizeof(one)) {
-            thread_.join();
-        } else {
-            thread_.detach();
-        }
-        server_.shutdown(std::chrono::seconds(1));
-    }
-    RunningServer(const RunningServer&) = delete;
-    RunningServer& operator=(const RunningServer&) = delete;
-
-    const std::string& socket() const { return socket_; }
-    Server& server() { return server_; }
-
-  private:
-    std::string socket_;
-    Kmod kmod_;
-    UnixListener listener_;
-    Server server_;
-    UniqueFd stop_;
-    std::thread thread_;
-};
-
 }  // namespace rofd::test

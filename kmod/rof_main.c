@@ -42,7 +42,7 @@ static struct miscdevice rof_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= "rof",
 	.fops	= &rof_fops,
-	.mode	= 0600,
+	.mode	= 0660,	/* group: 60-rof.rules; control ioctls check CAP_SYS_ADMIN */
 };
 
 static int __init rof_init(void)

@@ -1,0 +1,781 @@
+// SPDX-License-Identifier: MIT
+#include "manager.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <grpcpp/security/auth_context.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "audit_drain.h"
+#include "audit_hub.h"
+#include "call.h"
+#include "journal.h"
+#include "log.h"
+#include "metrics.h"
+#include "reconcile.h"
+#include "status_map.h"
+
+namespace rofd {
+namespace {
+
+// gRPC names a connection added with AddInsecureChannelFromFd() "fd:N";
+// the fd stays open while any call on it is in flight, so its peer
+// credentials can be read at call time.  Anything else: std::nullopt.
+std::optional<int> peer_fd(std::string_view peer) {
+    constexpr std::string_view prefix = "fd:";
+    int fd = -1;
+    if (!peer.starts_with(prefix)) {
+        return std::nullopt;
+    }
+    peer.remove_prefix(prefix.size());
+    const auto [end, ec] = std::from_chars(peer.data(), peer.data() + peer.size(), fd);
+    if (ec != std::errc() || end != peer.data() + peer.size() || fd < 0) {
+        return std::nullopt;
+    }
+    return fd;
+}
+
+bool unix_peer(int fd, Principal& p) {
+    struct stat st {};
+    if (::fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        return false;
+    }
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
+        cred.pid == 0) {
+        return false;
+    }
+    p.uid = cred.uid;
+    p.gid = cred.gid;
+    p.pid = cred.pid;
+    std::vector<gid_t> groups(64);
+    len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) < 0 && errno == ERANGE) {
+        groups.resize(len / sizeof(gid_t));
+        len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) < 0) {
+            len = 0;
+        }
+    }
+    groups.resize(len / sizeof(gid_t));
+    groups.push_back(cred.gid);
+    p.groups = std::move(groups);
+    return true;
+}
+
+std::uint64_t fnv1a(std::string_view s) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (const char c : s) {
+        h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    }
+    return h;
+}
+
+TicketKey random_key() {
+    TicketKey key{};
+    std::size_t got = 0;
+    while (got < key.size()) {
+        const ssize_t n = ::getrandom(key.data() + got, key.size() - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            throw std::system_error(errno, std::generic_category(), "getrandom");
+        }
+        got += static_cast<std::size_t>(n);
+    }
+    return key;
+}
+
+void jsend(log::Level level, std::string_view msg, const std::vector<journal::Field>& fields) {
+    journal::send(level, msg, fields);
+}
+
+rof::v1::AuditRecord to_proto(const rof_audit_record& r, const std::string& tenant) {
+    rof::v1::AuditRecord out;
+    out.set_seq(r.seq);
+    out.mutable_time()->set_seconds(static_cast<std::int64_t>(r.time_ns / 1000000000ULL));
+    out.mutable_time()->set_nanos(static_cast<std::int32_t>(r.time_ns % 1000000000ULL));
+    out.set_kind(rof::v1::AuditKind_IsValid(static_cast<int>(r.kind))
+                     ? static_cast<rof::v1::AuditKind>(r.kind)
+                     : rof::v1::AUDIT_KIND_UNSPECIFIED);
+    out.set_tenant(tenant);
+    out.set_session(r.session);
+    out.set_opcode(r.opcode);
+    out.set_program(r.program);
+    out.set_status(r.status);
+    out.set_reason(r.reason);
+    out.set_bytes(r.bytes);
+    out.set_latency_ns(r.latency_ns);
+    out.set_insns(r.insns);
+    return out;
+}
+
+}  // namespace
+
+std::string Principal::describe() const {
+    std::string who;
+    if (!subject.empty()) {
+        who = "subject " + quoted(subject);
+    } else if (authenticated) {
+        who = log::concat("uid ", uid, ", pid ", pid);
+    }
+    switch (role) {
+        case Role::admin:
+            return "admin (" + who + ")";
+        case Role::tenant:
+            return "tenant " + tenant + " (" + who + ")";
+        case Role::none:
+            break;
+    }
+    return authenticated ? "unknown caller (" + who + ")" : "unauthenticated caller";
+}
+
+std::string Principal::scope() const {
+    return admin() ? "admin" : "tenant:" + tenant;
+}
+
+const rof::policy::Tenant* View::tenant(std::string_view name) const {
+    return policy ? policy->find(name) : nullptr;
+}
+
+std::string View::name_of(std::uint32_t id) const {
+    const auto it = tenant_name.find(id);
+    return it != tenant_name.end() ? it->second : "#" + std::to_string(id);
+}
+
+Manager::Manager(ManagerOptions opt, std::unique_ptr<Module> module)
+    : opt_(std::move(opt)),
+      module_(std::move(module)),
+      hub_(std::make_unique<AuditHub>()),
+      started_(std::chrono::steady_clock::now()) {
+    auto v = std::make_shared<View>();
+    v->policy = std::make_shared<rof::policy::Policy>();
+    view_ = std::move(v);
+}
+
+Manager::~Manager() {
+    stop();
+}
+
+Store& Manager::store() {
+    if (!store_) {
+        throw CallError(grpc::StatusCode::UNAVAILABLE, "rofd is starting: no state yet");
+    }
+    return *store_;
+}
+
+std::shared_ptr<const View> Manager::view() const {
+    std::lock_guard lock(view_mu_);
+    return view_;
+}
+
+void Manager::publish(std::shared_ptr<View> v) {
+    if (audit_) {
+        audit_->set_config(audit_config(*v));
+    }
+    std::lock_guard lock(view_mu_);
+    view_ = std::move(v);
+}
+
+std::shared_ptr<const AuditConfig> Manager::audit_config(const View& v) const {
+    auto c = std::make_shared<AuditConfig>();
+    for (const auto& [name, id] : v.tenant_id) {
+        if (const auto* t = v.tenant(name)) {
+            c->tenants[id] = TenantAuditConfig{name, t->audit, t->quarantine};
+        }
+    }
+    return c;
+}
+
+void Manager::load_policy() {
+    auto loaded = rof::policy::load(opt_.daemon_file, opt_.tenants_dir);
+    if (!loaded.policy) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        "policy has errors:\n" + loaded.error_text());
+    }
+    auto v = std::make_shared<View>();
+    v->policy = std::make_shared<rof::policy::Policy>(std::move(*loaded.policy));
+    v->generation = 1;
+    v->loaded_at = std::chrono::system_clock::now();
+    publish(std::move(v));
+}
+
+void Manager::start() {
+    if (view()->generation == 0) {
+        load_policy();
+    }
+    const auto v = view();
+    const std::string dir = opt_.state_dir.empty() ? v->policy->daemon.state_dir : opt_.state_dir;
+    store_ = std::make_unique<Store>(dir + "/rofd.db");
+    std::optional<TicketKey> key = store_->ticket_key();
+    if (!key) {
+        key = random_key();
+        store_->set_ticket_key(*key);
+        log::info("made a new ticket key in ", store_->path());
+    }
+    // The same key every start: the module keeps it across rofd restarts,
+    // and after a module reload unexpired tickets stay valid.
+    module_->set_ticket_key(*key);
+
+    UniqueFd ring;
+    try {
+        ring = module_->audit_open(true);
+    } catch (const KmodError& e) {
+        if (e.code().value() == EBUSY) {
+            throw CallError(
+                grpc::StatusCode::FAILED_PRECONDITION,
+                std::string(e.what()) + ": another process reads the audit ring (another rofd?)");
+        }
+        throw;
+    }
+    AuditDrain::Options o;
+    o.on_quarantine = [this](std::uint32_t t, std::uint32_t s, const std::string& why) {
+        quarantine(t, s, why);
+    };
+    o.on_record = [this](const rof_audit_record& r, const std::string& tenant) {
+        hub_->publish(to_proto(r, tenant));
+    };
+    audit_ = std::make_unique<AuditDrain>(std::move(ring), audit_config(*v), std::move(o));
+
+    reconcile();
+    {
+        std::lock_guard lock(work_mu_);
+        stopping_ = false;
+    }
+    worker_ = std::thread([this] { worker_loop(); });
+    ready_ = true;
+}
+
+void Manager::stop() {
+    ready_ = false;
+    {
+        std::lock_guard lock(work_mu_);
+        stopping_ = true;
+    }
+    work_cv_.notify_all();
+    if (worker_.joinable()) {
+        worker_.join();
+    }
+}
+
+void Manager::post(std::function<void()> fn) {
+    {
+        std::lock_guard lock(work_mu_);
+        if (stopping_) {
+            throw CallError(grpc::StatusCode::UNAVAILABLE, "rofd is shutting down");
+        }
+        work_.push_back(std::move(fn));
+    }
+    work_cv_.notify_one();
+}
+
+void Manager::worker_loop() {
+    for (;;) {
+        std::function<void()> fn;
+        {
+            std::unique_lock lock(work_mu_);
+            work_cv_.wait(lock, [this] { return stopping_ || !work_.empty(); });
+            if (work_.empty()) {
+                return;  // stopping, and everything posted has run
+            }
+            fn = std::move(work_.front());
+            work_.pop_front();
+        }
+        try {
+            fn();
+        } catch (const std::exception& e) {
+            // Work items finish their own calls; this is a bug, not a reason to die.
+            log::error("worker: ", e.what());
+        }
+    }
+}
+
+// --- who is calling ---------------------------------------------------
+
+Principal Manager::principal(const grpc::ServerContextBase& ctx) const {
+    Principal p;
+    const auto v = view();
+    const auto& pol = *v->policy;
+
+    if (const auto fd = peer_fd(ctx.peer()); fd && unix_peer(*fd, p)) {
+        p.authenticated = true;
+        bool admin = pol.is_admin(p.uid, p.gid);
+        const rof::policy::Tenant* t = nullptr;
+        for (const gid_t g : p.groups) {
+            admin = admin || pol.is_admin(p.uid, g);
+            if (t == nullptr) {
+                t = pol.for_peer(p.uid, g);
+            }
+        }
+        if (admin) {
+            p.role = Principal::Role::admin;
+        } else if (t != nullptr) {
+            p.role = Principal::Role::tenant;
+            p.tenant = t->name;
+        }
+        return p;
+    }
+
+    const auto auth = ctx.auth_context();
+    if (auth && auth->IsPeerAuthenticated()) {
+        const auto subj = auth->FindPropertyValues("x509_subject");
+        if (!subj.empty()) {
+            p.authenticated = true;
+            p.subject.assign(subj.front().data(), subj.front().size());
+            if (std::find(pol.daemon.admin.subjects.begin(), pol.daemon.admin.subjects.end(),
+                          p.subject) != pol.daemon.admin.subjects.end()) {
+                p.role = Principal::Role::admin;
+            } else if (const auto* t = pol.for_subject(p.subject)) {
+                p.role = Principal::Role::tenant;
+                p.tenant = t->name;
+            }
+        }
+    }
+    return p;
+}
+
+grpc::Status Manager::authorize(const Principal& p, const std::string& tenant, Right right,
+                                const std::string& what, bool granted) {
+    grpc::Status st;
+    if (!p.authenticated) {
+        st = grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "rofd cannot tell who is calling: connect over its unix socket or "
+                          "with a client certificate");
+    } else if (p.admin() || (p.role == Principal::Role::tenant &&
+                             (p.tenant == tenant || (granted && right == Right::read)))) {
+        return grpc::Status::OK;
+    } else if (p.role == Principal::Role::none) {
+        st = grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          p.describe() + " is not an admin and no tenant's identity in policy");
+    } else {
+        st = grpc::Status(
+            grpc::StatusCode::PERMISSION_DENIED,
+            p.describe() + " may not " + (right == Right::read ? "see " : "change ") + what);
+    }
+    audit_control(p, "authorize", st, what);
+    return st;
+}
+
+std::string Manager::tenant_of(const Principal& p, const std::string& requested) {
+    if (!p.authenticated || p.role == Principal::Role::none) {
+        const auto st = authorize(p, requested, Right::read,
+                                  requested.empty() ? "anything" : "tenant " + quoted(requested));
+        throw CallError(st.error_code(), st.error_message());
+    }
+    if (requested.empty()) {
+        if (p.role == Principal::Role::tenant) {
+            return p.tenant;
+        }
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        "tenant: empty; an admin must name the tenant");
+    }
+    if (requested.size() >= ROF_NAME_MAX) {
+        throw CallError(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            log::concat("tenant: ", requested.size(), " characters; at most ", ROF_NAME_MAX - 1));
+    }
+    if (view()->tenant(requested) == nullptr) {
+        // A tenant asking about another that does not exist learns nothing
+        // it could not learn from one that does: both are refused alike.
+        if (p.role == Principal::Role::tenant && p.tenant != requested) {
+            throw CallError(grpc::StatusCode::PERMISSION_DENIED,
+                            p.describe() + " may not see tenant " + quoted(requested));
+        }
+        throw CallError(grpc::StatusCode::NOT_FOUND,
+                        "tenant " + quoted(requested) + ": not in policy");
+    }
+    return requested;
+}
+
+void Manager::charge_control_call(const Principal& p) {
+    if (p.admin() || p.role != Principal::Role::tenant) {
+        return;
+    }
+    const auto* t = view()->tenant(p.tenant);
+    if (t == nullptr || t->control_rate == 0) {
+        return;
+    }
+    const double rate = t->control_rate;
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(rate_mu_);
+    auto [it, fresh] = control_buckets_.try_emplace(p.tenant, Bucket{rate, now});
+    Bucket& b = it->second;
+    if (!fresh) {
+        const double dt = std::chrono::duration<double>(now - b.last).count();
+        b.tokens = std::min(rate, b.tokens + dt * rate);  // burst: one second's worth
+        b.last = now;
+    }
+    if (b.tokens < 1.0) {
+        throw CallError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "tenant " + quoted(p.tenant) + ": control_rate " +
+                            std::to_string(t->control_rate) + " calls/s exceeded; retry later");
+    }
+    b.tokens -= 1.0;
+}
+
+void Manager::audit_control(const Principal& p, const std::string& method, const grpc::Status& st,
+                            const std::string& what) {
+    if (st.ok()) {
+        return;
+    }
+    std::vector<journal::Field> fields{
+        {"ROF_KIND", "control"},
+        {"ROF_METHOD", method},
+        {"ROF_STATUS", std::to_string(static_cast<int>(st.error_code()))},
+        {"ROF_CALLER", p.describe()},
+    };
+    if (!p.tenant.empty()) {
+        fields.push_back({"ROF_TENANT", p.tenant});
+    }
+    jsend(log::Level::warning, method + " refused: " + what + ": " + st.error_message(), fields);
+}
+
+// --- idempotency ------------------------------------------------------
+
+Manager::Idempotency Manager::idempotency(const Principal& p, const std::string& method,
+                                          const google::protobuf::Message& req,
+                                          const std::string& key) {
+    if (key.size() > 128) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        log::concat("idempotency_key: ", key.size(), " characters; at most 128"));
+    }
+    std::string bytes;
+    {
+        google::protobuf::io::StringOutputStream out(&bytes);
+        google::protobuf::io::CodedOutputStream coded(&out);
+        coded.SetSerializationDeterministic(true);
+        req.SerializeToCodedStream(&coded);
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv1a(bytes)));
+    return Idempotency{p.scope(), method, key, hex};
+}
+
+std::optional<grpc::Status> Manager::replay(const Idempotency& id,
+                                            google::protobuf::Message* resp) {
+    if (id.key.empty()) {
+        return std::nullopt;
+    }
+    const auto prev = store().idempotent(id.scope, id.method, id.key);
+    if (!prev) {
+        return std::nullopt;
+    }
+    if (prev->request_hash != id.request_hash) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            "idempotency_key " + quoted(id.key) + " was used for another " +
+                                id.method + " request");
+    }
+    if (!resp->ParseFromString(prev->response)) {
+        return grpc::Status(grpc::StatusCode::INTERNAL,
+                            "idempotency_key " + quoted(id.key) + ": stored answer unreadable");
+    }
+    return grpc::Status(static_cast<grpc::StatusCode>(prev->status_code), prev->status_message);
+}
+
+void Manager::record(const Idempotency& id, const google::protobuf::Message& resp) {
+    if (id.key.empty()) {
+        return;
+    }
+    store().put_idempotent(id.scope, id.method, id.key,
+                           Store::Idempotent{id.request_hash, resp.SerializeAsString(), 0, ""});
+}
+
+// --- module objects -----------------------------------------------------
+
+std::uint32_t Manager::tenant_id(const std::string& tenant) const {
+    const auto v = view();
+    const auto it = v->tenant_id.find(tenant);
+    if (it == v->tenant_id.end()) {
+        throw CallError(grpc::StatusCode::UNAVAILABLE,
+                        "tenant " + quoted(tenant) + ": not in the module (yet); retry");
+    }
+    return it->second;
+}
+
+std::optional<rof_region_info> Manager::find_region(std::uint32_t tid, const std::string& name) {
+    for (const auto& r : module_->list_regions()) {
+        if (r.tenant == tid && abi_name(r.name) == name) {
+            return r;
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<rof_freelist_info> Manager::freelists_of(std::uint32_t region_id) {
+    std::vector<rof_freelist_info> out;
+    for (const auto& f : module_->list_freelists()) {
+        if (f.region == region_id) {
+            out.push_back(f);
+        }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    return out;
+}
+
+void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id) {
+    rof_tenant_quota q{};
+    q.region_bytes = t.quota.region_bytes;
+    q.sessions = t.quota.sessions;
+    q.programs = t.quota.programs;
+    q.inflight = t.quota.inflight;
+    module_->tenant_set_quota(id, q);
+    module_->tenant_set_rate(id, rof_rate{t.tenant_rate.ops_per_sec, t.tenant_rate.bytes_per_sec});
+}
+
+// --- reconciliation ---------------------------------------------------
+
+void Manager::reconcile() {
+    const auto old = view();
+    const auto& pol = *old->policy;
+
+    ModuleState ms{module_->list_tenants(), module_->list_regions(), module_->list_freelists(),
+                   module_->list_progs()};
+    StoreState ss{store_->tenants(), store_->regions(), store_->programs()};
+    const Plan plan = plan_reconcile(pol, ss, ms);
+
+    auto v = std::make_shared<View>(*old);
+    v->tenant_id.clear();
+    v->tenant_name.clear();
+    std::vector<std::string> drift = plan.drift;
+
+    for (const auto& t : plan.tenants) {
+        std::uint32_t id = t.id;
+        if (t.create) {
+            id = module_->tenant_create(t.name, t.id);
+            store_->put_tenant(StoredTenant{t.name, id});
+        }
+        v->tenant_id[t.name] = id;
+        v->tenant_name[id] = t.name;
+        apply_limits(*pol.find(t.name), id);
+    }
+    for (const auto& t : plan.store_tenants) {
+        store_->put_tenant(t);
+    }
+    // Module tenants not in policy keep their names for audit and lists.
+    for (const auto& t : ms.tenants) {
+        v->tenant_name.try_emplace(t.id, abi_name(t.name));
+    }
+
+    for (const auto& r : plan.create_regions) {
+        const std::uint32_t tid = v->tenant_id.at(r.tenant);
+        try {
+            const std::uint32_t rid = module_->region_create(tid, r.name, r.size, r.rights);
+            for (const auto& f : r.freelists) {
+                module_->freelist_create(rid, f.block_size, f.offset, f.count);
+            }
+        } catch (const KmodError& e) {
+            drift.push_back("tenant " + quoted(r.tenant) + ": region " + quoted(r.name) +
+                            ": could not be created: " + e.what());
+        }
+    }
+    for (const auto& f : plan.create_freelists) {
+        if (const auto r = find_region(v->tenant_id.at(f.tenant), f.region)) {
+            module_->freelist_create(r->id, f.freelist.block_size, f.freelist.offset,
+                                     f.freelist.count);
+        }
+    }
+    for (const auto& row : plan.commit_regions) {
+        for (auto r : store_->regions()) {
+            if (r.tenant == row.tenant && r.name == row.name) {
+                r.state = RowState::committed;
+                store_->put_region(r);
+            }
+        }
+    }
+    for (const auto& row : plan.drop_regions) {
+        store_->delete_region(row.tenant, row.name);
+    }
+    for (const auto& row : plan.commit_programs) {
+        for (auto p : store_->programs()) {
+            if (p.tenant == row.tenant && p.tag == row.tag) {
+                p.state = RowState::committed;
+                store_->put_program(p);
+            }
+        }
+    }
+    for (const auto& row : plan.drop_programs) {
+        store_->delete_program(row.tenant, row.tag);
+    }
+    for (const auto& p : plan.load_programs) {
+        try {
+            load_stored_program(p, v->tenant_id.at(p.tenant));
+        } catch (const std::exception& e) {
+            drift.push_back("tenant " + quoted(p.tenant) + ": program " + quoted(p.name) +
+                            ": could not be reloaded: " + e.what());
+        }
+    }
+
+    for (const auto& d : drift) {
+        log::info("reconcile: ", d);
+    }
+    log::info("reconciled with the module: ", v->tenant_id.size(), " tenants, ", drift.size(),
+              drift.size() == 1 ? " difference" : " differences");
+    v->drift = std::move(drift);
+    publish(std::move(v));
+}
+
+std::uint64_t Manager::load_stored_program(const StoredProgram& p, std::uint32_t tid) {
+    rof_prog_load req{};
+    req.tenant = tid;
+    req.budget = p.budget;
+    req.byte_budget = p.byte_budget;
+    std::snprintf(req.name, sizeof(req.name), "%s", p.name.c_str());
+    if (p.binds.size() > ROF_ISA_MAX_SLOTS) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT, "too many binds");
+    }
+    req.nbind = static_cast<std::uint32_t>(p.binds.size());
+    for (std::size_t i = 0; i < p.binds.size(); i++) {
+        const auto r = find_region(tid, p.binds[i].region);
+        if (!r) {
+            throw CallError(grpc::StatusCode::FAILED_PRECONDITION,
+                            "slot " + std::to_string(i) + ": region " + quoted(p.binds[i].region) +
+                                " does not exist");
+        }
+        req.bind[i].region = r->id;
+        if (p.binds[i].freelist >= 0) {
+            const auto fls = freelists_of(r->id);
+            const auto idx = static_cast<std::size_t>(p.binds[i].freelist);
+            if (idx >= fls.size()) {
+                throw CallError(grpc::StatusCode::FAILED_PRECONDITION,
+                                "slot " + std::to_string(i) + ": region " +
+                                    quoted(p.binds[i].region) + " has no free list " +
+                                    std::to_string(idx));
+            }
+            req.bind[i].freelist = fls[idx].id;
+        }
+    }
+    return module_->prog_load(req, p.image);
+}
+
+// --- policy reload ----------------------------------------------------
+
+std::vector<std::string> Manager::reload_policy() {
+    auto loaded = rof::policy::load(opt_.daemon_file, opt_.tenants_dir);
+    if (!loaded.policy) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        "policy not reloaded, the running one stays:\n" + loaded.error_text());
+    }
+    const auto old = view();
+    auto v = std::make_shared<View>(*old);
+    v->policy = std::make_shared<rof::policy::Policy>(std::move(*loaded.policy));
+    v->generation = old->generation + 1;
+    v->loaded_at = std::chrono::system_clock::now();
+    std::vector<std::string> notes;
+
+    // A shrunk quota keeps what is live: the module refuses new objects
+    // beyond the quota and never closes a session for it.
+    for (const auto& t : v->policy->tenants) {
+        const auto it = old->tenant_id.find(t.name);
+        if (it == old->tenant_id.end()) {
+            continue;  // new tenants are created by the reconciliation below
+        }
+        const auto info = module_->get_tenant(it->second);
+        if (info) {
+            if (info->usage.sessions > t.quota.sessions) {
+                notes.push_back(log::concat("tenant ", quoted(t.name), ": quota.sessions ",
+                                            t.quota.sessions, " is below the ",
+                                            info->usage.sessions,
+                                            " open: they stay open, new ones are refused"));
+            }
+            if (info->usage.region_bytes > t.quota.region_bytes) {
+                notes.push_back(log::concat("tenant ", quoted(t.name), ": quota.region_bytes ",
+                                            t.quota.region_bytes, " is below the ",
+                                            info->usage.region_bytes,
+                                            " in use: regions stay, new ones are refused"));
+            }
+            if (info->usage.programs > t.quota.programs) {
+                notes.push_back(log::concat("tenant ", quoted(t.name), ": quota.programs ",
+                                            t.quota.programs, " is below the ",
+                                            info->usage.programs,
+                                            " loaded: they stay, new loads are refused"));
+            }
+        }
+    }
+    for (const auto& [name, id] : old->tenant_id) {
+        if (v->policy->find(name) == nullptr) {
+            notes.push_back("tenant " + quoted(name) +
+                            ": removed from policy: its objects stay in the module; its callers "
+                            "are refused");
+        }
+    }
+    publish(v);
+    reconcile();
+    const auto after = view();
+    notes.insert(notes.end(), after->drift.begin(), after->drift.end());
+    for (const auto& n : notes) {
+        jsend(log::Level::info, "policy reload: " + n, {{"ROF_KIND", "policy"}});
+    }
+    log::info("policy generation ", v->generation, " loaded (", v->policy->tenants.size(),
+              " tenants)");
+    return notes;
+}
+
+void Manager::rotate_ticket_key() {
+    const TicketKey key = random_key();
+    store().set_ticket_key(key);
+    module_->set_ticket_key(key);
+    jsend(log::Level::info, "ticket key rotated", {{"ROF_KIND", "control"}});
+}
+
+void Manager::quarantine(std::uint32_t tenant, std::uint32_t session, const std::string& reason) {
+    const std::string name = view()->name_of(tenant);
+    try {
+        module_->session_close(session);
+    } catch (const KmodError& e) {
+        if (e.code().value() != ENOENT) {
+            log::warning("quarantine of session ", session, ": ", e.what());
+        }
+    }
+    jsend(log::Level::warning,
+          log::concat("tenant ", quoted(name), ": session ", session, " quarantined: ", reason),
+          {{"ROF_KIND", "quarantine"},
+           {"ROF_TENANT", name},
+           {"ROF_SESSION", std::to_string(session)},
+           {"ROF_REASON", reason}});
+}
+
+}  // namespace rofd
+
+namespace rofd {
+
+std::string Manager::metrics_text(const std::string& tenant) {
+    const auto v = view();
+    MetricsInput in;
+    AuditCounters c = audit_->snapshot();
+    if (!tenant.empty()) {
+        const auto id = v->tenant_id.find(tenant);
+        const std::uint32_t tid = id == v->tenant_id.end() ? 0 : id->second;
+        std::erase_if(c.tenants, [tid](const auto& kv) { return kv.first != tid; });
+        std::erase_if(c.sessions, [tid](const auto& kv) { return kv.second.tenant != tid; });
+    }
+    in.audit = std::move(c);
+    for (const auto& [name, id] : v->tenant_id) {
+        if (!tenant.empty() && name != tenant) {
+            continue;
+        }
+        if (const auto info = module_->get_tenant(id)) {
+            in.tenants.push_back(TenantMetrics{name, *info});
+        }
+    }
+    for (const auto& s : module_->list_sessions()) {
+        if (tenant.empty() || v->name_of(s.tenant) == tenant) {
+            in.sessions.push_back(s);
+        }
+    }
+    if (tenant.empty()) {
+        in.ring = module_->audit_stats();
+    }
+    return render_metrics(in);
+}
+
+}  // namespace rofd

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+// rofd::Manager: the daemon's one owner of state.  It holds the module
+// handle, the store, the running policy, the audit drain and the
+// serialised worker; the gRPC services hold the Manager and nothing else
+// (after systemd's manager_new / manager_startup / manager_free).
+//
+// Reads (List*, Get*) run on gRPC's callback threads against the module
+// and the current View.  Every state change runs on the one worker thread
+// in a fixed order: intent to the store, the ioctl, commit (with the
+// call's idempotency record), so slow calls never tie up gRPC's threads
+// and two changes never interleave.
+#pragma once
+
+#include <google/protobuf/message.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "module.h"
+#include "policy.h"
+#include "store.h"
+
+namespace rofd {
+
+class AuditDrain;
+class AuditHub;
+struct AuditConfig;
+
+struct ManagerOptions {
+    std::string daemon_file = "/etc/rof/rofd.toml";
+    std::string tenants_dir = "/etc/rof/tenants.d";
+    std::string state_dir;  // empty: the policy's [state] dir
+};
+
+// Who is calling, built once per call from the connection's credentials.
+struct Principal {
+    enum class Role { none, admin, tenant };
+    Role role = Role::none;
+    bool authenticated = false;  // credentials were found at all
+    std::string tenant;          // Role::tenant
+    uid_t uid = static_cast<uid_t>(-1);
+    gid_t gid = static_cast<gid_t>(-1);
+    pid_t pid = 0;
+    std::vector<gid_t> groups;  // SO_PEERGROUPS: every group of the caller
+    std::string subject;        // TLS certificate subject
+
+    bool admin() const { return role == Role::admin; }
+    // "admin (uid 0, pid 42)", "tenant kv (uid 1001, pid 7)",
+    // "unknown (uid 1234, pid 9)", "unauthenticated".
+    std::string describe() const;
+    // The idempotency scope: "admin", "tenant:kv".
+    std::string scope() const;
+};
+
+enum class Right { read, write };
+
+// The running policy and what it maps to in the module, replaced as a
+// whole by a reload or a reconciliation.
+struct View {
+    std::shared_ptr<const rof::policy::Policy> policy;
+    std::map<std::string, std::uint32_t, std::less<>> tenant_id;  // name -> module id
+    std::map<std::uint32_t, std::string> tenant_name;
+    std::uint64_t generation = 0;
+    std::chrono::system_clock::time_point loaded_at;
+    std::vector<std::string> drift;  // the last reconciliation's
+
+    const rof::policy::Tenant* tenant(std::string_view name) const;
+    // Module tenant id -> name; "#ID" when not a policy tenant.
+    std::string name_of(std::uint32_t id) const;
+};
+
+// A gRPC error with the object and the reason: `tenant "kv": region
+// "table": quota 64 MiB exceeded`.
+struct CallError : std::runtime_error {
+    CallError(grpc::StatusCode c, const std::string& msg) : std::runtime_error(msg), code(c) {}
+    grpc::StatusCode code;
+    grpc::Status status() const { return {code, what()}; }
+};
+
+class Manager {
+  public:
+    Manager(ManagerOptions opt, std::unique_ptr<Module> module);
+    ~Manager();
+    Manager(const Manager&) = delete;
+    Manager& operator=(const Manager&) = delete;
+
+    // Loads the policy; throws CallError with every error.
+    void load_policy();
+    // Loads the policy unless done, opens the store, restores or makes the
+    // ticket key, opens the audit ring, reconciles with the module and
+    // starts the worker.  Afterwards ready() is true.
+    void start();
+    void stop();
+    bool ready() const noexcept { return ready_; }
+
+    std::shared_ptr<const View> view() const;
+    Module& module() noexcept { return *module_; }
+    Store& store();
+    const ManagerOptions& options() const noexcept { return opt_; }
+    std::chrono::steady_clock::time_point started() const noexcept { return started_; }
+
+    // The caller's principal: SO_PEERCRED of the unix connection, or the
+    // verified TLS certificate's subject.  Fails closed: a connection
+    // rofd cannot identify gets Role::none.
+    Principal principal(const grpc::ServerContextBase& ctx) const;
+
+    // OK when @p may exercise @right on @tenant's object @what; otherwise
+    // UNAUTHENTICATED or PERMISSION_DENIED, and the refusal is audited.
+    // A tenant may read what another tenant granted it (@granted).
+    grpc::Status authorize(const Principal& p, const std::string& tenant, Right right,
+                           const std::string& what, bool granted = false);
+    // The tenant a request names: @requested, or the caller's own when
+    // empty.  Throws CallError (INVALID_ARGUMENT) for an admin that named
+    // none, NOT_FOUND for a tenant not in policy.
+    std::string tenant_of(const Principal& p, const std::string& requested);
+    // Throws CallError(RESOURCE_EXHAUSTED) beyond the tenant's
+    // control_rate; admins are not limited.
+    void charge_control_call(const Principal& p);
+
+    // Runs @fn on the worker thread; state changes go through here.
+    void post(std::function<void()> fn);
+
+    // Re-reads the policy; atomic.  Throws CallError(INVALID_ARGUMENT)
+    // with every error when the new policy is bad (the old one stays).
+    // Returns notes on what it changed or could not change.
+    std::vector<std::string> reload_policy();
+
+    // A new ticket key, stored then set.
+    void rotate_ticket_key();
+
+    // Records a control-plane event in the journal (ROF_TENANT=..).
+    void audit_control(const Principal& p, const std::string& method, const grpc::Status& st,
+                       const std::string& what);
+
+    // Idempotency of a mutating call (@key chosen by the caller, up to 128
+    // characters; empty: none).  replay() returns the stored answer and
+    // fills @resp when the call already succeeded, FAILED_PRECONDITION
+    // when the key was used for another request, std::nullopt when the
+    // call must run.  record() stores the answer; call it inside the
+    // transaction that commits the call's own rows.
+    struct Idempotency {
+        std::string scope, method, key, request_hash;
+    };
+    static Idempotency idempotency(const Principal& p, const std::string& method,
+                                   const google::protobuf::Message& req, const std::string& key);
+    std::optional<grpc::Status> replay(const Idempotency& id, google::protobuf::Message* resp);
+    void record(const Idempotency& id, const google::protobuf::Message& resp);
+
+    AuditDrain& audit() noexcept { return *audit_; }
+    AuditHub& audit_hub() noexcept { return *hub_; }
+    // The Prometheus text of @tenant's metrics, or of everything when
+    // @tenant is empty.
+    std::string metrics_text(const std::string& tenant);
+    // Closes @session for @reason (quarantine) and audits it.
+    void quarantine(std::uint32_t tenant, std::uint32_t session, const std::string& reason);
+
+    // Module object helpers for the services.
+    std::uint32_t tenant_id(const std::string& tenant) const;  // CallError NOT_FOUND
+    std::optional<rof_region_info> find_region(std::uint32_t tenant_id, const std::string& name);
+    std::vector<rof_freelist_info> freelists_of(std::uint32_t region_id);
+    // Loads a stored program, binding its slots by region name.
+    std::uint64_t load_stored_program(const StoredProgram& p, std::uint32_t tenant_id);
+    // Applies the tenant's quota and rates to the module.
+    void apply_limits(const rof::policy::Tenant& t, std::uint32_t id);
+
+  private:
+    void reconcile();
+    void worker_loop();
+    void publish(std::shared_ptr<View> v);
+    std::shared_ptr<const AuditConfig> audit_config(const View& v) const;
+
+    ManagerOptions opt_;
+    std::unique_ptr<Module> module_;
+    std::unique_ptr<Store> store_;
+    std::unique_ptr<AuditHub> hub_;
+    std::unique_ptr<AuditDrain> audit_;
+    std::chrono::steady_clock::time_point started_;
+    std::atomic<bool> ready_{false};
+
+    mutable std::mutex view_mu_;
+    std::shared_ptr<const View> view_;
+
+    std::mutex work_mu_;
+    std::condition_variable work_cv_;
+    std::deque<std::function<void()>> work_;
+    bool stopping_ = false;
+    std::thread worker_;
+
+    struct Bucket {
+        double tokens = 0;
+        std::chrono::steady_clock::time_point last;
+    };
+    std::mutex rate_mu_;
+    std::map<std::string, Bucket, std::less<>> control_buckets_;
+};
+
+}  // namespace rofd

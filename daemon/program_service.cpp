@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: MIT
+// rof.v1.Programs: assemble, verify against the tenant's policy and
+// regions, load; the source and disassembly are kept in the store.
+#include <chrono>
+
+#include "call.h"
+#include "rof/prog/asm.h"
+#include "rof/prog/verifier.h"
+#include "services.h"
+
+namespace rofd {
+namespace {
+
+namespace prog = rof::prog;
+namespace policy = rof::policy;
+
+constexpr std::size_t source_max = 1 << 20;  // bytes of .rofs text
+
+// The instruction class of an opcode byte; 0 for EXIT/EXIT_REG/RESPOND,
+// which every program may use, and for the second slot of a wide one.
+std::uint32_t insn_class(std::uint8_t op) {
+    if (op == ROF_OP_LDIMM64 || (op >= ROF_OP_ALU64_IMM && op < ROF_OP_JMP64_IMM)) {
+        return policy::insn_alu;
+    }
+    if (op == ROF_OP_JA || (op >= ROF_OP_JMP64_IMM && op < ROF_OP_JMP32_REG + 0x10)) {
+        return policy::insn_jmp;
+    }
+    switch (op) {
+        case ROF_OP_COPY:
+            return policy::insn_copy;
+        case ROF_OP_CAS:
+        case ROF_OP_FAA:
+            return policy::insn_atomic;
+        case ROF_OP_ALLOC:
+        case ROF_OP_FREE:
+            return policy::insn_alloc;
+        case ROF_OP_CRC64:
+        case ROF_OP_HASH:
+            return policy::insn_hash;
+        case ROF_OP_LOOP:
+            return policy::insn_loop;
+        default:
+            break;
+    }
+    if (op >= ROF_OP_LD && op < ROF_OP_ST) {
+        return policy::insn_ld;
+    }
+    if (op >= ROF_OP_ST && op < ROF_OP_ST + 4) {
+        return policy::insn_st;
+    }
+    return 0;
+}
+
+struct Prepared {
+    prog::Program program;
+    std::vector<std::uint8_t> image;
+    std::vector<StoredBind> binds;
+    rof_prog_load load{};  // tenant, bind[] filled
+    prog::VerifyResult result;
+    std::string error;  // assembly error or policy refusal; verify result otherwise
+};
+
+// Assembles or decodes, binds slots to regions by name, checks the
+// tenant's program limits and classes, and verifies.
+Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource& src,
+                 const google::protobuf::RepeatedPtrField<v1::Bind>& binds,
+                 std::uint32_t log_level) {
+    Prepared out;
+    const std::string file = src.file().empty() ? "<program>" : src.file();
+    if (src.has_source()) {
+        if (src.source().size() > source_max) {
+            throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                            log::concat("program.source: ", src.source().size(), " bytes; at most ",
+                                        source_max));
+        }
+        auto as = prog::assemble(src.source(), file);
+        if (!as.ok()) {
+            out.error = as.error_text();
+            return out;
+        }
+        out.program = std::move(*as.program);
+    } else if (src.has_image()) {
+        if (src.image().size() > ROF_PROG_IMAGE_MAX) {
+            throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                            log::concat("program.image: ", src.image().size(), " bytes; at most ",
+                                        ROF_PROG_IMAGE_MAX));
+        }
+        std::string err;
+        const auto* b = reinterpret_cast<const std::uint8_t*>(src.image().data());
+        auto p = prog::decode_image({b, src.image().size()}, err);
+        if (!p) {
+            out.error = file + ": " + err;
+            return out;
+        }
+        out.program = std::move(*p);
+    } else {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        "program: neither source nor image given");
+    }
+    prog::Program& p = out.program;
+
+    const auto v = m.view();
+    const auto* pt = v->tenant(tenant);
+    const policy::ProgramLimits& lim = pt->programs;
+    for (std::size_t pc = 0; pc < p.insns.size(); pc++) {
+        const std::uint32_t cls = insn_class(p.insns[pc].op);
+        if (cls != 0 && (lim.classes & cls) == 0) {
+            out.error = p.where(static_cast<std::uint32_t>(pc)) + ": instruction class " +
+                        std::string(policy::insn_class_name(static_cast<policy::InsnClass>(cls))) +
+                        " is not allowed by tenant " + quoted(tenant) + "'s policy";
+            return out;
+        }
+    }
+
+    if (binds.size() != 0 && static_cast<std::size_t>(binds.size()) != p.slots.size()) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        log::concat("binds: ", binds.size(), " given; the program declares ",
+                                    p.slots.size(), " slots"));
+    }
+    const std::uint32_t tid = m.tenant_id(tenant);
+    std::vector<prog::Grant> grants;
+    out.load.tenant = tid;
+    out.load.nbind = static_cast<std::uint32_t>(p.slots.size());
+    for (std::size_t i = 0; i < p.slots.size(); i++) {
+        const auto& slot = p.slots[i];
+        StoredBind sb{slot.name, -1};
+        if (binds.size() != 0) {
+            const auto& b = binds[static_cast<int>(i)];
+            sb.region = b.region().empty() ? slot.name : b.region();
+            if (b.has_freelist()) {
+                sb.freelist = static_cast<std::int32_t>(b.freelist());
+            }
+        }
+        check_name(log::concat("binds[", i, "].region"), sb.region);
+        if ((slot.flags & ROF_SLOT_FREELIST) != 0 && sb.freelist < 0) {
+            sb.freelist = 0;  // a free-list slot binds the region's first list by default
+        }
+        const auto r = m.find_region(tid, sb.region);
+        if (!r) {
+            throw CallError(
+                grpc::StatusCode::FAILED_PRECONDITION,
+                log::concat("slot ", slot.name, ": ", object_name(tenant, "region", sb.region),
+                            ": no such region"));
+        }
+        out.load.bind[i].region = r->id;
+        if (sb.freelist >= 0) {
+            const auto fls = m.freelists_of(r->id);
+            if (static_cast<std::size_t>(sb.freelist) >= fls.size()) {
+                throw CallError(
+                    grpc::StatusCode::FAILED_PRECONDITION,
+                    log::concat("slot ", slot.name, ": ", object_name(tenant, "region", sb.region),
+                                " has no free list ", sb.freelist));
+            }
+            out.load.bind[i].freelist = fls[static_cast<std::size_t>(sb.freelist)].id;
+        }
+        grants.push_back(prog::Grant{slot.name, r->rights, r->size});
+        out.binds.push_back(sb);
+    }
+
+    prog::VerifyOptions opt;
+    opt.limits.max_insns = lim.max_insns;
+    opt.limits.max_worst_case = lim.max_executed;
+    opt.limits.max_trip = lim.max_trip;
+    opt.grants = std::move(grants);
+    opt.log_level = static_cast<int>(std::min<std::uint32_t>(log_level, 2));
+    out.result = prog::verify(p, opt);
+    out.image = p.encode();
+    out.load.budget = std::max<std::uint64_t>(out.result.worst_case, 1);
+    out.load.byte_budget = lim.max_bytes;
+    return out;
+}
+
+void fill_program(Manager& m, const View& v, const rof_prog_info& info, v1::Program* out,
+                  bool full) {
+    const std::string tenant = v.name_of(info.tenant);
+    out->set_tenant(tenant);
+    out->set_name(abi_name(info.name));
+    out->set_tag(info.tag);
+    out->set_budget(info.budget);
+    out->set_byte_budget(info.byte_budget);
+    out->set_insn_cnt(info.insn_cnt);
+    out->set_args_min(info.args_min);
+    out->set_args_max(info.args_max);
+    out->set_scratch_size(info.scratch_size);
+    out->set_resp_max(info.resp_max);
+    out->mutable_loaded_at()->set_seconds(static_cast<std::int64_t>(info.loaded_ns / 1000000000));
+    out->set_invocations(info.invocations);
+    out->set_faults(info.faults);
+    out->set_insns(info.insns);
+    out->set_revoked((info.flags & ROF_PROG_REVOKED) != 0);
+    out->set_origin(v1::ORIGIN_MODULE);
+    for (const auto& s : m.store().programs()) {
+        if (s.tenant == tenant && s.tag == info.tag) {
+            out->set_origin(v1::ORIGIN_API);
+            for (const auto& b : s.binds) {
+                auto* pb = out->add_binds();
+                pb->set_region(b.region);
+                if (b.freelist >= 0) {
+                    pb->set_freelist(static_cast<std::uint32_t>(b.freelist));
+                }
+            }
+            if (full) {
+                out->set_source(s.source);
+                out->set_disassembly(s.disassembly);
+            }
+        }
+    }
+}
+
+// The program a request names by tag or by name.
+std::optional<rof_prog_info> find_program(Manager& m, std::uint32_t tid, std::uint64_t tag,
+                                          const std::string& name) {
+    for (const auto& p : m.module().list_progs()) {
+        if (p.tenant == tid &&
+            ((tag != 0 && p.tag == tag) || (tag == 0 && abi_name(p.name) == name))) {
+            return p;
+        }
+    }
+    return std::nullopt;
+}
+
+std::string program_what(const std::string& tenant, std::uint64_t tag, const std::string& name) {
+    return tag != 0 ? log::concat("tenant ", quoted(tenant), ": program tag ", std::hex, tag)
+                    : object_name(tenant, "program", name);
+}
+
+}  // namespace
+
+ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
+                                                  const v1::VerifyProgramRequest* req,
+                                                  v1::VerifyProgramResponse* resp) {
+    return unary(m_, ctx, "VerifyProgram", CallKind::read, [this, req, resp](const Principal& p) {
+        const std::string tenant = m_.tenant_of(p, req->tenant());
+        if (auto st =
+                m_.authorize(p, tenant, Right::write, "tenant " + quoted(tenant) + ": programs");
+            !st.ok()) {
+            return st;
+        }
+        if (req->log_level() > 2) {
+            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                log::concat("log_level: ", req->log_level(), "; 0, 1 or 2"));
+        }
+        const Prepared pr = prepare(m_, tenant, req->program(), req->binds(), req->log_level());
+        if (!pr.error.empty()) {
+            resp->set_ok(false);
+            resp->set_error(pr.error);
+            return grpc::Status::OK;
+        }
+        resp->set_ok(pr.result.ok);
+        resp->set_error(pr.result.error);
+        resp->set_error_insn(pr.result.error_insn);
+        resp->set_log(pr.result.log);
+        resp->set_worst_case(pr.result.worst_case);
+        resp->set_tag(pr.program.tag());
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
+                                                const v1::LoadProgramRequest* req,
+                                                v1::Program* resp) {
+    return unary(
+        m_, ctx, "LoadProgram", CallKind::write, [this, ctx, req, resp](const Principal& p) {
+            const std::string tenant = m_.tenant_of(p, req->tenant());
+            check_name("name", req->name());
+            const std::string what = object_name(tenant, "program", req->name());
+            if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
+                return st;
+            }
+            const auto id = Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key());
+            if (auto st = m_.replay(id, resp)) {
+                return *st;
+            }
+            Prepared pr = prepare(m_, tenant, req->program(), req->binds(), 1);
+            if (!pr.error.empty() || !pr.result.ok) {
+                const std::string reason = !pr.error.empty() ? pr.error : pr.result.error;
+                if (!pr.result.log.empty()) {
+                    ctx->AddTrailingMetadata("rof-verifier-log-bin", pr.result.log);
+                }
+                return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                    what + ": rejected: " + reason);
+            }
+            std::snprintf(pr.load.name, sizeof(pr.load.name), "%s", req->name().c_str());
+            const auto v = m_.view();
+            StoredProgram row;
+            row.tenant = tenant;
+            row.name = req->name();
+            row.tag = pr.program.tag();
+            row.source = req->program().has_source() ? req->program().source() : "";
+            row.image = pr.image;
+            row.disassembly = prog::disassemble(pr.program);
+            row.binds = pr.binds;
+            row.budget = pr.load.budget;
+            row.byte_budget = pr.load.byte_budget;
+            row.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+            row.state = RowState::intent;
+            m_.store().put_program(row);
+            try {
+                m_.module().prog_load(pr.load, pr.image);
+            } catch (const KmodError& e) {
+                m_.store().delete_program(tenant, row.tag);
+                if (e.code().value() == EEXIST) {
+                    return grpc::Status(
+                        grpc::StatusCode::ALREADY_EXISTS,
+                        log::concat(what, ": tag ", std::hex, row.tag, " is loaded already"));
+                }
+                return module_status(e, what);
+            }
+            const auto info = m_.module().get_prog(m_.tenant_id(tenant), row.tag);
+            row.state = RowState::committed;
+            m_.store().transaction([&] {
+                m_.store().put_program(row);
+                if (info) {
+                    fill_program(m_, *v, *info, resp, false);
+                }
+                m_.record(id, *resp);
+            });
+            return grpc::Status::OK;
+        });
+}
+
+ServerUnaryReactor* ProgramService::UnloadProgram(CallbackServerContext* ctx,
+                                                  const v1::UnloadProgramRequest* req,
+                                                  v1::UnloadProgramResponse* resp) {
+    return unary(m_, ctx, "UnloadProgram", CallKind::write, [this, req, resp](const Principal& p) {
+        const std::string tenant = m_.tenant_of(p, req->tenant());
+        if (req->tag() == 0) {
+            check_name("name", req->name());
+        }
+        const std::string what = program_what(tenant, req->tag(), req->name());
+        if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
+            return st;
+        }
+        const auto id = Manager::idempotency(p, "UnloadProgram", *req, req->idempotency_key());
+        if (auto st = m_.replay(id, resp)) {
+            return *st;
+        }
+        const auto info = find_program(m_, m_.tenant_id(tenant), req->tag(), req->name());
+        if (!info) {
+            return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
+        }
+        for (auto s : m_.store().programs()) {
+            if (s.tenant == tenant && s.tag == info->tag) {
+                s.state = RowState::intent;
+                m_.store().put_program(s);
+            }
+        }
+        try {
+            m_.module().prog_unload(info->tenant, info->tag);
+        } catch (const KmodError& e) {
+            if (e.code().value() != ENOENT) {
+                return module_status(e, what);
+            }
+        }
+        m_.store().transaction([&] {
+            m_.store().delete_program(tenant, info->tag);
+            m_.record(id, *resp);
+        });
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* ProgramService::ListPrograms(CallbackServerContext* ctx,
+                                                 const v1::ListProgramsRequest* req,
+                                                 v1::ListProgramsResponse* resp) {
+    return unary(m_, ctx, "ListPrograms", CallKind::read, [this, req, resp](const Principal& p) {
+        const std::string tenant =
+            req->tenant().empty() && p.admin() ? "" : m_.tenant_of(p, req->tenant());
+        if (auto st =
+                m_.authorize(p, tenant, Right::read, "tenant " + quoted(tenant) + ": programs");
+            !st.ok()) {
+            return st;
+        }
+        const auto v = m_.view();
+        for (const auto& info : m_.module().list_progs()) {
+            if (tenant.empty() || v->name_of(info.tenant) == tenant) {
+                fill_program(m_, *v, info, resp->add_programs(), false);
+            }
+        }
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* ProgramService::GetProgram(CallbackServerContext* ctx,
+                                               const v1::GetProgramRequest* req,
+                                               v1::Program* resp) {
+    return unary(m_, ctx, "GetProgram", CallKind::read, [this, req, resp](const Principal& p) {
+        const std::string tenant = m_.tenant_of(p, req->tenant());
+        if (req->tag() == 0) {
+            check_name("name", req->name());
+        }
+        const std::string what = program_what(tenant, req->tag(), req->name());
+        if (auto st = m_.authorize(p, tenant, Right::read, what); !st.ok()) {
+            return st;
+        }
+        const auto info = find_program(m_, m_.tenant_id(tenant), req->tag(), req->name());
+        if (!info) {
+            return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
+        }
+        fill_program(m_, *m_.view(), *info, resp, true);
+        return grpc::Status::OK;
+    });
+}
+
+}  // namespace rofd

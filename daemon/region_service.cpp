@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: MIT
+// rof.v1.Regions.
+#include <algorithm>
+
+#include "call.h"
+#include "services.h"
+
+namespace rofd {
+namespace {
+
+constexpr std::uint64_t page = 4096;
+
+const rof::policy::RegionDecl* declared(const View& v, const std::string& tenant,
+                                        const std::string& name) {
+    const auto* t = v.tenant(tenant);
+    if (t == nullptr) {
+        return nullptr;
+    }
+    for (const auto& r : t->regions) {
+        if (r.name == name) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+// The grant of @owner's region @name to @grantee, if policy has one.
+const rof::policy::GrantDecl* grant_of(const View& v, const std::string& owner,
+                                       const std::string& name, const std::string& grantee) {
+    const auto* t = v.tenant(owner);
+    if (t == nullptr) {
+        return nullptr;
+    }
+    for (const auto& g : t->grants) {
+        if (g.region == name && g.to == grantee) {
+            return &g;
+        }
+    }
+    return nullptr;
+}
+
+void fill_region(Manager& m, const View& v, const rof_region_info& r, v1::Region* out) {
+    const std::string tenant = v.name_of(r.tenant);
+    const std::string name = abi_name(r.name);
+    out->set_tenant(tenant);
+    out->set_name(name);
+    out->set_size(r.size);
+    out->set_rights(r.rights);
+    out->set_id(r.id);
+    out->set_attachments(r.attachments);
+    out->set_mappings(r.mappings);
+    out->set_chunks(r.chunks);
+    for (const auto& f : m.freelists_of(r.id)) {
+        auto* fl = out->add_freelists();
+        fl->set_block_size(f.block_size);
+        fl->set_offset(f.offset);
+        fl->set_count(f.count);
+        fl->set_id(f.id);
+        fl->set_free(f.free);
+        fl->set_corrupt((f.flags & ROF_FREELIST_CORRUPT) != 0);
+    }
+    if (declared(v, tenant, name) != nullptr) {
+        out->set_origin(v1::ORIGIN_POLICY);
+    } else {
+        bool stored = false;
+        for (const auto& s : m.store().regions()) {
+            stored = stored || (s.tenant == tenant && s.name == name);
+        }
+        out->set_origin(stored ? v1::ORIGIN_API : v1::ORIGIN_MODULE);
+    }
+    if (const auto* t = v.tenant(tenant)) {
+        for (const auto& g : t->grants) {
+            if (g.region == name) {
+                out->add_granted_to(g.to + (g.write ? ":rw" : ":r"));
+            }
+        }
+    }
+}
+
+void check_rights(const char* field, std::uint32_t rights) {
+    if (rights == 0 || (rights & ~static_cast<std::uint32_t>(ROF_ACCESS_ALL)) != 0) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        log::concat(field, ": ", rights,
+                                    " is not a non-empty set of ACCESS_READ (1), ACCESS_WRITE (2), "
+                                    "ACCESS_ATOMIC (4)"));
+    }
+}
+
+void check_create(const v1::CreateRegionRequest& req) {
+    check_name("name", req.name());
+    if (req.size() == 0 || req.size() % page != 0 || req.size() > ROF_REGION_SIZE_MAX) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        log::concat("size: ", req.size(),
+                                    " must be a non-zero multiple of 4096 of at most 16 GiB"));
+    }
+    check_rights("rights", req.rights());
+    if (req.freelists_size() > 64) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                        log::concat("freelists: ", req.freelists_size(), "; at most 64"));
+    }
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+    for (int i = 0; i < req.freelists_size(); i++) {
+        const auto& f = req.freelists(i);
+        const std::string where = log::concat("freelists[", i, "]: ");
+        if (f.block_size() < 8 || f.block_size() % 8 != 0 || f.offset() % 8 != 0 ||
+            f.count() == 0 || f.count() > ROF_FREELIST_BLOCKS_MAX) {
+            throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                            where +
+                                "block_size a multiple of 8 (>= 8), offset a multiple of 8, "
+                                "count 1 .. 1048576");
+        }
+        const std::uint64_t end = f.offset() + 64 + std::uint64_t{f.count()} * f.block_size();
+        if (end > req.size()) {
+            throw CallError(
+                grpc::StatusCode::INVALID_ARGUMENT,
+                log::concat(where, "ends at byte ", end, ", past the region's ", req.size()));
+        }
+        for (const auto& [b, e] : ranges) {
+            if (f.offset() < e && b < end) {
+                throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                                where + "overlaps an earlier free list");
+            }
+        }
+        ranges.emplace_back(f.offset(), end);
+    }
+}
+
+}  // namespace
+
+ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
+                                                const v1::CreateRegionRequest* req,
+                                                v1::Region* resp) {
+    return unary(m_, ctx, "CreateRegion", CallKind::write, [this, req, resp](const Principal& p) {
+        const std::string tenant = m_.tenant_of(p, req->tenant());
+        const std::string what = object_name(tenant, "region", req->name());
+        if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
+            return st;
+        }
+        check_create(*req);
+        const auto id = Manager::idempotency(p, "CreateRegion", *req, req->idempotency_key());
+        if (auto st = m_.replay(id, resp)) {
+            return *st;
+        }
+        const auto v = m_.view();
+        if (declared(*v, tenant, req->name()) != nullptr) {
+            return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                                what + ": declared by policy already");
+        }
+        const std::uint32_t tid = m_.tenant_id(tenant);
+        if (m_.find_region(tid, req->name())) {
+            return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, what + ": exists");
+        }
+        const auto* pt = v->tenant(tenant);
+        std::uint32_t count = 0;
+        for (const auto& r : m_.module().list_regions()) {
+            count += r.tenant == tid ? 1 : 0;
+        }
+        if (count >= pt->quota.regions) {
+            return grpc::Status(
+                grpc::StatusCode::RESOURCE_EXHAUSTED,
+                log::concat(what, ": quota of ", pt->quota.regions, " regions reached"));
+        }
+
+        StoredRegion row{tenant, req->name(), req->size(), req->rights(), {}, RowState::intent};
+        for (const auto& f : req->freelists()) {
+            row.freelists.push_back(StoredFreeList{f.block_size(), f.offset(), f.count()});
+        }
+        m_.store().put_region(row);  // intent first: a crash after the ioctl is settled
+        std::uint32_t rid = 0;
+        try {
+            rid = m_.module().region_create(tid, req->name(), req->size(), req->rights());
+            for (const auto& f : row.freelists) {
+                m_.module().freelist_create(rid, f.block_size, f.offset, f.count);
+            }
+        } catch (const KmodError& e) {
+            if (rid != 0) {
+                m_.module().region_destroy(rid, true);
+            }
+            m_.store().delete_region(tenant, req->name());
+            return module_status(e, what);
+        }
+        const auto info = m_.module().get_region(rid);
+        if (!info) {
+            return grpc::Status(grpc::StatusCode::ABORTED, what + ": destroyed while created");
+        }
+        fill_region(m_, *v, *info, resp);
+        row.state = RowState::committed;
+        m_.store().transaction([&] {
+            m_.store().put_region(row);
+            m_.record(id, *resp);
+        });
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* RegionService::DeleteRegion(CallbackServerContext* ctx,
+                                                const v1::DeleteRegionRequest* req,
+                                                v1::DeleteRegionResponse* resp) {
+    return unary(m_, ctx, "DeleteRegion", CallKind::write, [this, req, resp](const Principal& p) {
+        const std::string tenant = m_.tenant_of(p, req->tenant());
+        check_name("name", req->name());
+        const std::string what = object_name(tenant, "region", req->name());
+        if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
+            return st;
+        }
+        const auto id = Manager::idempotency(p, "DeleteRegion", *req, req->idempotency_key());
+        if (auto st = m_.replay(id, resp)) {
+            return *st;
+        }
+        const auto v = m_.view();
+        if (const auto* d = declared(*v, tenant, req->name())) {
+            return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                what + ": declared in " + v->tenant(tenant)->file + ":" +
+                                    std::to_string(d->line) + "; remove it there and reload");
+        }
+        std::optional<StoredRegion> row;
+        for (auto& r : m_.store().regions()) {
+            if (r.tenant == tenant && r.name == req->name()) {
+                row = r;
+            }
+        }
+        const auto info = m_.find_region(m_.tenant_id(tenant), req->name());
+        if (!info && !row) {
+            return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": no such region");
+        }
+        if (row) {
+            row->state = RowState::intent;  // a crash now: the module decides
+            m_.store().put_region(*row);
+        }
+        if (info) {
+            try {
+                m_.module().region_destroy(info->id, req->force());
+            } catch (const KmodError& e) {
+                if (row) {
+                    row->state = RowState::committed;
+                    m_.store().put_region(*row);
+                }
+                if (e.code().value() == EBUSY) {
+                    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                        log::concat(what, ": in use by ", info->attachments,
+                                                    " sessions or programs and ", info->mappings,
+                                                    " mappings; force revokes them"));
+                }
+                return module_status(e, what);
+            }
+        }
+        m_.store().transaction([&] {
+            m_.store().delete_region(tenant, req->name());
+            m_.record(id, *resp);
+        });
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* RegionService::ListRegions(CallbackServerContext* ctx,
+                                               const v1::ListRegionsRequest* req,
+                                               v1::ListRegionsResponse* resp) {
+    return unary(m_, ctx, "ListRegions", CallKind::read, [this, req, resp](const Principal& p) {
+        const auto v = m_.view();
+        std::string only;
+        if (!req->tenant().empty()) {
+            only = m_.tenant_of(p, req->tenant());
+        }
+        if (p.role == Principal::Role::none || !p.authenticated) {
+            return m_.authorize(p, only, Right::read, "regions");
+        }
+        for (const auto& r : m_.module().list_regions()) {
+            const std::string tenant = v->name_of(r.tenant);
+            const std::string name = abi_name(r.name);
+            if (!only.empty() && tenant != only) {
+                continue;
+            }
+            const bool visible =
+                p.admin() || tenant == p.tenant || grant_of(*v, tenant, name, p.tenant) != nullptr;
+            if (visible) {
+                fill_region(m_, *v, r, resp->add_regions());
+            }
+        }
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* RegionService::GetRegion(CallbackServerContext* ctx,
+                                             const v1::GetRegionRequest* req, v1::Region* resp) {
+    return unary(m_, ctx, "GetRegion", CallKind::read, [this, req, resp](const Principal& p) {
+        const std::string tenant = m_.tenant_of(p, req->tenant());
+        check_name("name", req->name());
+        const std::string what = object_name(tenant, "region", req->name());
+        const auto v = m_.view();
+        const bool granted = grant_of(*v, tenant, req->name(), p.tenant) != nullptr;
+        if (auto st = m_.authorize(p, tenant, Right::read, what, granted); !st.ok()) {
+            return st;
+        }
+        const auto info = m_.find_region(m_.tenant_id(tenant), req->name());
+        if (!info) {
+            return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": no such region");
+        }
+        fill_region(m_, *v, *info, resp);
+        return grpc::Status::OK;
+    });
+}
+
+ServerUnaryReactor* RegionService::MapRegion(CallbackServerContext* ctx,
+                                             const v1::MapRegionRequest* req,
+                                             v1::MapRegionResponse* resp) {
+    return unary(m_, ctx, "MapRegion", CallKind::read, [this, req, resp](const Principal& p) {
+        const std::string tenant = m_.tenant_of(p, req->tenant());
+        check_name("name", req->name());
+        const std::string what = object_name(tenant, "region", req->name());
+        const auto v = m_.view();
+        const auto* g = grant_of(*v, tenant, req->name(), p.tenant);
+        const bool own = p.admin() || (p.role == Principal::Role::tenant && p.tenant == tenant);
+        if (auto st = m_.authorize(p, tenant, own ? Right::write : Right::read, what, g != nullptr);
+            !st.ok()) {
+            return st;
+        }
+        const std::uint32_t rights = req->rights() == 0 ? ROF_ACCESS_READ : req->rights();
+        if ((rights & ~static_cast<std::uint32_t>(ROF_ACCESS_READ | ROF_ACCESS_WRITE)) != 0 ||
+            (rights & ROF_ACCESS_READ) == 0) {
+            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                "rights: ACCESS_READ, optionally with ACCESS_WRITE");
+        }
+        if (!own && (rights & ROF_ACCESS_WRITE) != 0 && !g->write) {
+            return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                what + ": granted to tenant " + quoted(p.tenant) + " read-only");
+        }
+        if (req->ttl_ms() > ROF_TOKEN_TTL_MAX_MS) {
+            return grpc::Status(
+                grpc::StatusCode::INVALID_ARGUMENT,
+                log::concat("ttl_ms: ", req->ttl_ms(), "; at most ", ROF_TOKEN_TTL_MAX_MS));
+        }
+        const auto info = m_.find_region(m_.tenant_id(tenant), req->name());
+        if (!info) {
+            return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": no such region");
+        }
+        RegionToken token{};
+        try {
+            token = m_.module().region_token(info->id, rights, req->ttl_ms());
+        } catch (const KmodError& e) {
+            return module_status(e, what);
+        }
+        std::string bytes(16, '\0');
+        for (int w = 0; w < 2; w++) {
+            for (int b = 0; b < 8; b++) {
+                bytes[static_cast<std::size_t>(w * 8 + b)] =
+                    static_cast<char>((token[static_cast<std::size_t>(w)] >> (8 * b)) & 0xff);
+            }
+        }
+        resp->set_token(bytes);
+        resp->set_region(info->id);
+        resp->set_size(info->size);
+        resp->set_rights(rights);
+        resp->set_device(ROF_DEVICE_PATH);
+        return grpc::Status::OK;
+    });
+}
+
+}  // namespace rofd
