@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -308,6 +309,23 @@ int rofd_main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? exit_ok : exit_usage;
+    }
+
+    // Under systemd, ConfigurationDirectory= and StateDirectory= say where
+    // the policy and the state are; a flag still wins.
+    if (const char* dir = std::getenv("CONFIGURATION_DIRECTORY");  // NOLINT(concurrency-mt-unsafe)
+        dir != nullptr && *dir != '\0') {
+        const std::string first = std::string(dir).substr(0, std::string(dir).find(':'));
+        if (app.count("--config") == 0) {
+            opt.manager.daemon_file = first + "/rofd.toml";
+        }
+        if (app.count("--tenants") == 0) {
+            opt.manager.tenants_dir = first + "/tenants.d";
+        }
+    }
+    if (const char* dir = std::getenv("STATE_DIRECTORY");  // NOLINT(concurrency-mt-unsafe)
+        dir != nullptr && *dir != '\0' && app.count("--state-dir") == 0) {
+        opt.manager.state_dir = std::string(dir).substr(0, std::string(dir).find(':'));
     }
 
     rofd::log::set_verbose(verbose);

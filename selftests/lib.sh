@@ -81,12 +81,30 @@ rof_unload() { ! rof_loaded || rmmod rof; }
 rof_env_up() { rxe_up && rof_load; }
 
 # --- rofd -----------------------------------------------------------------
+# rofd keeps its policy and state where the test can write (the guest's
+# root is the host's, read-only): one directory per test script, given
+# the way systemd gives them (ConfigurationDirectory=, StateDirectory=).
+ROF_ETC=$ROF_SCRATCH/$(basename "$0").etc
+ROF_STATE=$ROF_SCRATCH/$(basename "$0").state
+CONFIGURATION_DIRECTORY=$ROF_ETC STATE_DIRECTORY=$ROF_STATE
+export ROF_ETC ROF_STATE CONFIGURATION_DIRECTORY STATE_DIRECTORY
+
+# rofd_call METHOD [JSON]: one rof.v1 call as an outside client would make
+# it (selftests/rofd-call); JSON out, "CODE: message" on stderr.
+rofd_call() { "$ROF_SRC/selftests/rofd-call" --socket "$ROF_SOCKET" "$@"; }
+
+# rofd_serving [SOCKET]: health SERVING, i.e. rofd reconciled and answers.
+rofd_serving() {
+	"$ROF_SRC/selftests/rofd-call" --socket "${1:-$ROF_SOCKET}" --timeout 5 Health.Check \
+		2>/dev/null | grep -q '"SERVING"'
+}
+
 ROFD_PID=
 rofd_start() {
-	rofd --socket "$ROF_SOCKET" "$@" >"$ROF_SCRATCH/rofd.log" 2>&1 &
+	rofd --socket "$ROF_SOCKET" "$@" >>"$ROF_SCRATCH/rofd.log" 2>&1 &
 	ROFD_PID=$!
-	if ! wait_for 20 test -S "$ROF_SOCKET"; then
-		echo "rofd did not create $ROF_SOCKET:" >&2
+	if ! wait_for 30 rofd_serving; then
+		echo "rofd is not serving on $ROF_SOCKET:" >&2
 		cat "$ROF_SCRATCH/rofd.log" >&2
 		return 1
 	fi
