@@ -548,12 +548,19 @@ void Manager::reconcile() {
     v->tenant_name.clear();
     std::vector<std::string> drift = plan.drift;
 
-    for (const auto& t : plan.tenants) {
-        std::uint32_t id = t.id;
-        if (t.create) {
-            id = module_->tenant_create(t.name, t.id);
-            store_->put_tenant(StoredTenant{t.name, id});
+    // Tenants that ask for their stored id first: the module assigns the
+    // others an id, which could be one asked for later (EEXIST).
+    std::map<std::string, std::uint32_t> created;
+    for (const bool with_id : {true, false}) {
+        for (const auto& t : plan.tenants) {
+            if (t.create && (t.id != 0) == with_id) {
+                created[t.name] = module_->tenant_create(t.name, t.id);
+                store_->put_tenant(StoredTenant{t.name, created[t.name]});
+            }
         }
+    }
+    for (const auto& t : plan.tenants) {
+        const std::uint32_t id = t.create ? created.at(t.name) : t.id;
         v->tenant_id[t.name] = id;
         v->tenant_name[id] = t.name;
         apply_limits(*pol.find(t.name), id);

@@ -386,6 +386,21 @@ TEST_F(ManagerTest, RestartAfterModuleReloadRebuildsEverything) {
     EXPECT_EQ(prepare(7), 0);
 }
 
+TEST_F(ManagerTest, StoredIdIsNotTakenByATenantCreatedBeforeIt) {
+    // kv had id 1; analytics has no row (say it is new).  The module picks
+    // analytics' id, and must not pick the 1 kv is about to ask for.
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"kv", 1});
+    }
+    auto m = started_manager();
+    const auto v = m->view();
+    EXPECT_EQ(v->tenant_id.at("kv"), 1u);
+    ASSERT_TRUE(fake_tenant("analytics"));
+    EXPECT_NE(fake_tenant("analytics")->id, 1u);
+    EXPECT_EQ(v->tenant_id.at("analytics"), fake_tenant("analytics")->id);
+}
+
 TEST_F(ManagerTest, RestartWithTheModuleLoadedChangesNothing) {
     TicketKey key{};
     {
