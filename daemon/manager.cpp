@@ -586,9 +586,18 @@ void Manager::reconcile() {
         }
     }
     for (const auto& f : plan.create_freelists) {
-        if (const auto r = find_region(v->tenant_id.at(f.tenant), f.region)) {
+        const auto r = find_region(v->tenant_id.at(f.tenant), f.region);
+        if (!r) {
+            continue;
+        }
+        try {
             module_->freelist_create(r->id, f.freelist.block_size, f.freelist.offset,
                                      f.freelist.count);
+        } catch (const KmodError& e) {
+            drift.push_back(log::concat("tenant ", quoted(f.tenant), ": region ", quoted(f.region),
+                                        ": free list at ", f.freelist.offset, " (",
+                                        f.freelist.count, " x ", f.freelist.block_size,
+                                        " bytes): could not be created: ", e.what()));
         }
     }
     for (const auto& row : plan.commit_regions) {

@@ -401,6 +401,44 @@ TEST_F(ManagerTest, StoredIdIsNotTakenByATenantCreatedBeforeIt) {
     EXPECT_EQ(v->tenant_id.at("analytics"), fake_tenant("analytics")->id);
 }
 
+TEST_F(ManagerTest, IntentFreeListThatCannotBeCreatedIsDriftNotAFailedStart) {
+    // A call created kv's region "cache" and crashed before its free list;
+    // the list does not fit the region (a bad row), so the module refuses it.
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"kv", 5});
+        StoredRegion r;
+        r.tenant = "kv";
+        r.name = "cache";
+        r.size = 8192;
+        r.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+        r.freelists = {StoredFreeList{64, 0, 16}, StoredFreeList{4096, 4096, 16}};
+        r.state = RowState::intent;
+        s.put_region(r);
+    }
+    const auto kv = fake_->tenant_create("kv", 5);
+    fake_->region_create(kv, "cache", 8192, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+
+    auto m = make_manager();
+    ASSERT_NO_THROW(m->start());
+    EXPECT_TRUE(m->ready());
+    const auto v = m->view();
+    // The list that fits is made, the other reported; the row is settled.
+    const auto cache = fake_region(kv, "cache");
+    ASSERT_TRUE(cache);
+    const auto fls = fake_freelists(cache->id);
+    ASSERT_EQ(fls.size(), 1u);
+    EXPECT_EQ(fls[0].block_size, 64u);
+    EXPECT_TRUE(
+        Contains(drift_with(*v, "free list"), "tenant \"kv\": region \"cache\": free list at 4096"))
+        << joined(v->drift);
+    // The policy's own objects are there all the same.
+    EXPECT_TRUE(fake_region(kv, "table"));
+    const auto rows = m->store().regions();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].state, RowState::committed);
+}
+
 TEST_F(ManagerTest, RestartWithTheModuleLoadedChangesNothing) {
     TicketKey key{};
     {
