@@ -585,8 +585,16 @@ void Manager::reconcile() {
                             ": could not be created: " + e.what());
         }
     }
+    // An intent row can be of a tenant that left the policy since: the
+    // module still has it, under its name.
+    std::map<std::string, std::uint32_t> module_tenant_id;
+    for (const auto& t : ms.tenants) {
+        module_tenant_id[abi_name(t.name)] = t.id;
+    }
     for (const auto& f : plan.create_freelists) {
-        const auto r = find_region(v->tenant_id.at(f.tenant), f.region);
+        const auto tid = module_tenant_id.find(f.tenant);
+        const auto r =
+            tid != module_tenant_id.end() ? find_region(tid->second, f.region) : std::nullopt;
         if (!r) {
             continue;
         }

@@ -439,6 +439,41 @@ TEST_F(ManagerTest, IntentFreeListThatCannotBeCreatedIsDriftNotAFailedStart) {
     EXPECT_EQ(rows[0].state, RowState::committed);
 }
 
+TEST_F(ManagerTest, IntentRegionOfATenantNotInPolicyIsSettled) {
+    // "old" left the policy; the module still has it, and rofd crashed
+    // while creating its region "data".
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"old", 3});
+        StoredRegion r;
+        r.tenant = "old";
+        r.name = "data";
+        r.size = 8192;
+        r.rights = ROF_ACCESS_READ;
+        r.freelists = {StoredFreeList{64, 0, 4}};
+        r.state = RowState::intent;
+        s.put_region(r);
+    }
+    const auto old = fake_->tenant_create("old", 3);
+    fake_->region_create(old, "data", 8192, ROF_ACCESS_READ);
+
+    auto m = make_manager();
+    ASSERT_NO_THROW(m->start());
+    const auto v = m->view();
+    EXPECT_EQ(v->name_of(old), "old");
+    EXPECT_EQ(v->tenant_id.count("old"), 0u);
+    EXPECT_TRUE(Contains(drift_with(*v, "\"old\""),
+                         "tenant \"old\": in the module, not in policy: left alone"))
+        << joined(v->drift);
+    // Settled like any intent row: the module has the region, so it is kept.
+    const auto rows = m->store().regions();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].state, RowState::committed);
+    const auto data = fake_region(old, "data");
+    ASSERT_TRUE(data);
+    EXPECT_EQ(fake_freelists(data->id).size(), 1u);
+}
+
 TEST_F(ManagerTest, RestartWithTheModuleLoadedChangesNothing) {
     TicketKey key{};
     {
