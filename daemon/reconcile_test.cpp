@@ -293,6 +293,9 @@ TEST(Reconcile, ModuleTenantNotInPolicyIsLeftAlone) {
     EXPECT_EQ(drift_with(p, "\"stray\""),
               "tenant \"stray\": in the module, not in policy: left alone")
         << all_drift(p);
+    // Its region is left alone with it, not adopted.
+    EXPECT_EQ(drift_with(p, "\"scratch\""), "") << all_drift(p);
+    EXPECT_EQ(p.drift.size(), 1u) << all_drift(p);
 }
 
 TEST(Reconcile, DeclaredRegionOfAnotherSizeIsDriftNotRecreated) {
