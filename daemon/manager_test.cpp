@@ -474,6 +474,40 @@ TEST_F(ManagerTest, IntentRegionOfATenantNotInPolicyIsSettled) {
     EXPECT_EQ(fake_freelists(data->id).size(), 1u);
 }
 
+TEST_F(ManagerTest, StoredObjectsThatCannotBeRecreatedAreDrift) {
+    // A region beyond kv's quota (64 MiB, 20 declared) and a program bound
+    // to it: neither can come back, and start() goes on without them.
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"kv", 2});
+        StoredRegion r;
+        r.tenant = "kv";
+        r.name = "huge";
+        r.size = 48 * MiB;
+        r.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+        r.state = RowState::committed;
+        s.put_region(r);
+        StoredProgram p = kv_program();
+        p.binds = {StoredBind{"huge", -1}, StoredBind{"huge", 0}};
+        s.put_program(p);
+    }
+    auto m = make_manager();
+    ASSERT_NO_THROW(m->start());
+    const auto v = m->view();
+    EXPECT_TRUE(Contains(drift_with(*v, "could not be created"),
+                         "tenant \"kv\": region \"huge\": could not be created: "))
+        << joined(v->drift);
+    EXPECT_TRUE(Contains(drift_with(*v, "could not be reloaded"),
+                         "tenant \"kv\": program \"get\": could not be reloaded: slot 0: "
+                         "region \"huge\" does not exist"))
+        << joined(v->drift);
+    EXPECT_TRUE(fake_region(2, "table"));
+    EXPECT_TRUE(fake_->list_progs().empty());
+    // The rows stay for a later start that can recreate them.
+    EXPECT_EQ(m->store().regions().size(), 1u);
+    EXPECT_EQ(m->store().programs().size(), 1u);
+}
+
 TEST_F(ManagerTest, RestartWithTheModuleLoadedChangesNothing) {
     TicketKey key{};
     {
