@@ -548,12 +548,19 @@ void Manager::reconcile() {
     v->tenant_name.clear();
     std::vector<std::string> drift = plan.drift;
 
-    for (const auto& t : plan.tenants) {
-        std::uint32_t id = t.id;
-        if (t.create) {
-            id = module_->tenant_create(t.name, t.id);
-            store_->put_tenant(StoredTenant{t.name, id});
+    // Tenants that ask for their stored id first: the module assigns the
+    // others an id, which could be one asked for later (EEXIST).
+    std::map<std::string, std::uint32_t> created;
+    for (const bool with_id : {true, false}) {
+        for (const auto& t : plan.tenants) {
+            if (t.create && (t.id != 0) == with_id) {
+                created[t.name] = module_->tenant_create(t.name, t.id);
+                store_->put_tenant(StoredTenant{t.name, created[t.name]});
+            }
         }
+    }
+    for (const auto& t : plan.tenants) {
+        const std::uint32_t id = t.create ? created.at(t.name) : t.id;
         v->tenant_id[t.name] = id;
         v->tenant_name[id] = t.name;
         apply_limits(*pol.find(t.name), id);
@@ -578,10 +585,27 @@ void Manager::reconcile() {
                             ": could not be created: " + e.what());
         }
     }
+    // An intent row can be of a tenant that left the policy since: the
+    // module still has it, under its name.
+    std::map<std::string, std::uint32_t> module_tenant_id;
+    for (const auto& t : ms.tenants) {
+        module_tenant_id[abi_name(t.name)] = t.id;
+    }
     for (const auto& f : plan.create_freelists) {
-        if (const auto r = find_region(v->tenant_id.at(f.tenant), f.region)) {
+        const auto tid = module_tenant_id.find(f.tenant);
+        const auto r =
+            tid != module_tenant_id.end() ? find_region(tid->second, f.region) : std::nullopt;
+        if (!r) {
+            continue;
+        }
+        try {
             module_->freelist_create(r->id, f.freelist.block_size, f.freelist.offset,
                                      f.freelist.count);
+        } catch (const KmodError& e) {
+            drift.push_back(log::concat("tenant ", quoted(f.tenant), ": region ", quoted(f.region),
+                                        ": free list at ", f.freelist.offset, " (",
+                                        f.freelist.count, " x ", f.freelist.block_size,
+                                        " bytes): could not be created: ", e.what()));
         }
     }
     for (const auto& row : plan.commit_regions) {

@@ -186,7 +186,8 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
         }
     }
     for (const auto& [k, info] : mod_region) {
-        if (expected.count(k) == 0) {
+        // A tenant not in policy is left alone, its regions with it.
+        if (expected.count(k) == 0 && policy.find(k.first) != nullptr) {
             plan.drift.push_back(region_where(k.first, k.second) +
                                  ": in the module only: adopted as it is");
         }

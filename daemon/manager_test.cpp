@@ -1,0 +1,702 @@
+// SPDX-License-Identifier: MIT
+// rofd::Manager against FakeModule: start, restart after a module reload,
+// ticket key, policy reload, idempotency, quarantine.  The policy lives in
+// a temporary directory, and so does the state.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "fake_module.h"
+#include "manager.h"
+#include "rof/prog/asm.h"
+#include "rof/v1/region.pb.h"
+#include "store.h"
+#include "test_util.h"
+
+namespace rofd {
+namespace {
+
+// @hay contains @needle; a failure shows both.
+::testing::AssertionResult Contains(const std::string& hay, const std::string& needle) {
+    if (hay.find(needle) != std::string::npos) {
+        return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "\"" << needle << "\" not in:\n" << hay;
+}
+
+constexpr std::uint64_t MiB = 1ULL << 20;
+
+// Manager owns its Module; the tests keep the FakeModule across Managers
+// (a rofd restart keeps the module, a module reload keeps rofd's state),
+// so each Manager gets this forwarder.
+class SharedModule final : public Module {
+  public:
+    explicit SharedModule(std::shared_ptr<FakeModule> m) : m_(std::move(m)) {}
+
+    ModuleVersion version() override { return m_->version(); }
+    std::vector<DeviceInfo> list_devices() override { return m_->list_devices(); }
+    std::uint32_t tenant_create(const std::string& name, std::uint32_t id) override {
+        return m_->tenant_create(name, id);
+    }
+    void tenant_destroy(std::uint32_t id, bool force) override { m_->tenant_destroy(id, force); }
+    void tenant_set_quota(std::uint32_t id, const rof_tenant_quota& q) override {
+        m_->tenant_set_quota(id, q);
+    }
+    void tenant_set_rate(std::uint32_t id, const rof_rate& r) override {
+        m_->tenant_set_rate(id, r);
+    }
+    std::vector<rof_tenant_info> list_tenants() override { return m_->list_tenants(); }
+    std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override {
+        return m_->get_tenant(id);
+    }
+    std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
+                                std::uint32_t rights) override {
+        return m_->region_create(tenant, name, size, rights);
+    }
+    void region_destroy(std::uint32_t id, bool force) override { m_->region_destroy(id, force); }
+    std::vector<rof_region_info> list_regions() override { return m_->list_regions(); }
+    std::optional<rof_region_info> get_region(std::uint32_t id) override {
+        return m_->get_region(id);
+    }
+    RegionToken region_token(std::uint32_t region, std::uint32_t rights,
+                             std::uint32_t ttl_ms) override {
+        return m_->region_token(region, rights, ttl_ms);
+    }
+    std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
+                                  std::uint64_t offset, std::uint32_t count) override {
+        return m_->freelist_create(region, block_size, offset, count);
+    }
+    void freelist_destroy(std::uint32_t id, bool force) override {
+        m_->freelist_destroy(id, force);
+    }
+    std::vector<rof_freelist_info> list_freelists() override { return m_->list_freelists(); }
+    std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) override {
+        return m_->prog_load(req, image);
+    }
+    void prog_unload(std::uint32_t tenant, std::uint64_t tag) override {
+        m_->prog_unload(tenant, tag);
+    }
+    std::vector<rof_prog_info> list_progs() override { return m_->list_progs(); }
+    std::optional<rof_prog_info> get_prog(std::uint32_t tenant, std::uint64_t tag) override {
+        return m_->get_prog(tenant, tag);
+    }
+    void set_ticket_key(const TicketKey& key) override { m_->set_ticket_key(key); }
+    void session_prepare(rof_session_prepare& req) override { m_->session_prepare(req); }
+    std::vector<rof_session_info> list_sessions() override { return m_->list_sessions(); }
+    std::optional<rof_session_info> get_session(std::uint32_t id) override {
+        return m_->get_session(id);
+    }
+    void session_close(std::uint32_t id) override { m_->session_close(id); }
+    UniqueFd audit_open(bool nonblock) override { return m_->audit_open(nonblock); }
+    rof_audit_stats audit_stats() override { return m_->audit_stats(); }
+
+  private:
+    std::shared_ptr<FakeModule> m_;
+};
+
+const char* kKv = R"(name = "kv"
+[identity]
+uids = [1001]
+[quota]
+region_bytes = "64MiB"
+sessions = 8
+[[regions]]
+name = "table"
+size = "16MiB"
+rights = ["read", "write", "atomic"]
+[[regions.freelists]]
+block_size = 64
+offset = 4096
+count = 1024
+[[regions]]
+name = "log"
+size = "4MiB"
+rights = ["read", "write"]
+)";
+
+const char* kAnalytics = R"(name = "analytics"
+[identity]
+uids = [1002]
+)";
+
+// A program with a plain slot and a free-list slot, both bound to kv's
+// "table" (the free-list slot to its list 0).
+const char* kProgram =
+    ".args 0, 64\n"
+    ".resp 8\n"
+    ".region table, rw, 4096\n"
+    ".region heap, rwa, 65536, freelist\n"
+    "\tld64 r1, table[0]\n"
+    "\talloc r2, heap\n"
+    "\tst64 resp[0], r1\n"
+    "\texit 0\n";
+
+std::uint64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+class ManagerTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        std::filesystem::create_directories(tenants_dir());
+        write_daemon("");
+        write_tenant("kv", kKv);
+        write_tenant("analytics", kAnalytics);
+    }
+
+    std::string tenants_dir() const { return dir_.file("tenants.d"); }
+    std::string state_dir() const { return dir_.file("state"); }
+    std::string db_path() const { return state_dir() + "/rofd.db"; }
+
+    void write_daemon(const std::string& text) { std::ofstream(dir_.file("rofd.toml")) << text; }
+    void write_tenant(const std::string& name, const std::string& text) {
+        std::ofstream(tenants_dir() + "/" + name + ".toml") << text;
+    }
+    void remove_tenant(const std::string& name) {
+        std::filesystem::remove(tenants_dir() + "/" + name + ".toml");
+    }
+
+    std::unique_ptr<Manager> make_manager() {
+        ManagerOptions o;
+        o.daemon_file = dir_.file("rofd.toml");
+        o.tenants_dir = tenants_dir();
+        o.state_dir = state_dir();
+        return std::make_unique<Manager>(o, std::make_unique<SharedModule>(fake_));
+    }
+
+    std::unique_ptr<Manager> started_manager() {
+        auto m = make_manager();
+        m->start();
+        EXPECT_TRUE(m->ready());
+        return m;
+    }
+
+    std::optional<rof_tenant_info> fake_tenant(const std::string& name) {
+        for (const auto& t : fake_->list_tenants()) {
+            if (abi_name(t.name) == name) {
+                return t;
+            }
+        }
+        return std::nullopt;
+    }
+
+    std::optional<rof_region_info> fake_region(std::uint32_t tenant, const std::string& name) {
+        for (const auto& r : fake_->list_regions()) {
+            if (r.tenant == tenant && abi_name(r.name) == name) {
+                return r;
+            }
+        }
+        return std::nullopt;
+    }
+
+    std::vector<rof_freelist_info> fake_freelists(std::uint32_t region) {
+        std::vector<rof_freelist_info> out;
+        for (const auto& f : fake_->list_freelists()) {
+            if (f.region == region) {
+                out.push_back(f);
+            }
+        }
+        return out;
+    }
+
+    // Prepares a session of @tenant; errno of the refusal, or 0 (and @id).
+    int prepare(std::uint32_t tenant, std::uint32_t* id = nullptr) {
+        rof_session_prepare req{};
+        req.tenant = tenant;
+        req.expires_ns = now_ns() + 60'000'000'000ULL;
+        try {
+            fake_->session_prepare(req);
+        } catch (const KmodError& e) {
+            return e.code().value();
+        }
+        if (id != nullptr) {
+            *id = req.session;
+        }
+        return 0;
+    }
+
+    static std::string drift_with(const View& v, const std::string& needle) {
+        for (const auto& d : v.drift) {
+            if (d.find(needle) != std::string::npos) {
+                return d;
+            }
+        }
+        return "";
+    }
+
+    static std::string joined(const std::vector<std::string>& lines) {
+        std::string out;
+        for (const auto& l : lines) {
+            out += l + "\n";
+        }
+        return out;
+    }
+
+    test::TempDir dir_;
+    std::shared_ptr<FakeModule> fake_ = std::make_shared<FakeModule>();
+};
+
+StoredProgram kv_program() {
+    const auto as = rof::prog::assemble(kProgram, "get.rofs");
+    if (!as.ok()) {
+        ADD_FAILURE() << as.error_text();
+        return {};
+    }
+    StoredProgram p;
+    p.tenant = "kv";
+    p.name = "get";
+    p.tag = as.program->tag();
+    p.source = kProgram;
+    p.image = as.program->encode();
+    p.binds = {StoredBind{"table", -1}, StoredBind{"table", 0}};
+    p.budget = 1000;
+    p.byte_budget = 4096;
+    p.state = RowState::committed;
+    return p;
+}
+
+TEST_F(ManagerTest, StartCreatesPolicyObjectsAndSetsTheTicketKey) {
+    // A tenant made by hand: no session before rofd gives the module a key.
+    const auto probe = fake_->tenant_create("probe", 0);
+    EXPECT_EQ(prepare(probe), ENOKEY);
+
+    auto m = started_manager();
+    const auto v = m->view();
+    EXPECT_EQ(v->generation, 1u);
+    ASSERT_EQ(v->tenant_id.size(), 2u);
+
+    const auto kv = fake_tenant("kv");
+    const auto an = fake_tenant("analytics");
+    ASSERT_TRUE(kv);
+    ASSERT_TRUE(an);
+    EXPECT_EQ(v->tenant_id.at("kv"), kv->id);
+    EXPECT_EQ(v->tenant_id.at("analytics"), an->id);
+    EXPECT_EQ(m->tenant_id("kv"), kv->id);
+    EXPECT_EQ(v->name_of(probe), "probe");
+    EXPECT_EQ(kv->quota.region_bytes, 64 * MiB);
+    EXPECT_EQ(kv->quota.sessions, 8u);
+
+    const auto table = fake_region(kv->id, "table");
+    ASSERT_TRUE(table);
+    EXPECT_EQ(table->size, 16 * MiB);
+    EXPECT_EQ(table->rights, ROF_ACCESS_READ | ROF_ACCESS_WRITE | ROF_ACCESS_ATOMIC);
+    const auto fls = fake_freelists(table->id);
+    ASSERT_EQ(fls.size(), 1u);
+    EXPECT_EQ(fls[0].block_size, 64u);
+    EXPECT_EQ(fls[0].offset, 4096u);
+    EXPECT_EQ(fls[0].count, 1024u);
+    const auto log = fake_region(kv->id, "log");
+    ASSERT_TRUE(log);
+    EXPECT_EQ(log->size, 4 * MiB);
+
+    // The key is stored and set.
+    EXPECT_TRUE(m->store().ticket_key());
+    EXPECT_EQ(prepare(kv->id), 0);
+    EXPECT_EQ(prepare(probe), 0);
+
+    EXPECT_EQ(drift_with(*v, "\"probe\""),
+              "tenant \"probe\": in the module, not in policy: left alone")
+        << joined(v->drift);
+    // The store has the ids the tenants got.
+    const auto rows = m->store().tenants();
+    ASSERT_EQ(rows.size(), 2u);
+    for (const auto& t : rows) {
+        EXPECT_EQ(t.id, v->tenant_id.at(t.name)) << t.name;
+    }
+}
+
+TEST_F(ManagerTest, RestartAfterModuleReloadRebuildsEverything) {
+    TicketKey key{};
+    const StoredProgram prog = kv_program();
+    ASSERT_FALSE(prog.image.empty());
+    {
+        auto m = started_manager();
+        key = *m->store().ticket_key();
+        // What calls created: a region and a program.
+        StoredRegion cache;
+        cache.tenant = "kv";
+        cache.name = "cache";
+        cache.size = 8192;
+        cache.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+        cache.freelists = {StoredFreeList{32, 0, 16}};
+        cache.state = RowState::committed;
+        m->store().put_region(cache);
+        m->store().put_program(prog);
+    }
+    {
+        // Ids the module will not hand out by itself after a reload.
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"kv", 7});
+        s.put_tenant(StoredTenant{"analytics", 9});
+    }
+    fake_->reload();
+    EXPECT_TRUE(fake_->list_tenants().empty());
+
+    auto m = started_manager();
+    const auto v = m->view();
+    EXPECT_EQ(v->tenant_id.at("kv"), 7u);
+    EXPECT_EQ(v->tenant_id.at("analytics"), 9u);
+    ASSERT_TRUE(fake_tenant("kv"));
+    EXPECT_EQ(fake_tenant("kv")->id, 7u);
+    EXPECT_EQ(fake_tenant("analytics")->id, 9u);
+
+    // Declared regions and their free lists are back.
+    const auto table = fake_region(7, "table");
+    ASSERT_TRUE(table);
+    EXPECT_EQ(fake_freelists(table->id).size(), 1u);
+    EXPECT_TRUE(fake_region(7, "log"));
+    // The API-created region is recreated, with its free list.
+    const auto cache = fake_region(7, "cache");
+    ASSERT_TRUE(cache);
+    EXPECT_EQ(cache->size, 8192u);
+    ASSERT_EQ(fake_freelists(cache->id).size(), 1u);
+    EXPECT_EQ(fake_freelists(cache->id)[0].block_size, 32u);
+
+    // The stored program is loaded again, bound by name.
+    const auto p = fake_->get_prog(7, prog.tag);
+    ASSERT_TRUE(p) << joined(v->drift);
+    EXPECT_EQ(abi_name(p->name), "get");
+    EXPECT_EQ(p->nbind, 2u);
+    EXPECT_EQ(p->bind[0].region, table->id);
+    EXPECT_EQ(p->bind[1].region, table->id);
+    EXPECT_EQ(p->bind[1].freelist, fake_freelists(table->id)[0].id);
+
+    // Drift names what was lost.
+    EXPECT_EQ(drift_with(*v, "\"cache\""),
+              "tenant \"kv\": region \"cache\": missing from the module: recreated, contents lost")
+        << joined(v->drift);
+    EXPECT_TRUE(Contains(drift_with(*v, "\"get\""), "missing from the module: reloaded"))
+        << joined(v->drift);
+    EXPECT_EQ(drift_with(*v, "tenant \"kv\":"), "tenant \"kv\": missing from the module: recreated")
+        << joined(v->drift);
+
+    // The same ticket key, set again in the reloaded module.
+    EXPECT_EQ(*m->store().ticket_key(), key);
+    EXPECT_EQ(prepare(7), 0);
+}
+
+TEST_F(ManagerTest, StoredIdIsNotTakenByATenantCreatedBeforeIt) {
+    // kv had id 1; analytics has no row (say it is new).  The module picks
+    // analytics' id, and must not pick the 1 kv is about to ask for.
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"kv", 1});
+    }
+    auto m = started_manager();
+    const auto v = m->view();
+    EXPECT_EQ(v->tenant_id.at("kv"), 1u);
+    ASSERT_TRUE(fake_tenant("analytics"));
+    EXPECT_NE(fake_tenant("analytics")->id, 1u);
+    EXPECT_EQ(v->tenant_id.at("analytics"), fake_tenant("analytics")->id);
+}
+
+TEST_F(ManagerTest, IntentFreeListThatCannotBeCreatedIsDriftNotAFailedStart) {
+    // A call created kv's region "cache" and crashed before its free list;
+    // the list does not fit the region (a bad row), so the module refuses it.
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"kv", 5});
+        StoredRegion r;
+        r.tenant = "kv";
+        r.name = "cache";
+        r.size = 8192;
+        r.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+        r.freelists = {StoredFreeList{64, 0, 16}, StoredFreeList{4096, 4096, 16}};
+        r.state = RowState::intent;
+        s.put_region(r);
+    }
+    const auto kv = fake_->tenant_create("kv", 5);
+    fake_->region_create(kv, "cache", 8192, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+
+    auto m = make_manager();
+    ASSERT_NO_THROW(m->start());
+    EXPECT_TRUE(m->ready());
+    const auto v = m->view();
+    // The list that fits is made, the other reported; the row is settled.
+    const auto cache = fake_region(kv, "cache");
+    ASSERT_TRUE(cache);
+    const auto fls = fake_freelists(cache->id);
+    ASSERT_EQ(fls.size(), 1u);
+    EXPECT_EQ(fls[0].block_size, 64u);
+    EXPECT_TRUE(
+        Contains(drift_with(*v, "free list"), "tenant \"kv\": region \"cache\": free list at 4096"))
+        << joined(v->drift);
+    // The policy's own objects are there all the same.
+    EXPECT_TRUE(fake_region(kv, "table"));
+    const auto rows = m->store().regions();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].state, RowState::committed);
+}
+
+TEST_F(ManagerTest, IntentRegionOfATenantNotInPolicyIsSettled) {
+    // "old" left the policy; the module still has it, and rofd crashed
+    // while creating its region "data".
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"old", 3});
+        StoredRegion r;
+        r.tenant = "old";
+        r.name = "data";
+        r.size = 8192;
+        r.rights = ROF_ACCESS_READ;
+        r.freelists = {StoredFreeList{64, 0, 4}};
+        r.state = RowState::intent;
+        s.put_region(r);
+    }
+    const auto old = fake_->tenant_create("old", 3);
+    fake_->region_create(old, "data", 8192, ROF_ACCESS_READ);
+
+    auto m = make_manager();
+    ASSERT_NO_THROW(m->start());
+    const auto v = m->view();
+    EXPECT_EQ(v->name_of(old), "old");
+    EXPECT_EQ(v->tenant_id.count("old"), 0u);
+    EXPECT_TRUE(Contains(drift_with(*v, "\"old\""),
+                         "tenant \"old\": in the module, not in policy: left alone"))
+        << joined(v->drift);
+    // Settled like any intent row: the module has the region, so it is kept.
+    const auto rows = m->store().regions();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].state, RowState::committed);
+    const auto data = fake_region(old, "data");
+    ASSERT_TRUE(data);
+    EXPECT_EQ(fake_freelists(data->id).size(), 1u);
+}
+
+TEST_F(ManagerTest, StoredObjectsThatCannotBeRecreatedAreDrift) {
+    // A region beyond kv's quota (64 MiB, 20 declared) and a program bound
+    // to it: neither can come back, and start() goes on without them.
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"kv", 2});
+        StoredRegion r;
+        r.tenant = "kv";
+        r.name = "huge";
+        r.size = 48 * MiB;
+        r.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+        r.state = RowState::committed;
+        s.put_region(r);
+        StoredProgram p = kv_program();
+        p.binds = {StoredBind{"huge", -1}, StoredBind{"huge", 0}};
+        s.put_program(p);
+    }
+    auto m = make_manager();
+    ASSERT_NO_THROW(m->start());
+    const auto v = m->view();
+    EXPECT_TRUE(Contains(drift_with(*v, "could not be created"),
+                         "tenant \"kv\": region \"huge\": could not be created: "))
+        << joined(v->drift);
+    EXPECT_TRUE(Contains(drift_with(*v, "could not be reloaded"),
+                         "tenant \"kv\": program \"get\": could not be reloaded: slot 0: "
+                         "region \"huge\" does not exist"))
+        << joined(v->drift);
+    EXPECT_TRUE(fake_region(2, "table"));
+    EXPECT_TRUE(fake_->list_progs().empty());
+    // The rows stay for a later start that can recreate them.
+    EXPECT_EQ(m->store().regions().size(), 1u);
+    EXPECT_EQ(m->store().programs().size(), 1u);
+}
+
+TEST_F(ManagerTest, RestartWithTheModuleLoadedChangesNothing) {
+    TicketKey key{};
+    {
+        auto m = started_manager();
+        key = *m->store().ticket_key();
+    }
+    const auto tenants = fake_->list_tenants().size();
+    const auto regions = fake_->list_regions().size();
+    auto m = started_manager();
+    EXPECT_TRUE(m->view()->drift.empty()) << joined(m->view()->drift);
+    EXPECT_EQ(fake_->list_tenants().size(), tenants);
+    EXPECT_EQ(fake_->list_regions().size(), regions);
+    EXPECT_EQ(*m->store().ticket_key(), key);
+}
+
+TEST_F(ManagerTest, RotateTicketKeyStoresANewKey) {
+    auto m = started_manager();
+    const TicketKey before = *m->store().ticket_key();
+    m->rotate_ticket_key();
+    const TicketKey after = *m->store().ticket_key();
+    EXPECT_NE(before, after);
+    EXPECT_EQ(prepare(m->tenant_id("kv")), 0);
+    m.reset();
+    // And the next start keeps the rotated one.
+    auto m2 = started_manager();
+    EXPECT_EQ(*m2->store().ticket_key(), after);
+}
+
+TEST_F(ManagerTest, BrokenPolicyReloadChangesNothing) {
+    auto m = started_manager();
+    const auto before = m->view();
+    write_tenant("kv", R"(name = "kv"
+[quota]
+region_bytes = "64MB"
+)");
+    try {
+        m->reload_policy();
+        FAIL() << "a broken policy was reloaded";
+    } catch (const CallError& e) {
+        EXPECT_EQ(e.code, grpc::StatusCode::INVALID_ARGUMENT);
+        EXPECT_TRUE(std::regex_search(std::string(e.what()), std::regex(R"(kv\.toml:3:16: )")))
+            << e.what();
+        EXPECT_TRUE(Contains(e.what(), "the running one stays"));
+    }
+    const auto after = m->view();
+    EXPECT_EQ(after->generation, before->generation);
+    EXPECT_EQ(after->policy, before->policy);
+    EXPECT_EQ(after->policy->find("kv")->quota.region_bytes, 64 * MiB);
+}
+
+TEST_F(ManagerTest, LoweredQuotaKeepsLiveObjectsAndIsApplied) {
+    auto m = started_manager();
+    const auto kv = m->tenant_id("kv");
+    std::uint32_t s1 = 0, s2 = 0;
+    ASSERT_EQ(prepare(kv, &s1), 0);
+    ASSERT_EQ(prepare(kv, &s2), 0);
+    ASSERT_EQ(fake_->connect_session(s1), 0u);
+    ASSERT_EQ(fake_->connect_session(s2), 0u);
+
+    std::string lowered = kKv;
+    lowered.replace(lowered.find("sessions = 8"), 12, "sessions = 1");
+    write_tenant("kv", lowered);
+    const auto notes = m->reload_policy();
+
+    EXPECT_TRUE(Contains(joined(notes),
+                         "tenant \"kv\": quota.sessions 1 is below the 2 open: "
+                         "they stay open, new ones are refused"));
+    EXPECT_EQ(m->view()->generation, 2u);
+    EXPECT_EQ(m->view()->policy->find("kv")->quota.sessions, 1u);
+    EXPECT_EQ(fake_->get_tenant(kv)->quota.sessions, 1u);
+    EXPECT_TRUE(fake_->get_session(s1));
+    EXPECT_TRUE(fake_->get_session(s2));
+}
+
+TEST_F(ManagerTest, LoweredRegionQuotaBelowUsageIsANote) {
+    auto m = started_manager();
+    const auto kv = m->tenant_id("kv");
+    fake_->region_create(kv, "big", 32 * MiB, ROF_ACCESS_READ);  // 52 MiB in all
+
+    std::string lowered = kKv;
+    lowered.replace(lowered.find("\"64MiB\""), 7, "\"32MiB\"");
+    write_tenant("kv", lowered);
+    const auto notes = m->reload_policy();
+    EXPECT_TRUE(Contains(joined(notes),
+                         "tenant \"kv\": quota.region_bytes 33554432 is below the "
+                         "54525952 in use: regions stay, new ones are refused"));
+    EXPECT_EQ(fake_->get_tenant(kv)->quota.region_bytes, 32 * MiB);
+    EXPECT_TRUE(fake_region(kv, "big"));
+}
+
+TEST_F(ManagerTest, TenantRemovedFromPolicyIsReportedNotDestroyed) {
+    auto m = started_manager();
+    const auto an = m->tenant_id("analytics");
+    remove_tenant("analytics");
+    const auto notes = m->reload_policy();
+    EXPECT_TRUE(Contains(joined(notes),
+                         "tenant \"analytics\": removed from policy: its objects "
+                         "stay in the module"));
+    EXPECT_TRUE(fake_->get_tenant(an));
+    const auto v = m->view();
+    EXPECT_EQ(v->tenant_id.count("analytics"), 0u);
+    EXPECT_EQ(v->name_of(an), "analytics");
+    EXPECT_EQ(drift_with(*v, "\"analytics\""),
+              "tenant \"analytics\": in the module, not in policy: left alone")
+        << joined(v->drift);
+}
+
+TEST_F(ManagerTest, NewTenantInPolicyIsCreatedOnReload) {
+    auto m = started_manager();
+    write_tenant("web", R"(name = "web"
+[[regions]]
+name = "pages"
+size = 8192
+rights = ["read"]
+)");
+    const auto notes = m->reload_policy();
+    const auto web = fake_tenant("web");
+    ASSERT_TRUE(web);
+    EXPECT_EQ(m->tenant_id("web"), web->id);
+    EXPECT_TRUE(fake_region(web->id, "pages"));
+    EXPECT_TRUE(Contains(joined(notes), "tenant \"web\": new in policy: created"));
+}
+
+TEST_F(ManagerTest, Idempotency) {
+    auto m = started_manager();
+    Principal kv;
+    kv.role = Principal::Role::tenant;
+    kv.tenant = "kv";
+    kv.authenticated = true;
+
+    rof::v1::CreateRegionRequest req;
+    req.set_name("cache");
+    req.set_size(8192);
+    req.set_idempotency_key("k1");
+    const auto id = Manager::idempotency(kv, "CreateRegion", req, "k1");
+
+    rof::v1::Region resp;
+    EXPECT_FALSE(m->replay(id, &resp));
+
+    rof::v1::Region answer;
+    answer.set_tenant("kv");
+    answer.set_name("cache");
+    answer.set_size(8192);
+    answer.set_id(3);
+    m->store().transaction([&] { m->record(id, answer); });
+
+    const auto again = m->replay(id, &resp);
+    ASSERT_TRUE(again);
+    EXPECT_TRUE(again->ok()) << again->error_message();
+    EXPECT_EQ(resp.SerializeAsString(), answer.SerializeAsString());
+
+    // The same key for another body.
+    rof::v1::CreateRegionRequest other = req;
+    other.set_size(16384);
+    rof::v1::Region unused;
+    const auto conflict = m->replay(Manager::idempotency(kv, "CreateRegion", other, "k1"), &unused);
+    ASSERT_TRUE(conflict);
+    EXPECT_EQ(conflict->error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_TRUE(Contains(conflict->error_message(), "\"k1\""));
+
+    // Keys are per principal and per method.
+    Principal admin;
+    admin.role = Principal::Role::admin;
+    EXPECT_FALSE(m->replay(Manager::idempotency(admin, "CreateRegion", req, "k1"), &unused));
+    EXPECT_FALSE(m->replay(Manager::idempotency(kv, "DeleteRegion", req, "k1"), &unused));
+    // No key: never replayed.
+    EXPECT_FALSE(m->replay(Manager::idempotency(kv, "CreateRegion", req, ""), &unused));
+
+    // A record in a transaction that fails is gone with it.
+    const auto id2 = Manager::idempotency(kv, "CreateRegion", req, "k2");
+    EXPECT_THROW(m->store().transaction([&] {
+        m->record(id2, answer);
+        throw std::runtime_error("the ioctl failed");
+    }),
+                 std::runtime_error);
+    EXPECT_FALSE(m->replay(id2, &unused));
+}
+
+TEST_F(ManagerTest, QuarantineClosesTheSession) {
+    auto m = started_manager();
+    const auto kv = m->tenant_id("kv");
+    std::uint32_t s = 0;
+    ASSERT_EQ(prepare(kv, &s), 0);
+    ASSERT_EQ(fake_->connect_session(s), 0u);
+    m->quarantine(kv, s, "10 faults in 60 s");
+    EXPECT_FALSE(fake_->get_session(s));
+    // Already gone: no error.
+    EXPECT_NO_THROW(m->quarantine(kv, s, "again"));
+}
+
+}  // namespace
+}  // namespace rofd
