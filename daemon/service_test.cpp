@@ -609,6 +609,45 @@ TEST_F(Service, MalformedSessionsAndStreamsAreRefused) {
     EXPECT_EQ(snapshot(), before);
 }
 
+// A refused caller is refused whatever else is wrong with its request.
+TEST_F(Service, RefusalComesBeforeValidation) {
+    v1::TailAuditRequest tail;
+    tail.set_tenant("kv");
+    tail.add_kinds(static_cast<v1::AuditKind>(77));
+    for (const Who& who : {stranger, analytics_user}) {
+        auto c = h_.client(who);
+        TailStream s(*c->audit, tail);
+        const auto st = s.status();
+        EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << who.label << ": " << describe(st);
+    }
+    auto c = h_.client(stranger);
+    v1::Region resp;
+    const auto st =
+        rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region_request("", 0, 99), &resp);
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+}
+
+// A tenant cannot tell a missing tenant from another's; an admin can.
+TEST_F(Service, MissingTenants) {
+    v1::GetTenantRequest req;
+    req.set_name("nosuch");
+    v1::Tenant resp;
+    auto kv = h_.client(kv_user);
+    auto st = rpc(*kv->tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+    auto root = h_.client(admin);
+    st = rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+    EXPECT_EQ(st.error_message(), "tenant \"nosuch\": not in policy");
+    req.clear_name();
+    st = rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_EQ(st.error_message(), "tenant: empty; an admin must name the tenant");
+    st = rpc(*kv->tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.name(), "kv");
+}
+
 // ---- what the calls do -------------------------------------------------------
 
 const v1::Region* find_region(const v1::ListRegionsResponse& l, const std::string& tenant,
