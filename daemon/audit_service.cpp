@@ -133,7 +133,9 @@ grpc::ServerWriteReactor<v1::AuditRecord>* AuditService::TailAudit(
         } catch (const CallError& e) {
             st = e.status();
         }
-        for (const int k : req->kinds()) {
+        // Only a caller that may tail is told what is wrong with its filter.
+        for (int i = 0; st.ok() && i < req->kinds_size(); i++) {
+            const int k = req->kinds(i);
             if (!v1::AuditKind_IsValid(k) || k == v1::AUDIT_KIND_UNSPECIFIED) {
                 st = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                   "kinds: " + std::to_string(k) + " is not an AuditKind");

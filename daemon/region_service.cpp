@@ -109,6 +109,12 @@ void check_create(const v1::CreateRegionRequest& req) {
                                 "block_size a multiple of 8 (>= 8), offset a multiple of 8, "
                                 "count 1 .. 1048576");
         }
+        // offset first: near 2^64, offset + the list's length wraps around.
+        if (f.offset() > req.size()) {
+            throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
+                            log::concat(where, "starts at byte ", f.offset(),
+                                        ", past the region's ", req.size()));
+        }
         const std::uint64_t end = f.offset() + 64 + std::uint64_t{f.count()} * f.block_size();
         if (end > req.size()) {
             throw CallError(

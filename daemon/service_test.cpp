@@ -1,0 +1,1169 @@
+// SPDX-License-Identifier: MIT
+// Every rof.v1 service through rofd's real server and accept loop, over
+// unix sockets, with callers of different uids (service_harness.h): who may
+// call what, malformed requests, and what the calls do.  The module is
+// the FakeModule.
+#include <grpcpp/generic/generic_stub.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <functional>
+#include <future>
+#include <map>
+#include <string>
+
+#include "service_harness.h"
+
+namespace {
+
+using rofd::test::Client;
+using rofd::test::rpc;
+using rofd::test::ServiceHarness;
+using rofd::test::TailStream;
+using rofd::test::wait_until;
+using rofd::test::Who;
+namespace v1 = rof::v1;
+using Code = grpc::StatusCode;
+
+const Who admin{"admin", 0, 0, {}};
+const Who kv_user{"kv", 1001, 1001, {}};
+const Who analytics_user{"analytics", 1002, 1002, {}};
+const Who burst_user{"burst", 1003, 1003, {}};
+const Who stranger{"stranger", 1234, 1234, {}};
+
+const char* const daemon_toml = R"(
+[sessions]
+address = "10.0.0.1"
+
+[limits]
+audit_streams_per_tenant = 1
+)";
+
+// kv owns "table" (granted read-only to analytics) and "log".
+const char* const kv_toml = R"(name = "kv"
+control_rate = 0
+
+[identity]
+uids = [1001]
+
+[quota]
+region_bytes = "64MiB"
+regions = 8
+
+[[regions]]
+name = "table"
+size = "16MiB"
+rights = ["read", "write", "atomic"]
+
+[[regions.freelists]]
+block_size = 64
+offset = 4096
+count = 1024
+
+[[regions]]
+name = "log"
+size = "4MiB"
+rights = ["read", "write"]
+
+[[grants]]
+region = "table"
+to = "analytics"
+)";
+
+// analytics owns nothing and may not use ST.
+const char* const analytics_toml = R"(name = "analytics"
+control_rate = 0
+
+[identity]
+uids = [1002]
+
+[quota]
+region_bytes = 0
+regions = 0
+
+[programs]
+classes = ["alu", "jmp", "loop", "ld", "hash"]
+)";
+
+const char* const burst_toml = R"(name = "burst"
+control_rate = 2
+
+[identity]
+uids = [1003]
+)";
+
+const ServiceHarness::Files tenant_files = {
+    {"kv", kv_toml}, {"analytics", analytics_toml}, {"burst", burst_toml}};
+
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
+
+std::string describe(const grpc::Status& st) {
+    return std::to_string(static_cast<int>(st.error_code())) + " " + st.error_message();
+}
+
+v1::ProgramSource source(const std::string& text) {
+    v1::ProgramSource s;
+    s.set_source(text);
+    s.set_file("t.rofs");
+    return s;
+}
+
+class Service : public ::testing::Test {
+  protected:
+    Service() : h_(daemon_toml, tenant_files) {}
+
+    void SetUp() override {
+        if (::geteuid() != 0) {
+            GTEST_SKIP() << "needs root: the callers connect as other uids";
+        }
+    }
+
+    // What an admin sees of everything that a call could change.
+    std::string snapshot() {
+        auto c = h_.client(admin);
+        std::string out;
+        v1::ListRegionsResponse regions;
+        EXPECT_TRUE(rpc(*c->regions, &v1::Regions::Stub::ListRegions, {}, &regions).ok());
+        v1::ListProgramsResponse programs;
+        EXPECT_TRUE(rpc(*c->programs, &v1::Programs::Stub::ListPrograms, {}, &programs).ok());
+        v1::ListSessionsResponse sessions;
+        EXPECT_TRUE(rpc(*c->sessions, &v1::Sessions::Stub::ListSessions, {}, &sessions).ok());
+        v1::GetPolicyResponse policy;
+        EXPECT_TRUE(rpc(*c->policy, &v1::Policy::Stub::GetPolicy, {}, &policy).ok());
+        return regions.DebugString() + programs.DebugString() + sessions.DebugString() +
+               "generation " + std::to_string(policy.generation());
+    }
+
+    std::uint32_t tenant_id(const std::string& name) { return h_.manager().tenant_id(name); }
+
+    ServiceHarness h_;
+};
+
+// ---- who may call what ---------------------------------------------------
+
+enum Role { as_admin, as_own, as_other, as_granted, as_unknown, roles };
+const std::array<const char*, roles> role_names = {"admin", "own tenant kv", "other tenant",
+                                                   "granted tenant", "unknown uid"};
+
+// One row: the call made by each role (on kv's objects), and the codes.
+struct Row {
+    const char* name;
+    std::function<grpc::Status(Client&, Role)> call;
+    std::array<Code, roles> want;
+    std::string object;  // what a tenant's refusal names
+};
+
+constexpr Code OK = Code::OK;
+constexpr Code PD = Code::PERMISSION_DENIED;
+
+TEST_F(Service, AuthorizationMatrix) {
+    // Fixtures of kv's, made by an admin.
+    auto root = h_.client(admin);
+    {
+        v1::LoadProgramRequest req;
+        req.set_tenant("kv");
+        req.set_name("fixture");
+        *req.mutable_program() = source("exit 0\n");
+        v1::Program resp;
+        const auto st = rpc(*root->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+        ASSERT_TRUE(st.ok()) << describe(st);
+    }
+    std::uint32_t fixture_session = 0;
+    {
+        v1::OpenSessionRequest req;
+        req.set_tenant("kv");
+        req.add_regions()->set_name("table");
+        v1::OpenSessionResponse resp;
+        const auto st = rpc(*root->sessions, &v1::Sessions::Stub::OpenSession, req, &resp);
+        ASSERT_TRUE(st.ok()) << describe(st);
+        fixture_session = resp.session();
+    }
+
+    std::array<std::unique_ptr<Client>, roles> clients = {
+        h_.client(admin), h_.client(kv_user), h_.client(analytics_user), h_.client(analytics_user),
+        h_.client(stranger)};
+    // Objects the allowed callers made, for the calls that undo them.
+    std::map<Role, std::uint32_t> sessions;
+    const auto suffix = [](Role r) { return std::string(r == as_admin ? "admin" : "kv"); };
+    const auto allowed = [](Role r) { return r == as_admin || r == as_own; };
+
+    const std::vector<Row> rows = {
+        {"Control.GetStatus",
+         [](Client& c, Role) {
+             v1::GetStatusResponse resp;
+             return rpc(*c.control, &v1::Control::Stub::GetStatus, {}, &resp);
+         },
+         {OK, OK, OK, OK, PD},
+         ""},
+        {"Control.RotateTicketKey",
+         [](Client& c, Role) {
+             v1::RotateTicketKeyResponse resp;
+             return rpc(*c.control, &v1::Control::Stub::RotateTicketKey, {}, &resp);
+         },
+         {OK, PD, PD, PD, PD},
+         "the ticket key"},
+        {"Tenants.ListTenants",
+         [](Client& c, Role) {
+             v1::ListTenantsResponse resp;
+             return rpc(*c.tenants, &v1::Tenants::Stub::ListTenants, {}, &resp);
+         },
+         {OK, OK, OK, OK, PD},
+         ""},
+        {"Tenants.GetTenant",
+         [](Client& c, Role) {
+             v1::GetTenantRequest req;
+             req.set_name("kv");
+             v1::Tenant resp;
+             return rpc(*c.tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\""},
+        {"Policy.GetPolicy",
+         [](Client& c, Role) {
+             v1::GetPolicyResponse resp;
+             return rpc(*c.policy, &v1::Policy::Stub::GetPolicy, {}, &resp);
+         },
+         {OK, PD, PD, PD, PD},
+         "the policy"},
+        {"Policy.ReloadPolicy",
+         [](Client& c, Role) {
+             v1::ReloadPolicyResponse resp;
+             return rpc(*c.policy, &v1::Policy::Stub::ReloadPolicy, {}, &resp);
+         },
+         {OK, PD, PD, PD, PD},
+         "the policy"},
+        {"Regions.CreateRegion",
+         [&](Client& c, Role r) {
+             v1::CreateRegionRequest req;
+             req.set_tenant("kv");
+             req.set_name(allowed(r) ? "m-" + suffix(r) : "m-other");
+             req.set_size(4096);
+             req.set_rights(3);
+             v1::Region resp;
+             return rpc(*c.regions, &v1::Regions::Stub::CreateRegion, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": region \"m-other\""},
+        {"Regions.DeleteRegion",
+         [&](Client& c, Role r) {
+             v1::DeleteRegionRequest req;
+             req.set_tenant("kv");
+             req.set_name(allowed(r) ? "m-" + suffix(r) : "m-kv");
+             v1::DeleteRegionResponse resp;
+             return rpc(*c.regions, &v1::Regions::Stub::DeleteRegion, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": region \"m-kv\""},
+        {"Regions.ListRegions",
+         [](Client& c, Role) {
+             v1::ListRegionsRequest req;
+             req.set_tenant("kv");
+             v1::ListRegionsResponse resp;
+             return rpc(*c.regions, &v1::Regions::Stub::ListRegions, req, &resp);
+         },
+         {OK, OK, OK, OK, PD},
+         ""},
+        {"Regions.GetRegion",
+         [](Client& c, Role r) {
+             v1::GetRegionRequest req;
+             req.set_tenant("kv");
+             req.set_name(r == as_granted ? "table" : "log");
+             v1::Region resp;
+             return rpc(*c.regions, &v1::Regions::Stub::GetRegion, req, &resp);
+         },
+         {OK, OK, PD, OK, PD},
+         "tenant \"kv\": region \"log\""},
+        {"Regions.MapRegion(read)",
+         [](Client& c, Role r) {
+             v1::MapRegionRequest req;
+             req.set_tenant("kv");
+             req.set_name(r == as_granted ? "table" : "log");
+             req.set_rights(1);
+             v1::MapRegionResponse resp;
+             return rpc(*c.regions, &v1::Regions::Stub::MapRegion, req, &resp);
+         },
+         {OK, OK, PD, OK, PD},
+         "tenant \"kv\": region \"log\""},
+        {"Regions.MapRegion(write)",
+         [](Client& c, Role r) {
+             v1::MapRegionRequest req;
+             req.set_tenant("kv");
+             req.set_name(r == as_granted ? "table" : "log");
+             req.set_rights(3);
+             v1::MapRegionResponse resp;
+             return rpc(*c.regions, &v1::Regions::Stub::MapRegion, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": region \""},
+        {"Programs.VerifyProgram",
+         [](Client& c, Role) {
+             v1::VerifyProgramRequest req;
+             req.set_tenant("kv");
+             *req.mutable_program() = source("exit 0\n");
+             v1::VerifyProgramResponse resp;
+             return rpc(*c.programs, &v1::Programs::Stub::VerifyProgram, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": programs"},
+        {"Programs.LoadProgram",
+         [&](Client& c, Role r) {
+             v1::LoadProgramRequest req;
+             req.set_tenant("kv");
+             req.set_name(allowed(r) ? "p-" + suffix(r) : "p-other");
+             *req.mutable_program() = source(r == as_admin ? "exit 1\n" : "exit 2\n");
+             v1::Program resp;
+             return rpc(*c.programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": program \"p-other\""},
+        {"Programs.UnloadProgram",
+         [&](Client& c, Role r) {
+             v1::UnloadProgramRequest req;
+             req.set_tenant("kv");
+             req.set_name(allowed(r) ? "p-" + suffix(r) : "p-kv");
+             v1::UnloadProgramResponse resp;
+             return rpc(*c.programs, &v1::Programs::Stub::UnloadProgram, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": program \"p-kv\""},
+        {"Programs.ListPrograms",
+         [](Client& c, Role) {
+             v1::ListProgramsRequest req;
+             req.set_tenant("kv");
+             v1::ListProgramsResponse resp;
+             return rpc(*c.programs, &v1::Programs::Stub::ListPrograms, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": programs"},
+        {"Programs.GetProgram",
+         [](Client& c, Role) {
+             v1::GetProgramRequest req;
+             req.set_tenant("kv");
+             req.set_name("fixture");
+             v1::Program resp;
+             return rpc(*c.programs, &v1::Programs::Stub::GetProgram, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": program \"fixture\""},
+        {"Sessions.OpenSession",
+         [&](Client& c, Role r) {
+             v1::OpenSessionRequest req;
+             req.set_tenant("kv");
+             req.add_regions()->set_name("log");
+             v1::OpenSessionResponse resp;
+             auto st = rpc(*c.sessions, &v1::Sessions::Stub::OpenSession, req, &resp);
+             if (st.ok()) {
+                 sessions[r] = resp.session();
+             }
+             return st;
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": session"},
+        {"Sessions.ListSessions",
+         [](Client& c, Role) {
+             v1::ListSessionsRequest req;
+             req.set_tenant("kv");
+             v1::ListSessionsResponse resp;
+             return rpc(*c.sessions, &v1::Sessions::Stub::ListSessions, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": sessions"},
+        {"Sessions.GetSession",
+         [&](Client& c, Role) {
+             v1::GetSessionRequest req;
+             req.set_id(fixture_session);
+             v1::Session resp;
+             return rpc(*c.sessions, &v1::Sessions::Stub::GetSession, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "session " + std::to_string(fixture_session)},
+        {"Sessions.CloseSession",
+         [&](Client& c, Role r) {
+             v1::CloseSessionRequest req;
+             req.set_id(allowed(r) ? sessions.at(r) : fixture_session);
+             v1::CloseSessionResponse resp;
+             return rpc(*c.sessions, &v1::Sessions::Stub::CloseSession, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "session " + std::to_string(fixture_session)},
+        {"Audit.TailAudit",
+         [&](Client& c, Role) {
+             // Open: the hub gains a subscriber; refused: the stream ends.
+             const std::size_t before = h_.manager().audit_hub().streams();
+             v1::TailAuditRequest req;
+             req.set_tenant("kv");
+             TailStream s(*c.audit, req);
+             if (!wait_until(
+                     [&] { return s.done() || h_.manager().audit_hub().streams() > before; })) {
+                 return grpc::Status(Code::DEADLINE_EXCEEDED, "test: neither open nor refused");
+             }
+             if (s.done()) {
+                 return s.status();
+             }
+             s.cancel();
+             const auto st = s.status();
+             EXPECT_EQ(st.error_code(), Code::CANCELLED) << describe(st);
+             EXPECT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == before; }));
+             return grpc::Status::OK;
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": audit"},
+        {"Audit.GetAuditStats",
+         [](Client& c, Role) {
+             v1::AuditStats resp;
+             return rpc(*c.audit, &v1::Audit::Stub::GetAuditStats, {}, &resp);
+         },
+         {OK, PD, PD, PD, PD},
+         "audit ring"},
+        {"Metrics.GetMetrics",
+         [](Client& c, Role) {
+             v1::GetMetricsResponse resp;
+             return rpc(*c.metrics, &v1::Metrics::Stub::GetMetrics, {}, &resp);
+         },
+         {OK, OK, OK, OK, PD},
+         ""},
+    };
+
+    // Refused callers first, so that a refused undo finds the object the
+    // allowed callers' previous row made.
+    const std::array<Role, roles> order = {as_other, as_granted, as_unknown, as_own, as_admin};
+    for (const Row& row : rows) {
+        for (const Role r : order) {
+            SCOPED_TRACE(std::string(row.name) + " as " + role_names[r]);
+            const Code want = row.want[r];
+            const std::string before = want == OK ? "" : snapshot();
+            const grpc::Status st = row.call(*clients[r], r);
+            EXPECT_EQ(st.error_code(), want) << describe(st);
+            if (want == OK) {
+                continue;
+            }
+            const std::string& msg = st.error_message();
+            if (r == as_unknown) {
+                EXPECT_TRUE(contains(msg, "unknown caller (uid 1234, pid ")) << msg;
+                EXPECT_TRUE(contains(msg, "is not an admin and no tenant's identity in policy"))
+                    << msg;
+            } else {
+                const std::string caller =
+                    r == as_own ? "tenant kv (uid 1001, pid " : "tenant analytics (uid 1002, pid ";
+                // A grant's limit names the grantee: `granted to tenant "analytics" read-only`.
+                EXPECT_TRUE(contains(msg, caller) || contains(msg, "to tenant \"analytics\""))
+                    << msg;
+                EXPECT_TRUE(contains(msg, row.object)) << msg;
+            }
+            EXPECT_EQ(snapshot(), before) << "a refused call changed something";
+        }
+    }
+}
+
+// ---- malformed requests ----------------------------------------------------
+
+// @st is INVALID_ARGUMENT and its message names @reason.
+void expect_invalid(const grpc::Status& st, const std::string& reason) {
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), reason)) << st.error_message();
+}
+
+v1::CreateRegionRequest region_request(const std::string& name, std::uint64_t size,
+                                       std::uint32_t rights) {
+    v1::CreateRegionRequest req;
+    req.set_tenant("kv");
+    req.set_name(name);
+    req.set_size(size);
+    req.set_rights(rights);
+    return req;
+}
+
+TEST_F(Service, MalformedCreateRegionIsRefusedAndChangesNothing) {
+    auto c = h_.client(admin);
+    const std::string before = snapshot();
+    const auto create = [&](const v1::CreateRegionRequest& req) {
+        v1::Region resp;
+        return rpc(*c->regions, &v1::Regions::Stub::CreateRegion, req, &resp);
+    };
+    expect_invalid(create(region_request("", 4096, 3)), "name: empty");
+    expect_invalid(create(region_request(std::string(64, 'a'), 4096, 3)),
+                   "name: 64 characters; at most 63");
+    expect_invalid(create(region_request("a/b", 4096, 3)),
+                   "name: \"a/b\" has a character outside [A-Za-z0-9._:-]");
+    expect_invalid(create(region_request("r", 4096, 8)), "rights: 8 is not");
+    expect_invalid(create(region_request("r", 4096, 0)), "rights: 0 is not");
+    expect_invalid(create(region_request("r", 0, 3)), "size: 0 must be");
+    expect_invalid(create(region_request("r", 4097, 3)), "size: 4097 must be");
+    expect_invalid(create(region_request("r", 1ULL << 40, 3)),
+                   "size: 1099511627776 must be a non-zero multiple of 4096 of at most 16 GiB");
+
+    auto overlap = region_request("r", 8192, 3);
+    for (const std::uint64_t off : {0, 1024}) {
+        auto* f = overlap.add_freelists();
+        f->set_block_size(64);
+        f->set_offset(off);
+        f->set_count(16);  // [off, off + 1088)
+    }
+    expect_invalid(create(overlap), "freelists[1]: overlaps an earlier free list");
+
+    auto outside = region_request("r", 4096, 3);
+    auto* f = outside.add_freelists();
+    f->set_block_size(64);
+    f->set_offset(0);
+    f->set_count(64);  // ends at 64 + 4096
+    expect_invalid(create(outside), "freelists[0]: ends at byte 4160, past the region's 4096");
+
+    // An offset near 2^64: offset + 64 + count * block_size wraps around.
+    auto wraps = region_request("r", 4096, 3);
+    f = wraps.add_freelists();
+    f->set_block_size(8);
+    f->set_offset(~0ULL - 63);
+    f->set_count(1);
+    expect_invalid(create(wraps),
+                   "freelists[0]: starts at byte 18446744073709551552, past the region's 4096");
+
+    auto key = region_request("r", 4096, 3);
+    key.set_idempotency_key(std::string(200, 'k'));
+    expect_invalid(create(key), "idempotency_key: 200 characters; at most 128");
+
+    EXPECT_EQ(snapshot(), before);
+}
+
+TEST_F(Service, MalformedProgramsAreRefused) {
+    auto c = h_.client(kv_user);
+    const std::string before = snapshot();
+    const auto verify = [&](const v1::ProgramSource& p, std::uint32_t log_level,
+                            v1::VerifyProgramResponse* resp) {
+        v1::VerifyProgramRequest req;
+        *req.mutable_program() = p;
+        req.set_log_level(log_level);
+        return rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, req, resp);
+    };
+    const auto load = [&](const v1::ProgramSource& p) {
+        v1::LoadProgramRequest req;
+        req.set_name("bad");
+        *req.mutable_program() = p;
+        v1::Program resp;
+        return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+    };
+    v1::VerifyProgramResponse resp;
+
+    expect_invalid(verify(v1::ProgramSource(), 0, &resp),
+                   "program: neither source nor image given");
+    expect_invalid(load(v1::ProgramSource()), "program: neither source nor image given");
+    expect_invalid(verify(source("exit 0\n"), 3, &resp), "log_level: 3; 0, 1 or 2");
+
+    const std::string big(1048577, ';');
+    expect_invalid(verify(source(big), 0, &resp), "program.source: 1048577 bytes; at most 1048576");
+    expect_invalid(load(source(big)), "program.source: 1048577 bytes; at most 1048576");
+
+    v1::ProgramSource image;
+    image.set_image(std::string(ROF_PROG_IMAGE_MAX + 1, '\0'));
+    expect_invalid(verify(image, 0, &resp),
+                   "program.image: " + std::to_string(ROF_PROG_IMAGE_MAX + 1) + " bytes; at most");
+    expect_invalid(load(image), "program.image");
+
+    // Garbage bytes: a rejection, which VerifyProgram answers with ok=false
+    // and LoadProgram with INVALID_ARGUMENT.
+    image.set_image("this is not a program image, only some bytes of text.........");
+    image.set_file("junk.img");
+    resp.Clear();
+    const auto st = verify(image, 0, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_FALSE(resp.ok());
+    EXPECT_TRUE(contains(resp.error(), "junk.img: ")) << resp.error();
+    expect_invalid(load(image), "tenant \"kv\": program \"bad\": rejected: junk.img: ");
+
+    // Assembly errors point at file:line:col.
+    resp.Clear();
+    ASSERT_TRUE(verify(source("exit 0\nfoo r1\n"), 0, &resp).ok());
+    EXPECT_FALSE(resp.ok());
+    EXPECT_TRUE(resp.error().starts_with("t.rofs:2:1: unknown mnemonic 'foo'")) << resp.error();
+
+    EXPECT_EQ(snapshot(), before);
+}
+
+TEST_F(Service, MalformedSessionsAndStreamsAreRefused) {
+    auto c = h_.client(kv_user);
+    const std::string before = snapshot();
+    const auto open = [&](const v1::OpenSessionRequest& req) {
+        v1::OpenSessionResponse resp;
+        return rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, req, &resp);
+    };
+    v1::OpenSessionRequest req;
+    req.set_ticket_ttl_s(100000);
+    expect_invalid(open(req), "ticket_ttl_s: 100000; at most 3600");
+
+    req.Clear();
+    for (int i = 0; i < 17; i++) {
+        req.add_regions()->set_name("log");
+    }
+    expect_invalid(open(req), "regions: 17; at most 16");
+
+    req.Clear();
+    req.add_regions()->set_name("a/b");
+    expect_invalid(open(req), "regions[0].name");
+
+    req.Clear();
+    req.set_idempotency_key(std::string(200, 'k'));
+    expect_invalid(open(req), "idempotency_key: 200 characters; at most 128");
+
+    v1::TailAuditRequest tail;
+    tail.add_kinds(v1::AUDIT_KIND_INVOKE);
+    tail.add_kinds(static_cast<v1::AuditKind>(77));
+    TailStream s(*c->audit, tail);
+    expect_invalid(s.status(), "kinds: 77 is not an AuditKind");
+    EXPECT_EQ(h_.manager().audit_hub().streams(), 0U);
+
+    EXPECT_EQ(snapshot(), before);
+}
+
+// A refused caller is refused whatever else is wrong with its request.
+TEST_F(Service, RefusalComesBeforeValidation) {
+    v1::TailAuditRequest tail;
+    tail.set_tenant("kv");
+    tail.add_kinds(static_cast<v1::AuditKind>(77));
+    for (const Who& who : {stranger, analytics_user}) {
+        auto c = h_.client(who);
+        TailStream s(*c->audit, tail);
+        const auto st = s.status();
+        EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << who.label << ": " << describe(st);
+    }
+    auto c = h_.client(stranger);
+    v1::Region resp;
+    const auto st =
+        rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region_request("", 0, 99), &resp);
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+}
+
+// A tenant cannot tell a missing tenant from another's; an admin can.
+TEST_F(Service, MissingTenants) {
+    v1::GetTenantRequest req;
+    req.set_name("nosuch");
+    v1::Tenant resp;
+    auto kv = h_.client(kv_user);
+    auto st = rpc(*kv->tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+    auto root = h_.client(admin);
+    st = rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+    EXPECT_EQ(st.error_message(), "tenant \"nosuch\": not in policy");
+    req.clear_name();
+    st = rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_EQ(st.error_message(), "tenant: empty; an admin must name the tenant");
+    st = rpc(*kv->tenants, &v1::Tenants::Stub::GetTenant, req, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.name(), "kv");
+}
+
+// ---- what the calls do -------------------------------------------------------
+
+const v1::Region* find_region(const v1::ListRegionsResponse& l, const std::string& tenant,
+                              const std::string& name) {
+    for (const auto& r : l.regions()) {
+        if (r.tenant() == tenant && r.name() == name) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+TEST_F(Service, RegionsHaveTheirOrigin) {
+    auto c = h_.client(kv_user);
+    v1::Region made;
+    auto st =
+        rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region_request("cache", 8192, 3), &made);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(made.origin(), v1::ORIGIN_API);
+
+    v1::ListRegionsResponse list;
+    ASSERT_TRUE(rpc(*c->regions, &v1::Regions::Stub::ListRegions, {}, &list).ok());
+    const auto* cache = find_region(list, "kv", "cache");
+    ASSERT_NE(cache, nullptr) << list.DebugString();
+    EXPECT_EQ(cache->origin(), v1::ORIGIN_API);
+    EXPECT_EQ(cache->size(), 8192U);
+    EXPECT_EQ(cache->rights(), 3U);
+    const auto* table = find_region(list, "kv", "table");
+    ASSERT_NE(table, nullptr) << list.DebugString();
+    EXPECT_EQ(table->origin(), v1::ORIGIN_POLICY);
+    ASSERT_EQ(table->freelists_size(), 1);
+    EXPECT_EQ(table->freelists(0).count(), 1024U);
+    ASSERT_EQ(table->granted_to_size(), 1);
+    EXPECT_EQ(table->granted_to(0), "analytics:r");
+
+    // A policy region cannot be deleted by a call.
+    const std::string before = snapshot();
+    v1::DeleteRegionRequest del;
+    del.set_name("table");
+    v1::DeleteRegionResponse none;
+    st = rpc(*c->regions, &v1::Regions::Stub::DeleteRegion, del, &none);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "tenant \"kv\": region \"table\": declared in " +
+                                                 h_.tenant_file("kv") + ":"))
+        << st.error_message();
+    EXPECT_EQ(snapshot(), before);
+
+    // The grantee sees only what is granted to it, in every list.
+    auto a = h_.client(analytics_user);
+    for (const std::string tenant : {"", "kv"}) {
+        v1::ListRegionsRequest req;
+        req.set_tenant(tenant);
+        v1::ListRegionsResponse seen;
+        st = rpc(*a->regions, &v1::Regions::Stub::ListRegions, req, &seen);
+        ASSERT_TRUE(st.ok()) << describe(st);
+        ASSERT_EQ(seen.regions_size(), 1) << seen.DebugString();
+        EXPECT_EQ(seen.regions(0).name(), "table");
+    }
+
+    del.set_name("cache");
+    st = rpc(*c->regions, &v1::Regions::Stub::DeleteRegion, del, &none);
+    EXPECT_TRUE(st.ok()) << describe(st);
+    ASSERT_TRUE(rpc(*c->regions, &v1::Regions::Stub::ListRegions, {}, &list).ok());
+    EXPECT_EQ(find_region(list, "kv", "cache"), nullptr);
+}
+
+TEST_F(Service, CreateRegionIsIdempotent) {
+    auto c = h_.client(kv_user);
+    auto req = region_request("cache", 4096, 1);
+    req.set_idempotency_key("k1");
+    v1::Region first, second;
+    auto st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, req, &first);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, req, &second);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
+
+    v1::ListRegionsResponse list;
+    ASSERT_TRUE(rpc(*c->regions, &v1::Regions::Stub::ListRegions, {}, &list).ok());
+    int n = 0;
+    for (const auto& r : list.regions()) {
+        n += r.name() == "cache" ? 1 : 0;
+    }
+    EXPECT_EQ(n, 1);
+
+    // Another caller acting as kv shares the scope.
+    auto again = h_.client(kv_user);
+    v1::Region third;
+    st = rpc(*again->regions, &v1::Regions::Stub::CreateRegion, req, &third);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(first.id(), third.id());
+
+    const std::string before = snapshot();
+    req.set_size(8192);
+    st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, req, &third);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(),
+                         "idempotency_key \"k1\" was used for another CreateRegion request"))
+        << st.error_message();
+    EXPECT_EQ(snapshot(), before);
+
+    // Without a key, a second create is ALREADY_EXISTS.
+    req.set_size(4096);
+    req.clear_idempotency_key();
+    st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, req, &third);
+    EXPECT_EQ(st.error_code(), Code::ALREADY_EXISTS) << describe(st);
+}
+
+TEST_F(Service, OpenAndCloseASession) {
+    auto c = h_.client(kv_user);
+    v1::OpenSessionRequest req;
+    auto* r = req.add_regions();
+    r->set_name("table");
+    r->set_access(1);
+    req.add_regions()->set_name("log");
+    v1::OpenSessionResponse resp;
+    auto st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, req, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_NE(resp.session(), 0U);
+    EXPECT_EQ(resp.ticket().size(), 48U);
+    EXPECT_EQ(resp.address(), "10.0.0.1");
+    EXPECT_EQ(resp.port(), ROF_CM_PORT_DEFAULT);
+    EXPECT_EQ(resp.msg_size(), ROF_MSG_SIZE);
+    ASSERT_EQ(resp.regions_size(), 2);
+    EXPECT_EQ(resp.regions(0).name(), "table");
+    EXPECT_EQ(resp.regions(0).access(), 1U);
+    EXPECT_EQ(resp.regions(0).size(), 16U << 20);
+    EXPECT_EQ(resp.regions(1).name(), "log");
+    EXPECT_EQ(resp.regions(1).access(), 3U);  // 0: all the region's rights
+
+    v1::GetSessionRequest get;
+    get.set_id(resp.session());
+    v1::Session s;
+    st = rpc(*c->sessions, &v1::Sessions::Stub::GetSession, get, &s);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(s.tenant(), "kv");
+    EXPECT_EQ(s.state(), v1::SESSION_STATE_PREPARED);
+    EXPECT_EQ(s.regions_size(), 2);
+
+    // More access than the region has.
+    v1::OpenSessionRequest greedy;
+    auto* g = greedy.add_regions();
+    g->set_name("log");
+    g->set_access(7);
+    v1::OpenSessionResponse none;
+    st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, greedy, &none);
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "access 7 exceeds its rights 3")) << describe(st);
+
+    v1::CloseSessionRequest close;
+    close.set_id(resp.session());
+    v1::CloseSessionResponse closed;
+    st = rpc(*c->sessions, &v1::Sessions::Stub::CloseSession, close, &closed);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    st = rpc(*c->sessions, &v1::Sessions::Stub::GetSession, get, &s);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+    st = rpc(*c->sessions, &v1::Sessions::Stub::CloseSession, close, &closed);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+}
+
+TEST_F(Service, LoadAProgramAndReadItBack) {
+    auto c = h_.client(kv_user);
+    const std::string text =
+        ".args 8, 8\n.resp 8\n.region table, r, 4096\n"
+        "\tld64 r2, args[0]\n\tand64 r2, 511\n\tlsh64 r2, 3\n"
+        "\tld64 r3, table[r2]\n\tst64 resp[0], r3\n\texit 0\n";
+    v1::VerifyProgramRequest vreq;
+    *vreq.mutable_program() = source(text);
+    v1::VerifyProgramResponse verified;
+    auto st = rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, vreq, &verified);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    ASSERT_TRUE(verified.ok()) << verified.error();
+    EXPECT_NE(verified.tag(), 0U);
+
+    v1::LoadProgramRequest req;
+    req.set_name("get");
+    *req.mutable_program() = source(text);
+    v1::Program loaded;
+    st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &loaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(loaded.tenant(), "kv");
+    EXPECT_EQ(loaded.name(), "get");
+    EXPECT_EQ(loaded.tag(), verified.tag());
+    EXPECT_EQ(loaded.origin(), v1::ORIGIN_API);
+    ASSERT_EQ(loaded.binds_size(), 1);
+    EXPECT_EQ(loaded.binds(0).region(), "table");
+
+    v1::ListProgramsResponse list;
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::ListPrograms, {}, &list).ok());
+    ASSERT_EQ(list.programs_size(), 1);
+    EXPECT_EQ(list.programs(0).name(), "get");
+    EXPECT_TRUE(list.programs(0).source().empty());  // only GetProgram carries it
+
+    v1::GetProgramRequest get;
+    get.set_name("get");
+    v1::Program full;
+    st = rpc(*c->programs, &v1::Programs::Stub::GetProgram, get, &full);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(full.source(), text);
+    EXPECT_TRUE(contains(full.disassembly(), "ld64 r3, table[r2]")) << full.disassembly();
+    EXPECT_TRUE(contains(full.disassembly(), "exit 0")) << full.disassembly();
+
+    // The same tag again.
+    req.set_name("get2");
+    st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &loaded);
+    EXPECT_EQ(st.error_code(), Code::ALREADY_EXISTS) << describe(st);
+
+    v1::UnloadProgramRequest unload;
+    unload.set_tag(verified.tag());
+    v1::UnloadProgramResponse unloaded;
+    st = rpc(*c->programs, &v1::Programs::Stub::UnloadProgram, unload, &unloaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::ListPrograms, {}, &list).ok());
+    EXPECT_EQ(list.programs_size(), 0);
+}
+
+TEST_F(Service, ADisallowedInstructionClassIsRejected) {
+    auto c = h_.client(analytics_user);
+    const std::string before = snapshot();
+    v1::LoadProgramRequest req;
+    req.set_name("writer");
+    *req.mutable_program() = source(".resp 8\n\tmov64 r1, 1\n\tst64 resp[0], r1\n\texit 0\n");
+    v1::Program resp;
+    const auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_TRUE(
+        contains(st.error_message(), "tenant \"analytics\": program \"writer\": rejected: "))
+        << st.error_message();
+    EXPECT_TRUE(
+        contains(st.error_message(), "instruction class st is not allowed by tenant \"analytics\""))
+        << st.error_message();
+    EXPECT_EQ(snapshot(), before);
+
+    // What it may use loads.
+    *req.mutable_program() = source("\tmov64 r1, 1\n\texit 0\n");
+    const auto ok = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+    EXPECT_TRUE(ok.ok()) << describe(ok);
+}
+
+TEST_F(Service, ABrokenPolicyIsNotLoaded) {
+    auto c = h_.client(admin);
+    v1::GetPolicyResponse pol;
+    ASSERT_TRUE(rpc(*c->policy, &v1::Policy::Stub::GetPolicy, {}, &pol).ok());
+    const auto generation = pol.generation();
+    EXPECT_EQ(generation, 1U);
+
+    h_.write_tenant("kv", std::string(kv_toml) + "\n[quota]\nsessions = \"many\"\n");
+    h_.write_tenant("analytics", "name = \"analytics\"\ncontrol_rate = -1\n");
+    v1::ReloadPolicyResponse resp;
+    auto st = rpc(*c->policy, &v1::Policy::Stub::ReloadPolicy, {}, &resp);
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "policy not reloaded, the running one stays"))
+        << st.error_message();
+    // file:line:col for each file.
+    EXPECT_TRUE(contains(st.error_message(), h_.tenant_file("analytics") + ":2:"))
+        << st.error_message();
+    EXPECT_TRUE(contains(st.error_message(), h_.tenant_file("kv") + ":")) << st.error_message();
+
+    ASSERT_TRUE(rpc(*c->policy, &v1::Policy::Stub::GetPolicy, {}, &pol).ok());
+    EXPECT_EQ(pol.generation(), generation);
+    // The old policy still maps uid 1002 to analytics.
+    auto a = h_.client(analytics_user);
+    v1::GetStatusResponse status;
+    ASSERT_TRUE(rpc(*a->control, &v1::Control::Stub::GetStatus, {}, &status).ok());
+    EXPECT_EQ(status.caller(), "tenant analytics");
+
+    // Fixed, it loads.
+    h_.write_tenant("kv", kv_toml);
+    h_.write_tenant("analytics", analytics_toml);
+    st = rpc(*c->policy, &v1::Policy::Stub::ReloadPolicy, {}, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.generation(), generation + 1);
+}
+
+TEST_F(Service, ControlRateRefusesABurst) {
+    auto c = h_.client(burst_user);
+    int ok = 0, exhausted = 0;
+    grpc::Status last;
+    for (int i = 0; i < 10; i++) {
+        v1::GetStatusResponse resp;
+        const auto st = rpc(*c->control, &v1::Control::Stub::GetStatus, {}, &resp);
+        if (st.ok()) {
+            ok++;
+        } else {
+            EXPECT_EQ(st.error_code(), Code::RESOURCE_EXHAUSTED) << describe(st);
+            exhausted++;
+            last = st;
+        }
+    }
+    // A bucket of 2 refills at 2/s: ten calls in a row cannot all pass.
+    EXPECT_GE(ok, 2);
+    EXPECT_GE(exhausted, 1);
+    EXPECT_EQ(last.error_message(),
+              "tenant \"burst\": control_rate 2 calls/s exceeded; retry later");
+
+    // Admins and other tenants are not charged for it.
+    auto k = h_.client(kv_user);
+    v1::GetStatusResponse resp;
+    EXPECT_TRUE(rpc(*k->control, &v1::Control::Stub::GetStatus, {}, &resp).ok());
+}
+
+rof_audit_record audit_record(std::uint32_t tenant, std::uint32_t session) {
+    rof_audit_record r{};
+    r.kind = ROF_AUDIT_INVOKE;
+    r.tenant = tenant;
+    r.session = session;
+    r.opcode = 3;
+    r.bytes = 8;
+    return r;
+}
+
+TEST_F(Service, TailAuditStreamsWhatTheDrainReads) {
+    auto root = h_.client(admin);
+    auto kv = h_.client(kv_user);
+    TailStream all(*root->audit, {});
+    TailStream mine(*kv->audit, {});
+    ASSERT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == 2; }));
+
+    h_.fake().push_audit(audit_record(tenant_id("analytics"), 5));
+    h_.fake().push_audit(audit_record(tenant_id("kv"), 7));
+
+    auto r = all.next();
+    ASSERT_TRUE(r.has_value()) << describe(all.status());
+    EXPECT_EQ(r->tenant(), "analytics");
+    EXPECT_EQ(r->session(), 5U);
+    EXPECT_EQ(r->kind(), v1::AUDIT_KIND_INVOKE);
+    r = all.next();
+    ASSERT_TRUE(r.has_value()) << describe(all.status());
+    EXPECT_EQ(r->tenant(), "kv");
+
+    // kv's stream skipped analytics' record.
+    r = mine.next();
+    ASSERT_TRUE(r.has_value()) << describe(mine.status());
+    EXPECT_EQ(r->tenant(), "kv");
+    EXPECT_EQ(r->session(), 7U);
+    EXPECT_EQ(r->opcode(), 3U);
+    EXPECT_EQ(r->bytes(), 8U);
+}
+
+TEST_F(Service, TailAuditStreamsPerTenantAreLimited) {
+    auto kv = h_.client(kv_user);
+    TailStream first(*kv->audit, {});
+    ASSERT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == 1; }));
+
+    auto again = h_.client(kv_user);
+    TailStream second(*again->audit, {});
+    const auto st = second.status();
+    EXPECT_EQ(st.error_code(), Code::RESOURCE_EXHAUSTED) << describe(st);
+    EXPECT_EQ(st.error_message(),
+              "tenant \"kv\": 1 audit streams open already (limits.audit_streams_per_tenant)");
+
+    // Admin streams of every tenant are not counted; other tenants have their own.
+    auto root = h_.client(admin);
+    TailStream admins(*root->audit, {});
+    auto a = h_.client(analytics_user);
+    TailStream theirs(*a->audit, {});
+    ASSERT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == 3; }));
+
+    // Once the first is gone, kv may open another.
+    first.cancel();
+    EXPECT_EQ(first.status().error_code(), Code::CANCELLED);
+    ASSERT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == 2; }));
+    TailStream third(*kv->audit, {});
+    ASSERT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == 3; }));
+    EXPECT_FALSE(third.done());
+}
+
+TEST_F(Service, MetricsAreRofFamilies) {
+    auto root = h_.client(admin);
+    v1::GetMetricsResponse resp;
+    auto st = rpc(*root->metrics, &v1::Metrics::Stub::GetMetrics, {}, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(contains(resp.text(), "# TYPE rof_")) << resp.text();
+    EXPECT_TRUE(contains(resp.text(), "tenant=\"kv\"")) << resp.text();
+    EXPECT_TRUE(contains(resp.text(), "tenant=\"analytics\"")) << resp.text();
+
+    // A tenant sees its own series only.
+    auto kv = h_.client(kv_user);
+    st = rpc(*kv->metrics, &v1::Metrics::Stub::GetMetrics, {}, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(contains(resp.text(), "rof_")) << resp.text();
+    EXPECT_TRUE(contains(resp.text(), "tenant=\"kv\"")) << resp.text();
+    EXPECT_FALSE(contains(resp.text(), "tenant=\"analytics\"")) << resp.text();
+}
+
+TEST_F(Service, StatusNamesTheCaller) {
+    const std::vector<std::pair<Who, std::string>> callers = {
+        {admin, "admin"}, {kv_user, "tenant kv"}, {analytics_user, "tenant analytics"}};
+    for (const auto& [who, want] : callers) {
+        auto c = h_.client(who);
+        v1::GetStatusResponse resp;
+        const auto st = rpc(*c->control, &v1::Control::Stub::GetStatus, {}, &resp);
+        ASSERT_TRUE(st.ok()) << describe(st);
+        EXPECT_EQ(resp.caller(), want);
+        EXPECT_EQ(resp.module().version(), rofd::FakeModule::fake_version);
+        EXPECT_EQ(resp.policy_generation(), 1U);
+    }
+    // A caller in a tenant's group acts as that tenant.
+    h_.write_tenant("burst", std::string(burst_toml) + "gids = [3003]\n");
+    auto root = h_.client(admin);
+    v1::ReloadPolicyResponse reloaded;
+    ASSERT_TRUE(rpc(*root->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded).ok());
+    auto member = h_.client(Who{"member", 4000, 4000, {3003}});
+    v1::GetStatusResponse resp;
+    const auto st = rpc(*member->control, &v1::Control::Stub::GetStatus, {}, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.caller(), "tenant burst");
+}
+
+// ---- health and reflection (from the old server_test.cpp) -------------------
+
+grpc::ByteBuffer to_buffer(const std::string& bytes) {
+    grpc::Slice slice(bytes);
+    return {&slice, 1};
+}
+
+std::string from_buffer(const grpc::ByteBuffer& buf) {
+    std::vector<grpc::Slice> slices;
+    std::string s;
+    if (!buf.Dump(&slices).ok()) {
+        return s;
+    }
+    for (const auto& slice : slices) {
+        s.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    return s;
+}
+
+// grpc.health.v1.Health/Check, encoded by hand: Debian ships no
+// health.proto.  Returns the ServingStatus number (1 SERVING, 2
+// NOT_SERVING), -1 on a failed call.
+int health_check(const std::shared_ptr<grpc::Channel>& ch, const std::string& service) {
+    grpc::GenericStub stub(ch);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + rofd::test::wait_limit);
+    std::string req;
+    if (!service.empty()) {
+        req = std::string("\x0a", 1) + static_cast<char>(service.size()) + service;
+    }
+    const grpc::ByteBuffer request = to_buffer(req);
+    grpc::ByteBuffer response;
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                   [&done](grpc::Status st) { done.set_value(st); });
+    const grpc::Status st = done.get_future().get();
+    EXPECT_TRUE(st.ok()) << describe(st);
+    const std::string r = from_buffer(response);
+    if (r.size() != 2 || r[0] != 0x08) {
+        return -1;
+    }
+    return r[1];
+}
+
+TEST(ServiceHealth, ServingOnlyOnceMarkedReady) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    ServiceHarness h(daemon_toml, tenant_files, false);
+    const auto ch = h.channel(kv_user);
+    EXPECT_EQ(health_check(ch, ""), 2);
+    EXPECT_EQ(health_check(ch, "rof.v1.Regions"), 2);
+    h.server().set_serving(true);
+    EXPECT_EQ(health_check(ch, ""), 1);
+    EXPECT_EQ(health_check(ch, "rof.v1.Regions"), 1);
+    EXPECT_TRUE(h.server().alive());
+}
+
+TEST(ServiceHealth, ReflectionListsTheServices) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    ServiceHarness h(daemon_toml, tenant_files);
+    grpc::GenericStub stub(h.channel(admin));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + rofd::test::wait_limit);
+    grpc::CompletionQueue cq;
+    auto call = stub.PrepareCall(
+        &ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+    const auto step = [&cq](std::intptr_t want) {
+        void* tag = nullptr;
+        bool ok = false;
+        EXPECT_TRUE(cq.Next(&tag, &ok));
+        EXPECT_EQ(reinterpret_cast<std::intptr_t>(tag), want);
+        return ok;
+    };
+    call->StartCall(reinterpret_cast<void*>(1));
+    EXPECT_TRUE(step(1));
+    // ServerReflectionRequest{list_services: ""}: field 7, length 0.
+    call->Write(to_buffer(std::string("\x3a\x00", 2)), reinterpret_cast<void*>(2));
+    EXPECT_TRUE(step(2));
+    call->WritesDone(reinterpret_cast<void*>(3));
+    EXPECT_TRUE(step(3));
+    grpc::ByteBuffer response;
+    call->Read(&response, reinterpret_cast<void*>(4));
+    EXPECT_TRUE(step(4));
+    grpc::Status st;
+    call->Finish(&st, reinterpret_cast<void*>(5));
+    step(5);
+    EXPECT_TRUE(st.ok()) << describe(st);
+    cq.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq.Next(&tag, &ok)) {
+    }
+    const std::string services = from_buffer(response);
+    for (const char* name :
+         {"rof.v1.Control", "rof.v1.Regions", "rof.v1.Audit", "grpc.health.v1.Health"}) {
+        EXPECT_TRUE(contains(services, name)) << name;
+    }
+}
+
+}  // namespace
