@@ -58,10 +58,13 @@ bool unix_peer(int fd, Principal& p) {
     p.pid = cred.pid;
     std::vector<gid_t> groups(64);
     len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) < 0 && errno == ERANGE) {
-        groups.resize(len / sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) < 0) {
+        // ERANGE says how many there are; any other failure means none
+        // known, never a buffer of zeros (which would read as group 0).
+        const bool retry = errno == ERANGE;
+        groups.resize(retry ? len / sizeof(gid_t) : 0);
         len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
-        if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) < 0) {
+        if (!retry || ::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) < 0) {
             len = 0;
         }
     }
@@ -78,6 +81,10 @@ std::uint64_t fnv1a(std::string_view s) {
     }
     return h;
 }
+
+// A retry with the same idempotency key is answered from the store for a
+// week after the call; records are dropped at each start after that.
+constexpr std::int64_t idempotency_max_age_s = 7 * 24 * 3600;
 
 TicketKey random_key() {
     TicketKey key{};
@@ -221,6 +228,9 @@ void Manager::start() {
         key = random_key();
         store_->set_ticket_key(*key);
         log::info("made a new ticket key in ", store_->path());
+    }
+    if (const std::size_t n = store_->prune_idempotent(idempotency_max_age_s); n != 0) {
+        log::info("dropped ", n, " idempotency records older than a week");
     }
     // The same key every start: the module keeps it across rofd restarts,
     // and after a module reload unexpired tickets stay valid.
@@ -733,7 +743,12 @@ std::vector<std::string> Manager::reload_policy() {
         }
     }
     publish(v);
-    reconcile();
+    try {
+        reconcile();
+    } catch (...) {
+        publish(std::make_shared<View>(*old));  // the whole reload undone
+        throw;
+    }
     const auto after = view();
     notes.insert(notes.end(), after->drift.begin(), after->drift.end());
     for (const auto& n : notes) {

@@ -76,6 +76,9 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
         auto as = prog::assemble(src.source(), file);
         if (!as.ok()) {
             out.error = as.error_text();
+            while (!out.error.empty() && out.error.back() == '\n') {
+                out.error.pop_back();
+            }
             return out;
         }
         out.program = std::move(*as.program);
