@@ -93,17 +93,128 @@ export ROF_ETC ROF_STATE CONFIGURATION_DIRECTORY STATE_DIRECTORY
 # it (selftests/rofd-call); JSON out, "CODE: message" on stderr.
 rofd_call() { "$ROF_SRC/selftests/rofd-call" --socket "$ROF_SOCKET" "$@"; }
 
+# rofd_client NAME [UID]: a long-lived client (selftests/rofd-call --batch
+# behind two FIFOs), as root or as UID: one Python start for all of a
+# test's calls, which matters in the emulated VM.  Then
+#   rc NAME METHOD [JSON]    one call: the answer's JSON on stdout, or
+#                            "CODE: message" on stderr and a failure
+rofd_client() {
+	local name=$1 uid=${2:-} in=$ROF_SCRATCH/rc-$1.in out=$ROF_SCRATCH/rc-$1.out fd
+	rm -f "$in" "$out"
+	mkfifo "$in" "$out"
+	chmod 0666 "$in" "$out"
+	if [ -n "$uid" ]; then
+		as_uid "$uid" "$ROF_SRC/selftests/rofd-call" --socket "$ROF_SOCKET" --batch \
+			<"$in" >"$out" 2>>"$ROF_SCRATCH/rc-$name.err" &
+	else
+		"$ROF_SRC/selftests/rofd-call" --socket "$ROF_SOCKET" --batch \
+			<"$in" >"$out" 2>>"$ROF_SCRATCH/rc-$name.err" &
+	fi
+	exec {fd}>"$in"
+	printf -v "RC_IN_$name" %s "$fd"
+	exec {fd}<"$out"
+	printf -v "RC_OUT_$name" %s "$fd"
+}
+rc() {
+	local name=$1 in out line req=${3:-}
+	in=RC_IN_$name out=RC_OUT_$name
+	[ -n "$req" ] || req='{}'
+	printf '%s %s\n' "$2" "$req" >&"${!in}"
+	IFS= read -r line <&"${!out}" || { echo "rofd client $name is gone" >&2; return 99; }
+	if [[ $line == '{"error": '* ]]; then
+		jq -r .error <<<"$line" >&2
+		return 1
+	fi
+	printf '%s\n' "$line"
+}
+
 # rofd_serving [SOCKET]: health SERVING, i.e. rofd reconciled and answers.
 rofd_serving() {
 	"$ROF_SRC/selftests/rofd-call" --socket "${1:-$ROF_SOCKET}" --timeout 5 Health.Check \
 		2>/dev/null | grep -q '"SERVING"'
 }
 
+# rofd_two_tenants: the policy of the rofd tests.  kv (uid 1001) has a
+# table with a free list, granted read-only to analytics (uid 1002), which
+# has a scratch region.  Sessions connect to $ROF_ADDR.
+ROF_KV_UID=1001 ROF_AN_UID=1002
+rofd_two_tenants() {
+	mkdir -p "$ROF_ETC/tenants.d"
+	cat >"$ROF_ETC/rofd.toml" <<-EOF
+	[sessions]
+	address = "$ROF_ADDR"
+	[limits]
+	audit_streams_per_tenant = 2
+	EOF
+	cat >"$ROF_ETC/tenants.d/kv.toml" <<-EOF
+	name = "kv"
+	audit = "sessions"
+	control_rate = 0
+	[identity]
+	uids = [$ROF_KV_UID]
+	[quota]
+	region_bytes = "64MiB"
+	sessions = 16
+	[[regions]]
+	name = "table"
+	size = "1MiB"
+	rights = ["read", "write", "atomic"]
+	[[regions.freelists]]
+	block_size = 64
+	offset = 4096
+	count = 1024
+	[[grants]]
+	region = "table"
+	to = "analytics"
+	EOF
+	cat >"$ROF_ETC/tenants.d/analytics.toml" <<-EOF
+	name = "analytics"
+	control_rate = 0
+	[identity]
+	uids = [$ROF_AN_UID]
+	[[regions]]
+	name = "scratch"
+	size = "64KiB"
+	rights = ["read", "write"]
+	EOF
+}
+
+# journald_start / journald_stop: the guest's journald, as systemd runs it
+# (it creates its own sockets; it needs the cgroup2 hierarchy mounted).
+JOURNALD_PID=
+journald_start() {
+	[ -x /lib/systemd/systemd-journald ] || return 1
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup || return 1
+	mkdir -p /run/systemd/journal /run/log/journal
+	/lib/systemd/systemd-journald >"$ROF_SCRATCH/journald.log" 2>&1 &
+	JOURNALD_PID=$!
+	wait_for 20 journalctl -n 1 -q --no-pager
+}
+journald_stop() {
+	[ -n "$JOURNALD_PID" ] || return 0
+	kill "$JOURNALD_PID"
+	wait "$JOURNALD_PID" 2>/dev/null
+	JOURNALD_PID=
+	rm -rf /run/systemd/journal /run/log/journal
+}
+
+# as_uid UID CMD...: CMD as that uid and gid, no other groups.
+as_uid() {
+	local uid=$1
+	shift
+	setpriv --reuid "$uid" --regid "$uid" --clear-groups "$@"
+}
+
+# ticket_hex: the base64 ticket of an OpenSession answer (stdin) in hex.
+ticket_hex() { jq -r .ticket | base64 -d | od -An -tx1 -v | tr -d ' \n'; }
+
 ROFD_PID=
 rofd_start() {
 	rofd --socket "$ROF_SOCKET" "$@" >>"$ROF_SCRATCH/rofd.log" 2>&1 &
 	ROFD_PID=$!
-	if ! wait_for 30 rofd_serving; then
+	# One client that retries until SERVING: rofd is up and reconciled.
+	if ! "$ROF_SRC/selftests/rofd-call" --socket "$ROF_SOCKET" --wait 60 Health.Check \
+			>/dev/null 2>&1; then
 		echo "rofd is not serving on $ROF_SOCKET:" >&2
 		cat "$ROF_SCRATCH/rofd.log" >&2
 		return 1

@@ -25,7 +25,7 @@
  *   ksess-client invoke-flood ADDR TICKET N   N INVOKEs of a tag never loaded,
  *                  credits in flight, each answered ROF_ST_NO_PROGRAM
  *   ksess-client invoke-until ADDR TICKET TAG STOPFILE   INVOKEs of program
- *                  TAG (hex), credits in flight, each answered ROF_ST_OK,
+ *                  TAG (decimal, or hex with 0x), credits in flight, each answered ROF_ST_OK,
  *                  until STOPFILE exists; prints the counts
  *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
  *                  each answered ROF_ST_BAD_LENGTH, then an ECHO works
@@ -1306,7 +1306,7 @@ static int cmd_invoke_until(int argc, char **argv)
 
 	if (argc != 5)
 		die("invoke-until ADDR TICKET TAG STOPFILE");
-	inv.program = htole64(strtoull(argv[3], NULL, 16));
+	inv.program = htole64(strtoull(argv[3], NULL, 0));
 	reason = conn_open(&c, argv[1], argv[2]);
 	if (reason)
 		die("rejected: %s (%d)", reason_name(reason), reason);
