@@ -115,6 +115,8 @@ struct Loop {
     sd_event* event = nullptr;
     std::uint64_t watchdog_usec = 0;
     int stop_signal = 0;
+    std::uint64_t overruns = 0;  // of the audit ring, at the last check
+    std::uint64_t dropped = 0;
 };
 
 int on_stop(sd_event_source*, const signalfd_siginfo* si, void* data) {
@@ -165,6 +167,30 @@ int on_accept(sd_event_source*, int, std::uint32_t, void* data) {
 int on_audit(sd_event_source*, int, std::uint32_t, void* data) {
     auto* l = static_cast<Loop*>(data);
     l->manager.audit().drain();
+    return 0;
+}
+
+// Every stats_period: the module's ring statistics into the drain's
+// counters (metrics), and a warning whenever records were lost.
+constexpr std::uint64_t stats_period_usec = 10'000'000;
+
+int on_stats(sd_event_source* s, std::uint64_t usec, void* data) {
+    auto* l = static_cast<Loop*>(data);
+    try {
+        const rof_audit_stats st = l->manager.module().audit_stats();
+        if (st.overruns > l->overruns || st.dropped > l->dropped) {
+            rofd::log::warning("audit ring: ", st.overruns - l->overruns,
+                               " records overwritten unread and ", st.dropped - l->dropped,
+                               " invocation records dropped since the last check (ring of ",
+                               st.ring_size, "; module parameter audit_ring_size)");
+        }
+        l->overruns = st.overruns;
+        l->dropped = st.dropped;
+        l->manager.audit().note_stats(st);
+    } catch (const std::exception& e) {
+        rofd::log::error("audit stats: ", e.what());
+    }
+    sd_event_source_set_time(s, usec + stats_period_usec);
     return 0;
 }
 
@@ -249,9 +275,20 @@ int run(const Options& opt, bool socket_given) {
     check(sd_event_add_io(event.get(), &s, manager.audit().fd(), EPOLLIN, on_audit, &loop),
           "sd_event_add_io(audit)");
     sources.emplace_back(s);
+    std::uint64_t now = 0;
+    check(sd_event_now(event.get(), CLOCK_MONOTONIC, &now), "sd_event_now");
+    {
+        const rof_audit_stats st = manager.module().audit_stats();
+        loop.overruns = st.overruns;
+        loop.dropped = st.dropped;
+        manager.audit().note_stats(st);
+    }
+    check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, now + stats_period_usec, 0, on_stats,
+                            &loop),
+          "sd_event_add_time(stats)");
+    sd_event_source_set_enabled(s, SD_EVENT_ON);
+    sources.emplace_back(s);
     if (sd_watchdog_enabled(0, &loop.watchdog_usec) > 0 && loop.watchdog_usec > 0) {
-        std::uint64_t now = 0;
-        check(sd_event_now(event.get(), CLOCK_MONOTONIC, &now), "sd_event_now");
         check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, now + loop.watchdog_usec / 2, 0,
                                 on_watchdog, &loop),
               "sd_event_add_time(watchdog)");

@@ -145,6 +145,9 @@ rofd_two_tenants() {
 	address = "$ROF_ADDR"
 	[limits]
 	audit_streams_per_tenant = 2
+	[metrics]
+	enabled = true
+	address = "127.0.0.1:9464"
 	EOF
 	cat >"$ROF_ETC/tenants.d/kv.toml" <<-EOF
 	name = "kv"
