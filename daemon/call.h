@@ -7,6 +7,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,12 +32,20 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
         return reactor;
     }
     Principal p = m.principal(*ctx);
-    auto run = [&m, ctx, reactor, method, p, body = std::move(body)]() mutable {
+    // A call without a deadline of its own gets rofd's ([limits]
+    // default_deadline_ms) for the time it waits for the worker.
+    const auto limit = std::chrono::milliseconds(m.view()->policy->daemon.default_deadline_ms);
+    const auto queued = std::chrono::steady_clock::now();
+    auto run = [&m, ctx, reactor, method, p, limit, queued, body = std::move(body)]() mutable {
         grpc::Status st;
         if (ctx->IsCancelled()) {
             st = grpc::Status(
                 grpc::StatusCode::CANCELLED,
                 std::string(method) + ": cancelled or past its deadline before it ran");
+        } else if (std::chrono::steady_clock::now() - queued > limit) {
+            st = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                              std::string(method) + ": waited longer than " +
+                                  std::to_string(limit.count()) + " ms for rofd's worker");
         } else {
             try {
                 st = body(p);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Store: rofd's SQLite state, against real files in a temporary directory.
 #include "store.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -23,24 +24,7 @@ namespace {
 
 using namespace std::string_literals;
 
-class TempDir {
-  public:
-    TempDir() {
-        std::string tmpl = std::filesystem::temp_directory_path() / "rofd-store-test-XXXXXX";
-        if (!::mkdtemp(tmpl.data())) {
-            throw std::runtime_error("mkdtemp failed");
-        }
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-  private:
-    std::filesystem::path path_;
-};
+using test::TempDir;
 
 mode_t mode_of(const std::string& path) {
     struct stat st {};
