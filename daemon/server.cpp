@@ -58,8 +58,9 @@ Server::Server(Manager& m)
             GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
         ssl.pem_root_certs = read_file(d.tcp.client_ca);
         ssl.pem_key_cert_pairs.push_back({read_file(d.tcp.key), read_file(d.tcp.cert)});
-        builder.AddListeningPort(d.tcp.address, grpc::SslServerCredentials(ssl));
-        log::info("listening on ", d.tcp.address, " (TLS, client certificates required)");
+        // Set by BuildAndStart(): the port bound (the one picked for port 0),
+        // or 0 when binding failed.
+        builder.AddListeningPort(d.tcp.address, grpc::SslServerCredentials(ssl), &tcp_port_);
     }
     for (grpc::Service* s :
          std::initializer_list<grpc::Service*>{&control_, &tenants_, &policy_, &regions_,
@@ -67,9 +68,13 @@ Server::Server(Manager& m)
         builder.RegisterService(s);
     }
     server_ = builder.BuildAndStart();
-    if (!server_) {
+    if (!server_ || (d.tcp.enabled && tcp_port_ == 0)) {
         throw std::runtime_error(d.tcp.enabled ? "cannot start the gRPC server on " + d.tcp.address
                                                : "cannot start the gRPC server");
+    }
+    if (d.tcp.enabled) {
+        log::info("listening on ", d.tcp.address, " (port ", tcp_port_,
+                  "; TLS, client certificates required)");
     }
     set_serving(false);
 }

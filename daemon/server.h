@@ -43,6 +43,10 @@ class Server {
 
     grpc::Server& grpc() { return *server_; }
 
+    // The TCP port the TLS listener is bound to (the one picked when the
+    // policy's listen.tcp.address has port 0); 0 when TCP is off.
+    int tcp_port() const { return tcp_port_; }
+
   private:
     ControlService control_;
     TenantService tenants_;
@@ -52,6 +56,7 @@ class Server {
     SessionService sessions_;
     AuditService audit_;
     MetricsService metrics_;
+    int tcp_port_ = 0;
     // Declared last: destroyed first, while the services it calls still exist.
     std::unique_ptr<grpc::Server> server_;
 };

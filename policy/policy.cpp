@@ -140,7 +140,8 @@ struct HostPort {
     std::uint32_t port = 0;
 };
 
-std::optional<HostPort> split_host_port(std::string_view s) {
+// Port 0 ("any free port") only when @port_zero.
+std::optional<HostPort> split_host_port(std::string_view s, bool port_zero) {
     HostPort hp;
     std::string_view port;
     if (!s.empty() && s.front() == '[') {
@@ -171,7 +172,7 @@ std::optional<HostPort> split_host_port(std::string_view s) {
             return std::nullopt;
         hp.port = hp.port * 10 + static_cast<std::uint32_t>(c - '0');
     }
-    if (hp.port == 0 || hp.port > 65535)
+    if ((hp.port == 0 && !port_zero) || hp.port > 65535)
         return std::nullopt;
     return hp;
 }
@@ -195,14 +196,17 @@ bool is_ip(const std::string& host) {
            inet_pton(AF_INET6, host.c_str(), &a6) == 1;
 }
 
-// "host:port"; @loopback_only for endpoints without authentication.
+// "host:port"; @loopback_only for endpoints without authentication;
+// @port_zero lets the kernel pick a free port (for tests: the listener
+// reports the port it got).
 std::optional<std::string> read_address(Reader& r, const toml::table& t, std::string_view path,
-                                        std::string_view key, bool loopback_only) {
+                                        std::string_view key, bool loopback_only,
+                                        bool port_zero = false) {
     auto s = r.string(t, path, key);
     if (!s)
         return std::nullopt;
     Pos p = pos_of(*t.get(key));
-    auto hp = split_host_port(*s);
+    auto hp = split_host_port(*s, port_zero);
     if (!hp) {
         r.error(p, join(path, key) + ": " + quote(*s) +
                        " is not \"host:port\" (e.g. \"127.0.0.1:9464\" or \"[::1]:9464\")");
@@ -259,7 +263,7 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
             r.check_keys(*tcp, path, {"enabled", "address", "cert", "key", "client_ca"});
             if (auto b = r.boolean(*tcp, path, "enabled"))
                 d.tcp.enabled = *b;
-            if (auto s = read_address(r, *tcp, path, "address", false))
+            if (auto s = read_address(r, *tcp, path, "address", false, true))
                 d.tcp.address = *s;
             if (auto s = read_abs_path(r, *tcp, path, "cert"))
                 d.tcp.cert = *s;

@@ -221,6 +221,21 @@ TEST(PolicyParse, AllErrorsSortedPerFile) {
               "b.toml:3:9: audit: expected a string, not an integer\n");
 }
 
+// Port 0 (a free port, which rofd reports) is for listen.tcp only: tests
+// start rofd on it.  The metrics endpoint keeps 1..65535.
+TEST(PolicyParse, TcpAddressMayUsePortZero) {
+    LoadResult r = parse("[listen.tcp]\naddress = \"127.0.0.1:0\"\n", "rofd.toml", {});
+    ASSERT_TRUE(r.policy) << r.error_text();
+    EXPECT_EQ(r.policy->daemon.tcp.address, "127.0.0.1:0");
+    r = parse("[listen.tcp]\naddress = \"127.0.0.1:65536\"\n", "rofd.toml", {});
+    EXPECT_FALSE(r.policy);
+    r = parse("[metrics]\naddress = \"127.0.0.1:0\"\n", "rofd.toml", {});
+    EXPECT_FALSE(r.policy);
+    EXPECT_EQ(r.error_text(),
+              "rofd.toml:2:11: metrics.address: \"127.0.0.1:0\" is not \"host:port\" (e.g. "
+              "\"127.0.0.1:9464\" or \"[::1]:9464\")\n");
+}
+
 TEST(PolicyHelpers, Sizes) {
     EXPECT_EQ(parse_size("0"), 0U);
     EXPECT_EQ(parse_size("4096"), 4096U);
