@@ -173,8 +173,10 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
     return out;
 }
 
-void fill_program(Manager& m, const View& v, const rof_prog_info& info, v1::Program* out,
-                  bool full) {
+// @stored: rofd's program rows (read once per call), for the origin, the
+// binds by name and, when @full, the source and disassembly.
+void fill_program(const View& v, const std::vector<StoredProgram>& stored,
+                  const rof_prog_info& info, v1::Program* out, bool full) {
     const std::string tenant = v.name_of(info.tenant);
     out->set_tenant(tenant);
     out->set_name(abi_name(info.name));
@@ -192,7 +194,7 @@ void fill_program(Manager& m, const View& v, const rof_prog_info& info, v1::Prog
     out->set_insns(info.insns);
     out->set_revoked((info.flags & ROF_PROG_REVOKED) != 0);
     out->set_origin(v1::ORIGIN_MODULE);
-    for (const auto& s : m.store().programs()) {
+    for (const auto& s : stored) {
         if (s.tenant == tenant && s.tag == info.tag) {
             out->set_origin(v1::ORIGIN_API);
             for (const auto& b : s.binds) {
@@ -316,7 +318,7 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
             m_.store().transaction([&] {
                 m_.store().put_program(row);
                 if (info) {
-                    fill_program(m_, *v, *info, resp, false);
+                    fill_program(*v, m_.store().programs(), *info, resp, false);
                 }
                 m_.record(id, *resp);
             });
@@ -377,9 +379,10 @@ ServerUnaryReactor* ProgramService::ListPrograms(CallbackServerContext* ctx,
             return st;
         }
         const auto v = m_.view();
+        const auto stored = m_.store().programs();
         for (const auto& info : m_.module().list_progs()) {
             if (tenant.empty() || v->name_of(info.tenant) == tenant) {
-                fill_program(m_, *v, info, resp->add_programs(), false);
+                fill_program(*v, stored, info, resp->add_programs(), false);
             }
         }
         return grpc::Status::OK;
@@ -402,7 +405,7 @@ ServerUnaryReactor* ProgramService::GetProgram(CallbackServerContext* ctx,
         if (!info) {
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
         }
-        fill_program(m_, *m_.view(), *info, resp, true);
+        fill_program(*m_.view(), m_.store().programs(), *info, resp, true);
         return grpc::Status::OK;
     });
 }

@@ -39,7 +39,21 @@ const rof::policy::GrantDecl* grant_of(const View& v, const std::string& owner,
     return nullptr;
 }
 
-void fill_region(Manager& m, const View& v, const rof_region_info& r, v1::Region* out) {
+// What fill_region reads besides the region itself, fetched once per
+// call rather than once per region.
+struct RegionContext {
+    std::vector<rof_freelist_info> freelists;  // every region's, by offset
+    std::vector<StoredRegion> stored;
+
+    static RegionContext fetch(Manager& m) {
+        RegionContext c{m.module().list_freelists(), m.store().regions()};
+        std::sort(c.freelists.begin(), c.freelists.end(),
+                  [](const auto& a, const auto& b) { return a.offset < b.offset; });
+        return c;
+    }
+};
+
+void fill_region(const View& v, const RegionContext& c, const rof_region_info& r, v1::Region* out) {
     const std::string tenant = v.name_of(r.tenant);
     const std::string name = abi_name(r.name);
     out->set_tenant(tenant);
@@ -50,7 +64,10 @@ void fill_region(Manager& m, const View& v, const rof_region_info& r, v1::Region
     out->set_attachments(r.attachments);
     out->set_mappings(r.mappings);
     out->set_chunks(r.chunks);
-    for (const auto& f : m.freelists_of(r.id)) {
+    for (const auto& f : c.freelists) {
+        if (f.region != r.id) {
+            continue;
+        }
         auto* fl = out->add_freelists();
         fl->set_block_size(f.block_size);
         fl->set_offset(f.offset);
@@ -63,7 +80,7 @@ void fill_region(Manager& m, const View& v, const rof_region_info& r, v1::Region
         out->set_origin(v1::ORIGIN_POLICY);
     } else {
         bool stored = false;
-        for (const auto& s : m.store().regions()) {
+        for (const auto& s : c.stored) {
             stored = stored || (s.tenant == tenant && s.name == name);
         }
         out->set_origin(stored ? v1::ORIGIN_API : v1::ORIGIN_MODULE);
@@ -189,7 +206,7 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
         if (!info) {
             return grpc::Status(grpc::StatusCode::ABORTED, what + ": destroyed while created");
         }
-        fill_region(m_, *v, *info, resp);
+        fill_region(*v, RegionContext::fetch(m_), *info, resp);
         row.state = RowState::committed;
         m_.store().transaction([&] {
             m_.store().put_region(row);
@@ -270,6 +287,7 @@ ServerUnaryReactor* RegionService::ListRegions(CallbackServerContext* ctx,
         if (p.role == Principal::Role::none || !p.authenticated) {
             return m_.authorize(p, only, Right::read, "regions");
         }
+        const RegionContext context = RegionContext::fetch(m_);
         for (const auto& r : m_.module().list_regions()) {
             const std::string tenant = v->name_of(r.tenant);
             const std::string name = abi_name(r.name);
@@ -279,7 +297,7 @@ ServerUnaryReactor* RegionService::ListRegions(CallbackServerContext* ctx,
             const bool visible =
                 p.admin() || tenant == p.tenant || grant_of(*v, tenant, name, p.tenant) != nullptr;
             if (visible) {
-                fill_region(m_, *v, r, resp->add_regions());
+                fill_region(*v, context, r, resp->add_regions());
             }
         }
         return grpc::Status::OK;
@@ -301,7 +319,7 @@ ServerUnaryReactor* RegionService::GetRegion(CallbackServerContext* ctx,
         if (!info) {
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": no such region");
         }
-        fill_region(m_, *v, *info, resp);
+        fill_region(*v, RegionContext::fetch(m_), *info, resp);
         return grpc::Status::OK;
     });
 }

@@ -103,7 +103,9 @@ std::string peer_string(const rof_session_info& s) {
     return "[" + std::string(buf) + "]:" + std::to_string(s.peer_port);
 }
 
-void fill_session(Manager& m, const View& v, const rof_session_info& s, v1::Session* out) {
+// @regions: the module's, to name each granted region (listed once per call).
+void fill_session(const View& v, const std::vector<rof_region_info>& regions,
+                  const rof_session_info& s, v1::Session* out) {
     out->set_id(s.id);
     out->set_tenant(v.name_of(s.tenant));
     out->set_state(to_proto_state(s.state));
@@ -112,7 +114,6 @@ void fill_session(Manager& m, const View& v, const rof_session_info& s, v1::Sess
     out->set_credits(s.credits);
     out->set_idle_timeout_ms(s.idle_timeout_ms);
     out->set_qp_paced((s.flags & ROF_SESSION_QP_PACED) != 0);
-    const auto regions = m.module().list_regions();
     for (std::uint32_t i = 0; i < std::min<std::uint32_t>(s.nregions, ROF_SESSION_MAX_REGIONS);
          i++) {
         auto* g = out->add_regions();
@@ -255,9 +256,10 @@ ServerUnaryReactor* SessionService::ListSessions(CallbackServerContext* ctx,
             return st;
         }
         const auto v = m_.view();
+        const auto regions = m_.module().list_regions();
         for (const auto& s : m_.module().list_sessions()) {
             if (tenant.empty() || v->name_of(s.tenant) == tenant) {
-                fill_session(m_, *v, s, resp->add_sessions());
+                fill_session(*v, regions, s, resp->add_sessions());
             }
         }
         return grpc::Status::OK;
@@ -279,7 +281,7 @@ ServerUnaryReactor* SessionService::GetSession(CallbackServerContext* ctx,
         if (!s) {
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": no such session");
         }
-        fill_session(m_, *v, *s, resp);
+        fill_session(*v, m_.module().list_regions(), *s, resp);
         return grpc::Status::OK;
     });
 }
