@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// librof's C API (rof.h): errors and the control client.  The session half
+// is c_api_session.cpp.  Every function catches everything: no C++
+// exception crosses into C (c_api_errors.h).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "c_api_errors.h"
+#include "c_api_handles.h"
+#include "rof.h"
+#include "rof/client.h"
+
+using rof::capi::guard;
+
+namespace {
+
+void copy_str(char* dst, std::size_t cap, std::string_view src) {
+    const std::size_t n = std::min(src.size(), cap - 1);
+    std::memcpy(dst, src.data(), n);
+    dst[n] = '\0';
+}
+
+std::string str_or_empty(const char* s) {
+    return s != nullptr ? std::string(s) : std::string();
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* rof_code_name(enum rof_code code) {
+    static const char* const names[] = {
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    };
+    const auto v = static_cast<unsigned>(code);
+    return v <= rof::capi::max_code ? names[v] : "UNKNOWN";
+}
+
+enum rof_code rof_client_open(const struct rof_client_options* options, rof_client** client,
+                              struct rof_error* err) {
+    return guard(err, [&] {
+        if (client == nullptr) {
+            throw rof::Error(rof::Code::invalid_argument, "rof_client_open: client is NULL");
+        }
+        *client = nullptr;
+        rof::ClientOptions o;
+        if (options != nullptr) {
+            o.target = str_or_empty(options->target);
+            o.tls_ca = str_or_empty(options->tls_ca);
+            o.tls_cert = str_or_empty(options->tls_cert);
+            o.tls_key = str_or_empty(options->tls_key);
+            o.tls_server_name = str_or_empty(options->tls_server_name);
+            if (options->deadline_ms != 0) {
+                o.deadline = std::chrono::milliseconds(options->deadline_ms);
+            }
+        }
+        *client = new rof_client{rof::Client(std::move(o))};
+    });
+}
+
+void rof_client_close(rof_client* client) {
+    delete client;
+}
+
+const char* rof_client_target(const rof_client* client) {
+    return client != nullptr ? client->client.target().c_str() : "";
+}
+
+enum rof_code rof_client_health(rof_client* client, const char* service, enum rof_health* health,
+                                struct rof_error* err) {
+    return guard(err, [&] {
+        if (client == nullptr || health == nullptr) {
+            throw rof::Error(rof::Code::invalid_argument,
+                             "rof_client_health: client or health is NULL");
+        }
+        *health = ROF_HEALTH_UNKNOWN;
+        const std::string s = client->client.health(str_or_empty(service));
+        if (s == "SERVING") {
+            *health = ROF_HEALTH_SERVING;
+        } else if (s == "NOT_SERVING") {
+            *health = ROF_HEALTH_NOT_SERVING;
+        } else if (s == "SERVICE_UNKNOWN") {
+            *health = ROF_HEALTH_SERVICE_UNKNOWN;
+        }
+    });
+}
+
+enum rof_code rof_client_status(rof_client* client, struct rof_daemon_status* status,
+                                struct rof_error* err) {
+    return guard(err, [&] {
+        if (client == nullptr || status == nullptr) {
+            throw rof::Error(rof::Code::invalid_argument,
+                             "rof_client_status: client or status is NULL");
+        }
+        const rof::v1::GetStatusResponse r = client->client.get_status();
+        *status = rof_daemon_status{};
+        copy_str(status->module_version, sizeof(status->module_version), r.module().version());
+        status->abi_major = r.module().abi_major();
+        status->abi_minor = r.module().abi_minor();
+        copy_str(status->daemon_version, sizeof(status->daemon_version), r.daemon().version());
+        status->uptime_s = static_cast<std::uint64_t>(r.daemon().uptime().seconds());
+        status->policy_generation = r.policy_generation();
+        status->devices = static_cast<std::uint32_t>(r.devices_size());
+        copy_str(status->caller, sizeof(status->caller), r.caller());
+    });
+}
+
+enum rof_code rof_program_load(rof_client* client, const char* tenant, const char* name,
+                               const char* source, const char* file, uint64_t* tag,
+                               struct rof_error* err) {
+    return guard(err, [&] {
+        if (client == nullptr || name == nullptr || source == nullptr) {
+            throw rof::Error(rof::Code::invalid_argument,
+                             "rof_program_load: client, name or source is NULL");
+        }
+        rof::v1::LoadProgramRequest req;
+        req.set_tenant(str_or_empty(tenant));
+        req.set_name(name);
+        req.mutable_program()->set_source(source);
+        req.mutable_program()->set_file(file != nullptr ? std::string(file)
+                                                        : std::string(name) + ".rofs");
+        const rof::v1::Program p = client->client.load_program(req);
+        if (tag != nullptr) {
+            *tag = p.tag();
+        }
+    });
+}
+
+enum rof_code rof_program_unload(rof_client* client, const char* tenant, const char* name,
+                                 struct rof_error* err) {
+    return guard(err, [&] {
+        if (client == nullptr || name == nullptr) {
+            throw rof::Error(rof::Code::invalid_argument,
+                             "rof_program_unload: client or name is NULL");
+        }
+        rof::v1::UnloadProgramRequest req;
+        req.set_tenant(str_or_empty(tenant));
+        req.set_name(name);
+        client->client.unload_program(req);
+    });
+}
+
+enum rof_code rof_program_tag(rof_client* client, const char* tenant, const char* name,
+                              uint64_t* tag, struct rof_error* err) {
+    return guard(err, [&] {
+        if (client == nullptr || name == nullptr || tag == nullptr) {
+            throw rof::Error(rof::Code::invalid_argument,
+                             "rof_program_tag: client, name or tag is NULL");
+        }
+        rof::v1::GetProgramRequest req;
+        req.set_tenant(str_or_empty(tenant));
+        req.set_name(name);
+        *tag = client->client.get_program(req).tag();
+    });
+}
+
+}  // extern "C"
