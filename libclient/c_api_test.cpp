@@ -228,7 +228,7 @@ class TempDir {
 rof_client* open_client(const std::string& target) {
     rof_client_options options{};
     options.target = target.c_str();
-    options.deadline_ms = 2000;
+    options.deadline_ms = 1000;
     rof_client* client = nullptr;
     rof_error err;
     EXPECT_EQ(rof_client_open(&options, &client, &err), ROF_OK) << err.message;
