@@ -73,6 +73,7 @@ enum rof_code rof_client_open(const struct rof_client_options* options, rof_clie
             if (options->deadline_ms != 0) {
                 o.deadline = std::chrono::milliseconds(options->deadline_ms);
             }
+            o.wait_for_ready = options->fail_fast == 0;
         }
         *client = new rof_client{rof::Client(std::move(o))};
     });

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <new>
@@ -265,6 +266,18 @@ TEST(CApiClient, NoSocketIsUnavailableNamingTheSocket) {
 
     std::uint64_t tag = 0;
     EXPECT_EQ(rof_program_tag(client, nullptr, "nop", &tag, nullptr), ROF_UNAVAILABLE);
+    rof_client_close(client);
+
+    // fail_fast: the same at once, not after the deadline.
+    rof_client_options options{};
+    options.target = sock.c_str();
+    options.deadline_ms = 60000;
+    options.fail_fast = 1;
+    ASSERT_EQ(rof_client_open(&options, &client, &err), ROF_OK) << err.message;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(rof_client_status(client, &status, &err), ROF_UNAVAILABLE) << err.message;
+    EXPECT_NE(std::string(err.message).find(sock), std::string::npos) << err.message;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
     rof_client_close(client);
 }
 

@@ -105,6 +105,10 @@ struct rof_client_options {
     const char* tls_server_name;
     /* Every call's deadline, waiting for rofd included; 0: 10000. */
     uint32_t deadline_ms;
+    /* 0: a call that finds rofd unreachable waits for it until the
+     * deadline (a restart costs milliseconds); non-zero: it fails at once
+     * with ROF_UNAVAILABLE, as an interactive tool wants. */
+    int fail_fast;
 };
 
 /* @options may be NULL (all defaults).  Does not connect: rofd is first
