@@ -23,7 +23,7 @@
  * 1 MiB region "table").
  *
  * Build: cc verbs.c $(pkg-config --cflags --libs rof)
- * Run:   rof-example-verbs [-s SOCKET|HOST:PORT] [-t TENANT] [-r REGION]
+ * Run:   rof-example-c-verbs [-s SOCKET|HOST:PORT] [-t TENANT] [-r REGION]
  *                          [-o OFFSET] [-p PROGRAM_NAME]
  */
 #define _POSIX_C_SOURCE 200809L
@@ -54,7 +54,7 @@ static void check(int ok, const char* what, const struct rof_error* err) {
 
 /* A fatal failure: nothing after it can work. */
 static int die(const char* what, const struct rof_error* err) {
-    fprintf(stderr, "rof-example-verbs: %s: %s: %s\n", what, rof_code_name(err->code),
+    fprintf(stderr, "rof-example-c-verbs: %s: %s: %s\n", what, rof_code_name(err->code),
             err->message);
     return 1;
 }
@@ -86,7 +86,7 @@ static const char program_fmt[] =
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: rof-example-verbs [-s SOCKET|HOST:PORT] [-t TENANT] [-r REGION] "
+            "usage: rof-example-c-verbs [-s SOCKET|HOST:PORT] [-t TENANT] [-r REGION] "
             "[-o OFFSET] [-p PROGRAM_NAME]\n");
 }
 
