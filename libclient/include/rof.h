@@ -310,8 +310,9 @@ ROF_EXPORT int rof_poll(rof_session* session, struct rof_completion* out, size_t
 /* Operations posted and not yet polled. */
 ROF_EXPORT size_t rof_outstanding(const rof_session* session);
 /* For an event loop (poll(2), epoll): readable when rof_poll() may return
- * completions; after it polls readable, call rof_poll() until it returns
- * 0.  Owned by the session: do not close it.  -1 for a NULL session. */
+ * completions.  A rof_poll() that returns 0 arms it: before waiting on
+ * it, and after it polls readable, call rof_poll() until it returns 0.
+ * Owned by the session: do not close it.  -1 for a NULL session. */
 ROF_EXPORT int rof_completion_fd(const rof_session* session);
 
 #ifdef __cplusplus
