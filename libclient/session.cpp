@@ -89,10 +89,6 @@ std::string errno_text(int e) {
     return std::generic_category().message(e);
 }
 
-std::uint32_t to_access(std::uint32_t v1_bits) {
-    return v1_bits & ROF_ACCESS_ALL;
-}
-
 }  // namespace
 
 struct Session::Impl {
