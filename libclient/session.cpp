@@ -655,8 +655,10 @@ struct Session::Impl {
     }
 
     // The QP failed or the server went away: every operation in flight
-    // completes with an error, later ones throw.
-    void break_session(Code code, const std::string& why) {
+    // completes with an error, later ones throw.  The operation of
+    // @culprit (a wr_id; 0: none) gets @code and @why, the others
+    // unavailable.
+    void break_session(Code code, const std::string& why, std::uint64_t culprit = 0) {
         if (broken) {
             return;
         }
@@ -668,7 +670,9 @@ struct Session::Impl {
             rdma_disconnect(id.get());  // the QP goes to error: no more DMA
         }
         std::string first = code == Code::unavailable ? broken_msg : head() + why;
-        bool first_used = false;
+        auto is_culprit = [&](Kind k, std::uint32_t i) {
+            return culprit && wr_kind(culprit) == k && wr_slot(culprit) == i;
+        };
         // One-sided ops in flight: those whose slots are taken.
         std::vector<bool> busy(none, true);
         // (slow path: allocation is fine here)
@@ -678,9 +682,9 @@ struct Session::Impl {
         }
         for (std::uint32_t i = 0; i < none; i++) {
             if (busy[i]) {
-                Code c = first_used ? Code::unavailable : code;
-                deliver(one_ops[i], c, first_used ? broken_msg : first, 0, 0, {});
-                first_used = true;
+                bool me = is_culprit(kOne, i);
+                deliver(one_ops[i], me ? code : Code::unavailable, me ? first : broken_msg, 0, 0,
+                        {});
                 one_ops[i] = Op{};
                 one_pool.release(i);
             }
@@ -693,7 +697,9 @@ struct Session::Impl {
         for (std::uint32_t i = 0; i < nreq; i++) {
             if (rbusy[i]) {
                 if (!req_ops[i].answered) {
-                    deliver(req_ops[i], Code::unavailable, broken_msg, 0, 0, {});
+                    bool me = is_culprit(kReq, i);
+                    deliver(req_ops[i], me ? code : Code::unavailable, me ? first : broken_msg, 0,
+                            0, {});
                 }
                 free_req(i);
             }
@@ -742,11 +748,12 @@ struct Session::Impl {
             break_session(Code::permission_denied,
                           "remote access error: rof.ko refused the key, range or rights of a "
                           "one-sided operation (" +
-                              st + "); the session is closed");
+                              st + "); the session is closed",
+                          w.wr_id);
         } else if (w.status == IBV_WC_WR_FLUSH_ERR) {
             break_session(Code::unavailable, "");
         } else {
-            break_session(Code::unavailable, "work request failed: " + st);
+            break_session(Code::unavailable, "work request failed: " + st, w.wr_id);
         }
     }
 
@@ -1066,7 +1073,7 @@ struct Session::Impl {
             if (!wait_progress(lk, deadline) && !sync_done) {
                 // The operation still owns its slot; the session cannot
                 // tell when it will finish, so it is unusable now.
-                break_session(Code::deadline_exceeded, "");
+                break_session(Code::unavailable, "no completion in op_timeout");
                 fail(Code::deadline_exceeded, "no completion in " +
                                                   std::to_string(opt.op_timeout.count()) +
                                                   " ms: the session is closed");

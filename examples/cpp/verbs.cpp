@@ -105,7 +105,12 @@ int run(const std::string& region, const std::string& program, const std::string
     for (std::size_t i = 0; i < back.size(); i++) {
         s.post_read(region, 64 + 8 * i, bytes(back[i]), i);
     }
-    got = s.poll(done);  // sends the batch and arms the fd
+    // poll() until it returns 0 before waiting: it sends the batch, and
+    // the empty poll re-arms the fd.
+    got = 0;
+    while (std::size_t n = s.poll(done)) {
+        got += n;
+    }
     while (got < back.size()) {
         pollfd p{s.completion_fd(), POLLIN, 0};
         if (::poll(&p, 1, 5000) <= 0) {

@@ -359,8 +359,12 @@ void verbs(const std::string& addr) {
         }
     }
     rof::Completion c[8];
-    std::size_t k = s.poll(c);  // flushes, re-arms
-    std::size_t total = k, wakeups = 0;
+    // poll() until 0 (flushes the batch; the last, empty poll re-arms),
+    // then wait on the fd.
+    std::size_t k, total = 0, wakeups = 0;
+    while ((k = s.poll(c)) > 0) {
+        total += k;
+    }
     while (total < ev.size()) {
         pollfd p{fd, POLLIN, 0};
         int pr = ::poll(&p, 1, 30000);

@@ -130,8 +130,8 @@ class ROF_EXPORT Session {
     // throws rof::Error(resource_exhausted): poll() first.
     void post_read(std::string_view region, std::uint64_t offset, std::span<std::byte> out,
                    std::uint64_t user);
-    void post_write(std::string_view region, std::uint64_t offset,
-                    std::span<const std::byte> in, std::uint64_t user);
+    void post_write(std::string_view region, std::uint64_t offset, std::span<const std::byte> in,
+                    std::uint64_t user);
     void post_cas(std::string_view region, std::uint64_t offset, std::uint64_t expected,
                   std::uint64_t desired, std::uint64_t user);
     void post_faa(std::string_view region, std::uint64_t offset, std::uint64_t add,
@@ -147,7 +147,8 @@ class ROF_EXPORT Session {
     std::size_t poll(std::span<Completion> out,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
     // For an event loop: readable when poll() may return completions.
-    // After it polls readable, call poll() until it returns 0.
+    // Call poll() until it returns 0 before waiting on it, and again each
+    // time it polls readable (only an empty poll() re-arms it).
     int completion_fd() const noexcept;
 
     struct Impl;
