@@ -159,24 +159,26 @@ std::string status_message(std::uint32_t session, std::uint32_t status, std::uin
 
 Code check_access(std::uint32_t session, const RegionEntry& r, std::uint64_t offset,
                   std::uint64_t len, Access need, std::string* why) {
+    // The fast path builds no string: messages only on failure.
     const char* verb = need == Access::read ? "read" : need == Access::write ? "write" : "atomic";
-    const char* right = need == Access::read ? "read" : need == Access::write ? "write" : "atomic";
-    std::string head = "session " + std::to_string(session) + ": region '" + r.name + "': ";
+    auto head = [&] {
+        return "session " + std::to_string(session) + ": region '" + r.name + "': ";
+    };
     if (!(r.access & static_cast<std::uint32_t>(need))) {
-        *why = head + std::string(right) + " access is not granted";
+        *why = head() + verb + " access is not granted";
         return Code::permission_denied;
     }
     if (len == 0) {
-        *why = head + verb + " of 0 bytes";
+        *why = head() + verb + " of 0 bytes";
         return Code::invalid_argument;
     }
     if (offset > r.length || len > r.length - offset) {
-        *why = head + verb + " of " + std::to_string(len) + " bytes at offset " +
+        *why = head() + verb + " of " + std::to_string(len) + " bytes at offset " +
                std::to_string(offset) + " is outside its " + std::to_string(r.length) + " bytes";
         return Code::out_of_range;
     }
     if (need == Access::atomic && (offset % 8 || len != 8)) {
-        *why = head + "atomic at offset " + std::to_string(offset) + " is not 8-byte aligned";
+        *why = head() + "atomic at offset " + std::to_string(offset) + " is not 8-byte aligned";
         return Code::invalid_argument;
     }
     return Code::ok;
