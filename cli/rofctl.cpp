@@ -101,7 +101,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
         return rc;
     } catch (const rof::Error& e) {
         printer.error(e.what());
-        return e.kind() == rof::ErrorKind::unreachable ? exit_unreachable : exit_error;
+        return e.code() == rof::Code::unavailable ? exit_unreachable : exit_error;
     } catch (const std::exception& e) {
         printer.error(e.what());
         return exit_error;

@@ -61,6 +61,47 @@ void print_device(Printer& p, const rof::Device& d) {
     p.close_object();
 }
 
+rof::PortState from_proto(rof::v1::PortState s) {
+    switch (s) {
+        case rof::v1::PORT_STATE_NOP:
+            return rof::PortState::nop;
+        case rof::v1::PORT_STATE_DOWN:
+            return rof::PortState::down;
+        case rof::v1::PORT_STATE_INIT:
+            return rof::PortState::init;
+        case rof::v1::PORT_STATE_ARMED:
+            return rof::PortState::armed;
+        case rof::v1::PORT_STATE_ACTIVE:
+            return rof::PortState::active;
+        case rof::v1::PORT_STATE_ACTIVE_DEFER:
+            return rof::PortState::active_defer;
+        default:
+            return rof::PortState::unknown;
+    }
+}
+
+rof::Status from_proto(const rof::v1::GetStatusResponse& r) {
+    rof::Status s;
+
+    s.module.version = r.module().version();
+    s.module.abi_major = r.module().abi_major();
+    s.module.abi_minor = r.module().abi_minor();
+    s.daemon.version = r.daemon().version();
+    s.daemon.uptime = std::chrono::seconds(r.daemon().uptime().seconds());
+    for (const auto& d : r.devices()) {
+        rof::Device dev;
+        dev.name = d.name();
+        dev.index = d.index();
+        dev.node_guid = d.node_guid();
+        dev.num_ports = d.num_ports();
+        for (const auto& p : d.ports()) {
+            dev.ports.push_back(rof::Port{p.port_num(), from_proto(p.state()), p.active_mtu()});
+        }
+        s.devices.push_back(std::move(dev));
+    }
+    return s;
+}
+
 }  // namespace
 
 void print_status(Printer& p, const rof::Status& s) {
@@ -96,8 +137,11 @@ void add_status_command(CLI::App& app, Handler& selected) {
     auto* cmd = app.add_subcommand("status", "show rof.ko, rofd and the RDMA devices");
     cmd->callback([&selected] {
         selected = [](Context& ctx) {
-            rof::Client client(ctx.socket);
-            print_status(ctx.printer, client.status());
+            rof::ClientOptions options;
+            options.target = ctx.socket;
+            options.wait_for_ready = false;
+            rof::Client client(options);
+            print_status(ctx.printer, from_proto(client.get_status()));
             return exit_ok;
         };
     });

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "print.h"
-#include "rof/status.h"
+#include "status_model.h"
 
 namespace rofctl {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
-#include "rof/status.h"
+#include "status_model.h"
 
 namespace {
 

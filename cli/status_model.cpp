@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "rof/status.h"
+#include "status_model.h"
 
 #include <cstdio>
 
