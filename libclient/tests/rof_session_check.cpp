@@ -13,6 +13,12 @@
 //   rof-session-check ipv6 --addr A6        connect over IPv6, NOP, READ
 //   rof-session-check closed [--addr A]     a session rofd/the admin closes
 //        reports unavailable; a used ticket and a forged one are refused
+//   rof-session-check invoke-until --prepared FILE --tag T --stop FILE
+//        [--addr A]   connects with an OpenSessionResponse (proto3 JSON, as
+//        rofd answered it) and INVOKEs program T without arguments, as many
+//        in flight as the credits allow, until the stop file exists; every
+//        answer must be OK (what rofd restarts must never disturb).  Prints
+//        "N answered, M failed".
 //
 // Prints "ok"/"FAIL" lines; exit status 0 when every expectation held.
 #include <poll.h>
@@ -23,9 +29,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/util/json_util.h>
 
 #include "kprog.h"
 #include "rof/prog/asm.h"
@@ -516,25 +526,98 @@ void closed(const std::string& addr) {
 
 }  // namespace
 
+bool exists(const std::string& path) {
+    return ::access(path.c_str(), F_OK) == 0;
+}
+
+int invoke_until(const std::string& prepared_file, const std::string& addr, std::uint64_t tag,
+                 const std::string& stop) {
+    std::ifstream in(prepared_file);
+    std::stringstream json;
+    json << in.rdbuf();
+    rof::v1::OpenSessionResponse prepared;
+    const auto st = google::protobuf::util::JsonStringToMessage(json.str(), &prepared);
+    if (!in || !st.ok()) {
+        std::fprintf(stderr, "%s: not an OpenSessionResponse: %s\n", prepared_file.c_str(),
+                     st.ToString().c_str());
+        return 2;
+    }
+    rof::SessionOptions o;
+    o.address = addr;
+    rof::Session s = rof::Session::connect(prepared, o);
+    std::vector<rof::Completion> done(s.credits());
+    std::uint64_t sent = 0, answered = 0, failed_n = 0;
+    std::string first_error;
+
+    while (!exists(stop)) {
+        for (std::uint32_t i = 0; i < 1024 && !exists(stop); i++) {
+            while (s.outstanding() < s.credits()) {
+                s.post_invoke(tag, {}, {}, sent++);
+            }
+            const std::size_t n = s.poll(done, std::chrono::seconds(10));
+            for (std::size_t k = 0; k < n; k++) {
+                answered++;
+                if (done[k].code != rof::Code::ok || done[k].invoke.prog_status != 0) {
+                    if (failed_n++ == 0) {
+                        first_error = std::string(rof::code_name(done[k].code)) + ": " +
+                                      std::string(done[k].error);
+                    }
+                }
+            }
+        }
+    }
+    while (s.outstanding() > 0) {
+        const std::size_t n = s.poll(done, std::chrono::seconds(10));
+        if (n == 0) {
+            std::fprintf(stderr, "%zu invocations never answered\n", s.outstanding());
+            return 1;
+        }
+        answered += n;
+        for (std::size_t k = 0; k < n; k++) {
+            failed_n += done[k].code != rof::Code::ok || done[k].invoke.prog_status != 0;
+        }
+    }
+    if (!first_error.empty()) {
+        std::printf("first failure: %s\n", first_error.c_str());
+    }
+    std::printf("%llu sent, %llu answered, %llu failed\n", static_cast<unsigned long long>(sent),
+                static_cast<unsigned long long>(answered),
+                static_cast<unsigned long long>(failed_n));
+    return failed_n == 0 && answered > 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: rof-session-check verbs|keepalive|ipv6|closed [--addr A] "
-                     "[--idle-ms N]\n");
+                     "[--idle-ms N]\n"
+                     "       rof-session-check invoke-until --prepared FILE --tag T --stop FILE "
+                     "[--addr A]\n");
         return 2;
     }
     std::string cmd = argv[1];
     std::string addr = kprog::server_addr();
     std::uint32_t idle = 1500;
+    std::string prepared, stop;
+    std::uint64_t tag = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         std::string a = argv[i];
         if (a == "--addr") {
             addr = argv[i + 1];
         } else if (a == "--idle-ms") {
             idle = static_cast<std::uint32_t>(std::atoi(argv[i + 1]));
+        } else if (a == "--prepared") {
+            prepared = argv[i + 1];
+        } else if (a == "--stop") {
+            stop = argv[i + 1];
+        } else if (a == "--tag") {
+            tag = std::strtoull(argv[i + 1], nullptr, 0);
         }
     }
     try {
+        if (cmd == "invoke-until") {
+            return invoke_until(prepared, addr, tag, stop);
+        }
         if (cmd == "verbs") {
             verbs(addr);
         } else if (cmd == "keepalive") {
