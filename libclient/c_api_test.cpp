@@ -170,7 +170,6 @@ TEST(CApiNullArguments, ClientFunctions) {
     rof_client_close(client);
 }
 
-#ifdef ROF_HAVE_SESSION
 TEST(CApiNullArguments, SessionFunctions) {
     rof_error err = dirty_error();
     rof_session* session = reinterpret_cast<rof_session*>(0x1);
@@ -208,7 +207,6 @@ TEST(CApiNullArguments, SessionFunctions) {
     EXPECT_STREQ(rof_session_peer(nullptr), "");
     rof_session_close(nullptr);
 }
-#endif
 
 class TempDir {
   public:

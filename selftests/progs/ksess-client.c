@@ -24,9 +24,6 @@
  * Client (librdmacm + libibverbs; a ticket of "-" sends no private data):
  *   ksess-client invoke-flood ADDR TICKET N   N INVOKEs of a tag never loaded,
  *                  credits in flight, each answered ROF_ST_NO_PROGRAM
- *   ksess-client invoke-until ADDR TICKET TAG STOPFILE   INVOKEs of program
- *                  TAG (decimal, or hex with 0x), credits in flight, each answered ROF_ST_OK,
- *                  until STOPFILE exists; prints the counts
  *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
  *                  each answered ROF_ST_BAD_LENGTH, then an ECHO works
  *   ksess-client connect ADDR TICKET [actions...]
@@ -1292,42 +1289,6 @@ static int cmd_invoke_flood(int argc, char **argv)
 }
 
 /*
- * invoke-until ADDR TICKET TAG STOPFILE: INVOKEs of program TAG without
- * arguments, as many in flight as the credits allow, in rounds of 1024,
- * until STOPFILE exists.  Every answer must be ROF_ST_OK (what rofd
- * restarts must never disturb); exit 0 iff none failed and some ran.
- */
-static int cmd_invoke_until(int argc, char **argv)
-{
-	struct rof_invoke inv;
-	uint64_t sent = 0, answered = 0, failed = 0;
-	struct conn c;
-	int reason;
-
-	if (argc != 5)
-		die("invoke-until ADDR TICKET TAG STOPFILE");
-	inv.program = htole64(strtoull(argv[3], NULL, 0));
-	reason = conn_open(&c, argv[1], argv[2]);
-	if (reason)
-		die("rejected: %s (%d)", reason_name(reason), reason);
-	while (access(argv[4], F_OK) != 0 && !c.dead) {
-		uint64_t round = 0;
-
-		/* A liveness bound, far above any wait a loaded machine causes. */
-		if (!send_stream(&c, 1024, c.credits, ROF_OP_INVOKE, &inv, sizeof(inv), false,
-				 ROF_ST_OK, 30000, &round))
-			die("invoke-until: no response in 30 s");
-		sent += round;
-		answered += c.answered;
-		failed += c.failed;
-	}
-	printf("invoke-until: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64 " failed%s\n",
-	       sent, answered, failed, c.dead ? ", session died" : "");
-	conn_close(&c);
-	return !c.dead && answered == sent && !failed && sent ? 0 : 1;
-}
-
-/*
  * short-send ADDR TICKET: SENDs of 0, 1, 7, 8 and 15 bytes, shorter than
  * the request header, one at a time.  Each must be answered with status
  * ROF_ST_BAD_LENGTH, no payload, and as id the id bytes that arrived, the
@@ -1459,8 +1420,6 @@ int main(int argc, char **argv)
 		return cmd_tenant_counters(argv[2]);
 	if (!strcmp(argv[1], "invoke-flood"))
 		return cmd_invoke_flood(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "invoke-until"))
-		return cmd_invoke_until(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "short-send"))
 		return cmd_short_send(argc - 1, argv + 1);
 	if ((!strcmp(argv[1], "region-destroy") || !strcmp(argv[1], "tenant-destroy")) &&
