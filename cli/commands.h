@@ -17,15 +17,15 @@ namespace rofctl {
 // Exit statuses scripts can rely on; documented in rofctl(8), EXIT STATUS.
 enum ExitCode {
     exit_ok = 0,
-    exit_error = 1,          // the command failed for another reason
-    exit_usage = 2,          // bad command line
-    exit_unreachable = 3,    // UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED
-    exit_not_found = 4,      // NOT_FOUND
-    exit_denied = 5,         // PERMISSION_DENIED, UNAUTHENTICATED
-    exit_conflict = 6,       // ALREADY_EXISTS, FAILED_PRECONDITION, ABORTED
-    exit_invalid = 7,        // INVALID_ARGUMENT, OUT_OF_RANGE (rofd said so)
-    exit_exhausted = 8,      // RESOURCE_EXHAUSTED
-    exit_check_failed = 9,   // `policy check` found errors, `prog verify` rejected
+    exit_error = 1,         // the command failed for another reason
+    exit_usage = 2,         // bad command line
+    exit_unreachable = 3,   // UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED
+    exit_not_found = 4,     // NOT_FOUND
+    exit_denied = 5,        // PERMISSION_DENIED, UNAUTHENTICATED
+    exit_conflict = 6,      // ALREADY_EXISTS, FAILED_PRECONDITION, ABORTED
+    exit_invalid = 7,       // INVALID_ARGUMENT, OUT_OF_RANGE (rofd said so)
+    exit_exhausted = 8,     // RESOURCE_EXHAUSTED
+    exit_check_failed = 9,  // `policy check` found errors, `prog verify` rejected
 };
 
 // rof::Code -> exit status, as above; everything else is exit_error.

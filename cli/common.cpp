@@ -12,28 +12,28 @@ namespace rofctl {
 
 int exit_status(rof::Code code) noexcept {
     switch (code) {
-    case rof::Code::ok:
-        return exit_ok;
-    case rof::Code::unavailable:
-    case rof::Code::deadline_exceeded:
-    case rof::Code::cancelled:
-        return exit_unreachable;
-    case rof::Code::not_found:
-        return exit_not_found;
-    case rof::Code::permission_denied:
-    case rof::Code::unauthenticated:
-        return exit_denied;
-    case rof::Code::already_exists:
-    case rof::Code::failed_precondition:
-    case rof::Code::aborted:
-        return exit_conflict;
-    case rof::Code::invalid_argument:
-    case rof::Code::out_of_range:
-        return exit_invalid;
-    case rof::Code::resource_exhausted:
-        return exit_exhausted;
-    default:
-        return exit_error;
+        case rof::Code::ok:
+            return exit_ok;
+        case rof::Code::unavailable:
+        case rof::Code::deadline_exceeded:
+        case rof::Code::cancelled:
+            return exit_unreachable;
+        case rof::Code::not_found:
+            return exit_not_found;
+        case rof::Code::permission_denied:
+        case rof::Code::unauthenticated:
+            return exit_denied;
+        case rof::Code::already_exists:
+        case rof::Code::failed_precondition:
+        case rof::Code::aborted:
+            return exit_conflict;
+        case rof::Code::invalid_argument:
+        case rof::Code::out_of_range:
+            return exit_invalid;
+        case rof::Code::resource_exhausted:
+            return exit_exhausted;
+        default:
+            return exit_error;
     }
 }
 

@@ -32,44 +32,45 @@ std::string enum_prefix(const pb::EnumDescriptor& e) {
 Json scalar(const pb::Message& msg, const pb::Reflection& r, const FD& f, int index) {
     const bool rep = f.is_repeated();
     switch (f.cpp_type()) {
-    case FD::CPPTYPE_INT32:
-        return rep ? r.GetRepeatedInt32(msg, &f, index) : r.GetInt32(msg, &f);
-    case FD::CPPTYPE_INT64:
-        return rep ? r.GetRepeatedInt64(msg, &f, index) : r.GetInt64(msg, &f);
-    case FD::CPPTYPE_UINT32:
-        return rep ? r.GetRepeatedUInt32(msg, &f, index) : r.GetUInt32(msg, &f);
-    case FD::CPPTYPE_UINT64: {
-        const std::uint64_t v = rep ? r.GetRepeatedUInt64(msg, &f, index) : r.GetUInt64(msg, &f);
-        if (f.type() == FD::TYPE_FIXED64) {
-            return hex64(v);
-        }
-        return v;
-    }
-    case FD::CPPTYPE_DOUBLE:
-        return rep ? r.GetRepeatedDouble(msg, &f, index) : r.GetDouble(msg, &f);
-    case FD::CPPTYPE_FLOAT:
-        return rep ? r.GetRepeatedFloat(msg, &f, index) : r.GetFloat(msg, &f);
-    case FD::CPPTYPE_BOOL:
-        return rep ? r.GetRepeatedBool(msg, &f, index) : r.GetBool(msg, &f);
-    case FD::CPPTYPE_ENUM: {
-        const int v = rep ? r.GetRepeatedEnumValue(msg, &f, index) : r.GetEnumValue(msg, &f);
-        const pb::EnumValueDescriptor* d = f.enum_type()->FindValueByNumber(v);
-        if (d == nullptr) {
+        case FD::CPPTYPE_INT32:
+            return rep ? r.GetRepeatedInt32(msg, &f, index) : r.GetInt32(msg, &f);
+        case FD::CPPTYPE_INT64:
+            return rep ? r.GetRepeatedInt64(msg, &f, index) : r.GetInt64(msg, &f);
+        case FD::CPPTYPE_UINT32:
+            return rep ? r.GetRepeatedUInt32(msg, &f, index) : r.GetUInt32(msg, &f);
+        case FD::CPPTYPE_UINT64: {
+            const std::uint64_t v =
+                rep ? r.GetRepeatedUInt64(msg, &f, index) : r.GetUInt64(msg, &f);
+            if (f.type() == FD::TYPE_FIXED64) {
+                return hex64(v);
+            }
             return v;
         }
-        return enum_value_name(*d);
-    }
-    case FD::CPPTYPE_STRING: {
-        std::string scratch;
-        const std::string& s = rep ? r.GetRepeatedStringReference(msg, &f, index, &scratch)
-                                   : r.GetStringReference(msg, &f, &scratch);
-        if (f.type() == FD::TYPE_BYTES) {
-            return hex_bytes(s);
+        case FD::CPPTYPE_DOUBLE:
+            return rep ? r.GetRepeatedDouble(msg, &f, index) : r.GetDouble(msg, &f);
+        case FD::CPPTYPE_FLOAT:
+            return rep ? r.GetRepeatedFloat(msg, &f, index) : r.GetFloat(msg, &f);
+        case FD::CPPTYPE_BOOL:
+            return rep ? r.GetRepeatedBool(msg, &f, index) : r.GetBool(msg, &f);
+        case FD::CPPTYPE_ENUM: {
+            const int v = rep ? r.GetRepeatedEnumValue(msg, &f, index) : r.GetEnumValue(msg, &f);
+            const pb::EnumValueDescriptor* d = f.enum_type()->FindValueByNumber(v);
+            if (d == nullptr) {
+                return v;
+            }
+            return enum_value_name(*d);
         }
-        return s;
-    }
-    case FD::CPPTYPE_MESSAGE:
-        return to_json(rep ? r.GetRepeatedMessage(msg, &f, index) : r.GetMessage(msg, &f));
+        case FD::CPPTYPE_STRING: {
+            std::string scratch;
+            const std::string& s = rep ? r.GetRepeatedStringReference(msg, &f, index, &scratch)
+                                       : r.GetStringReference(msg, &f, &scratch);
+            if (f.type() == FD::TYPE_BYTES) {
+                return hex_bytes(s);
+            }
+            return s;
+        }
+        case FD::CPPTYPE_MESSAGE:
+            return to_json(rep ? r.GetRepeatedMessage(msg, &f, index) : r.GetMessage(msg, &f));
     }
     return nullptr;
 }

@@ -101,38 +101,38 @@ void fill(pb::Message& m, int depth) {
         }
         const bool rep = f->is_repeated();
         switch (f->cpp_type()) {
-        case FD::CPPTYPE_INT32:
-            rep ? r.AddInt32(&m, f, 1) : r.SetInt32(&m, f, 1);
-            break;
-        case FD::CPPTYPE_INT64:
-            rep ? r.AddInt64(&m, f, 1) : r.SetInt64(&m, f, 1);
-            break;
-        case FD::CPPTYPE_UINT32:
-            rep ? r.AddUInt32(&m, f, 1) : r.SetUInt32(&m, f, 1);
-            break;
-        case FD::CPPTYPE_UINT64:
-            rep ? r.AddUInt64(&m, f, 1) : r.SetUInt64(&m, f, 1);
-            break;
-        case FD::CPPTYPE_DOUBLE:
-            rep ? r.AddDouble(&m, f, 1) : r.SetDouble(&m, f, 1);
-            break;
-        case FD::CPPTYPE_FLOAT:
-            rep ? r.AddFloat(&m, f, 1) : r.SetFloat(&m, f, 1);
-            break;
-        case FD::CPPTYPE_BOOL:
-            rep ? r.AddBool(&m, f, true) : r.SetBool(&m, f, true);
-            break;
-        case FD::CPPTYPE_ENUM:
-            rep ? r.AddEnumValue(&m, f, 1) : r.SetEnumValue(&m, f, 1);
-            break;
-        case FD::CPPTYPE_STRING:
-            rep ? r.AddString(&m, f, "x") : r.SetString(&m, f, "x");
-            break;
-        case FD::CPPTYPE_MESSAGE:
-            if (depth > 0) {
-                fill(rep ? *r.AddMessage(&m, f) : *r.MutableMessage(&m, f), depth - 1);
-            }
-            break;
+            case FD::CPPTYPE_INT32:
+                rep ? r.AddInt32(&m, f, 1) : r.SetInt32(&m, f, 1);
+                break;
+            case FD::CPPTYPE_INT64:
+                rep ? r.AddInt64(&m, f, 1) : r.SetInt64(&m, f, 1);
+                break;
+            case FD::CPPTYPE_UINT32:
+                rep ? r.AddUInt32(&m, f, 1) : r.SetUInt32(&m, f, 1);
+                break;
+            case FD::CPPTYPE_UINT64:
+                rep ? r.AddUInt64(&m, f, 1) : r.SetUInt64(&m, f, 1);
+                break;
+            case FD::CPPTYPE_DOUBLE:
+                rep ? r.AddDouble(&m, f, 1) : r.SetDouble(&m, f, 1);
+                break;
+            case FD::CPPTYPE_FLOAT:
+                rep ? r.AddFloat(&m, f, 1) : r.SetFloat(&m, f, 1);
+                break;
+            case FD::CPPTYPE_BOOL:
+                rep ? r.AddBool(&m, f, true) : r.SetBool(&m, f, true);
+                break;
+            case FD::CPPTYPE_ENUM:
+                rep ? r.AddEnumValue(&m, f, 1) : r.SetEnumValue(&m, f, 1);
+                break;
+            case FD::CPPTYPE_STRING:
+                rep ? r.AddString(&m, f, "x") : r.SetString(&m, f, "x");
+                break;
+            case FD::CPPTYPE_MESSAGE:
+                if (depth > 0) {
+                    fill(rep ? *r.AddMessage(&m, f) : *r.MutableMessage(&m, f), depth - 1);
+                }
+                break;
         }
     }
 }
@@ -201,7 +201,6 @@ std::vector<const pb::Descriptor*> all_messages() {
 }
 
 TEST(ToJson, EveryKeyIsAFieldName) {
-    pb::DynamicMessageFactory factory;
     const auto messages = all_messages();
     EXPECT_GE(messages.size(), 50U);
     for (const pb::Descriptor* d : messages) {

@@ -143,8 +143,8 @@ int run_remote(Context& ctx, const ProgOpts& o) {
     }
     rof::Session s = rof::Session::open(ctx.client(), so);
     std::vector<std::byte> resp(std::max<std::uint32_t>(prog.resp_max(), 1));
-    const auto r = s.invoke(prog.tag(), std::as_bytes(std::span(args.data(), args.size())),
-                            std::span(resp));
+    const auto r =
+        s.invoke(prog.tag(), std::as_bytes(std::span(args.data(), args.size())), std::span(resp));
     Json tree = Json::object();
     tree["session"] = s.id();
     tree["program"] = prog.name();
@@ -251,7 +251,8 @@ int test_local(Context& ctx, const ProgOpts& o) {
         const auto eq = spec.find('=');
         const auto slot = eq == std::string::npos ? std::nullopt : p.find_slot(spec.substr(0, eq));
         unsigned long long bs = 0, first = 0, count = 0;
-        if (!slot || std::sscanf(spec.c_str() + eq + 1, "%llu:%llu:%llu", &bs, &first, &count) != 3) {
+        if (!slot ||
+            std::sscanf(spec.c_str() + eq + 1, "%llu:%llu:%llu", &bs, &first, &count) != 3) {
             throw UsageError("--freelist \"" + spec + "\": want REGION=BLOCK_SIZE:FIRST:COUNT");
         }
         lay_freelist(mem[*slot], bs, first, count);
@@ -269,6 +270,16 @@ int test_local(Context& ctx, const ProgOpts& o) {
         r.freelist = (p.slots[s].flags & ROF_SLOT_FREELIST) != 0 ? 0 : ROF_ISA_NULL;
         r.lock = &locks[s];
         regions.push_back(r);
+    }
+    // The module refuses args outside the header's bounds before running.
+    if (args.size() < p.args_min || args.size() > p.args_max) {
+        Json tree = Json::object();
+        tree["tag"] = hex64(p.tag());
+        tree["result"] = rof::prog::status_name(ROF_ISA_EARGS);
+        tree["args_min"] = p.args_min;
+        tree["args_max"] = p.args_max;
+        ctx.printer.print(tree);
+        return exit_ok;
     }
     std::vector<std::uint8_t> scratch(p.scratch_size), resp(p.resp_max);
     auto ptr = [](std::vector<std::uint8_t>& b) { return b.empty() ? nullptr : b.data(); };
@@ -437,7 +448,8 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
     test->add_flag("--write-back", o->write_back, "write modified regions back to their files");
     test->add_option("--budget", o->budget, "instruction budget (default 1000000)");
     test->add_option("--byte-budget", o->byte_budget, "byte budget (default 1048576)");
-    test->callback([&selected, o] { selected = [o](Context& ctx) { return test_local(ctx, *o); }; });
+    test->callback(
+        [&selected, o] { selected = [o](Context& ctx) { return test_local(ctx, *o); }; });
 }
 
 }  // namespace rofctl

@@ -28,7 +28,7 @@ const CLI::Option* find_option(const CLI::App* app, const std::string& name) {
 }
 
 bool takes_value(const CLI::Option* o) {
-    return o != nullptr && o->get_type_size_max() > 0;
+    return o != nullptr && o->get_expected_max() > 0 && o->get_type_size_max() > 0;
 }
 
 // The deepest subcommand the parse selected.
@@ -54,7 +54,7 @@ std::string command_path(const CLI::App* app) {
 // CLI11's messages, except where naming the objects or verbs helps more.
 std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
     const CLI::App* leaf = selected_leaf(app);
-    const std::vector<std::string> extras = leaf->remaining();
+    const std::vector<std::string> extras = app.remaining(true);
     if (!leaf->get_subcommands({}).empty() && !extras.empty() && !extras[0].starts_with("-")) {
         if (leaf == &app) {
             return "unknown object \"" + extras[0] + "\" (objects: " + names_of(app) + ")";
@@ -67,7 +67,8 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
 
 }  // namespace
 
-std::vector<std::string> expand_prefixes(const CLI::App& app, std::vector<std::string> args) {
+std::vector<std::string> expand_prefixes(const CLI::App& app, std::vector<std::string> args,
+                                         std::string* ambiguous) {
     const CLI::App* at = &app;
     for (std::size_t i = 0; i < args.size(); i++) {
         const std::string& a = args[i];
@@ -108,8 +109,13 @@ std::vector<std::string> expand_prefixes(const CLI::App& app, std::vector<std::s
             for (const CLI::App* s : found) {
                 names += (names.empty() ? "" : ", ") + s->get_name();
             }
-            throw UsageError("ambiguous " + std::string(at == &app ? "object" : "verb") + " \"" +
-                             a + "\": " + names);
+            const std::string msg = "ambiguous " + std::string(at == &app ? "object" : "verb") +
+                                    " \"" + a + "\": " + names;
+            if (ambiguous == nullptr) {
+                throw UsageError(msg);
+            }
+            *ambiguous = msg;  // reported after the parse, which knows -j
+            break;
         }
         args[i] = found.front()->get_name();
         at = found.front();
@@ -154,8 +160,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     build_app(app, g, handler);
 
     auto usage = [&](const std::string& msg) {
-        const bool as_json = app.get_option("--json")->count() > 0 ||
-                             app.get_option("--pretty")->count() > 0;
+        const bool as_json =
+            app.get_option("--json")->count() > 0 || app.get_option("--pretty")->count() > 0;
         Printer p(out, err, as_json, g.pretty);
         p.error(msg, "USAGE");
         if (!as_json) {
@@ -165,25 +171,29 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
         return exit_usage;
     };
 
+    std::string ambiguous;
     try {
         std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
-        args = expand_prefixes(app, std::move(args));
+        args = expand_prefixes(app, std::move(args), &ambiguous);
         // CLI11 takes a reversed vector.
         std::vector<std::string> rev(args.rbegin(), args.rend());
         app.parse(rev);
+        if (!ambiguous.empty()) {
+            return usage(ambiguous);
+        }
         if (!handler) {
             const CLI::App* leaf = selected_leaf(app);
             if (leaf == &app) {
                 return usage("no object given (objects: " + names_of(app) + ")");
             }
-            return usage("no verb given for " + command_path(leaf) + " (verbs: " +
-                         names_of(*leaf) + ")");
+            return usage("no verb given for " + command_path(leaf) + " (verbs: " + names_of(*leaf) +
+                         ")");
         }
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
             return app.exit(e, out, err);  // --help
         }
-        return usage(usage_message(app, e));
+        return usage(ambiguous.empty() ? usage_message(app, e) : ambiguous);
     } catch (const UsageError& e) {
         return usage(e.what());
     }

@@ -22,7 +22,9 @@ void build_app(CLI::App& app, Globals& g, Handler& selected);
 // Object and verb prefixes spelled out: {"t", "l"} -> {"tenant", "list"}.
 // Walks @args (argv without argv[0]) down the command tree, skipping
 // options and their values; stops at the first word that names no
-// subcommand.  An ambiguous prefix is a UsageError naming the candidates.
-std::vector<std::string> expand_prefixes(const CLI::App& app, std::vector<std::string> args);
+// subcommand.  An ambiguous prefix is a UsageError naming the candidates,
+// or, with @ambiguous, that message stored there and the walk stopped.
+std::vector<std::string> expand_prefixes(const CLI::App& app, std::vector<std::string> args,
+                                         std::string* ambiguous = nullptr);
 
 }  // namespace rofctl

@@ -37,8 +37,8 @@ void add_status_commands(CLI::App& app, Handler& selected) {
         };
     });
 
-    auto* health = app.add_subcommand(
-        "health", "grpc.health.v1 check of rofd; exit 0 only when SERVING");
+    auto* health =
+        app.add_subcommand("health", "grpc.health.v1 check of rofd; exit 0 only when SERVING");
     auto service = std::make_shared<std::string>();
     health->add_option("service", *service, "a service, e.g. rof.v1.Regions (default: rofd)");
     health->callback([&selected, service] {

@@ -65,8 +65,8 @@ std::string tenant_toml(const TenantOpts& o) {
                 throw UsageError("--quota \"" + kv + "\": want KEY=VALUE");
             }
             const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-            const bool digits = !value.empty() && value.find_first_not_of("0123456789") ==
-                                                      std::string::npos;
+            const bool digits =
+                !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
             t += key + " = " + (digits ? value : "\"" + value + "\"") + "\n";
         }
     }
@@ -143,8 +143,9 @@ int create(Context& ctx, const TenantOpts& o) {
         if (fd < 0) {
             throw std::runtime_error(tmp + ": " + std::strerror(errno));
         }
-        const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                        ::fsync(fd) == 0;
+        const bool ok =
+            ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
         ::close(fd);
         if (!ok) {
             ::unlink(tmp.c_str());
@@ -195,12 +196,13 @@ void add_tenant_commands(CLI::App& app, Handler& selected) {
     obj->require_subcommand(0, 1);
     auto o = std::make_shared<TenantOpts>();
 
-    obj->add_subcommand("list", "list tenants with quota, usage and counters")->callback([&selected] {
-        selected = [](Context& ctx) {
-            ctx.printer.print(ctx.client().list_tenants());
-            return exit_ok;
-        };
-    });
+    obj->add_subcommand("list", "list tenants with quota, usage and counters")
+        ->callback([&selected] {
+            selected = [](Context& ctx) {
+                ctx.printer.print(ctx.client().list_tenants());
+                return exit_ok;
+            };
+        });
 
     auto* show = obj->add_subcommand("show", "one tenant (default: the caller's own)");
     show->add_option("name", o->name, "tenant name");
@@ -227,9 +229,8 @@ void add_tenant_commands(CLI::App& app, Handler& selected) {
     create_cmd->add_option("--config-dir", o->config_dir,
                            "policy directory (default: $ROF_CONFIG_DIR, else /etc/rof)");
     create_cmd->add_flag("--no-reload", o->no_reload, "write the file only");
-    create_cmd->callback([&selected, o] {
-        selected = [o](Context& ctx) { return create(ctx, *o); };
-    });
+    create_cmd->callback(
+        [&selected, o] { selected = [o](Context& ctx) { return create(ctx, *o); }; });
 
     auto* del = obj->add_subcommand(
         "delete", "remove tenants.d/NAME.toml, then ReloadPolicy (undone if the reload fails)");
@@ -237,9 +238,7 @@ void add_tenant_commands(CLI::App& app, Handler& selected) {
     del->add_option("--config-dir", o->config_dir,
                     "policy directory (default: $ROF_CONFIG_DIR, else /etc/rof)");
     del->add_flag("--no-reload", o->no_reload, "remove the file only");
-    del->callback([&selected, o] {
-        selected = [o](Context& ctx) { return remove(ctx, *o); };
-    });
+    del->callback([&selected, o] { selected = [o](Context& ctx) { return remove(ctx, *o); }; });
 }
 
 }  // namespace rofctl
