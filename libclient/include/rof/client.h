@@ -12,7 +12,6 @@
 #include <memory>
 #include <string>
 
-#include "grpc/health/v1/health.pb.h"
 #include "rof/error.h"
 #include "rof/v1/audit.pb.h"
 #include "rof/v1/control.pb.h"
@@ -87,8 +86,10 @@ class ROF_EXPORT Client {
     const std::string& target() const noexcept;
     const ClientOptions& options() const noexcept;
 
-    // grpc.health.v1.Health/Check of @service ("" is rofd as a whole).
-    grpc::health::v1::HealthCheckResponse health(const std::string& service = {});
+    // grpc.health.v1.Health/Check of @service ("" is rofd as a whole):
+    // "SERVING", "NOT_SERVING" or "SERVICE_UNKNOWN", as the protocol
+    // spells them (HealthCheckResponse.status).
+    std::string health(const std::string& service = {});
 
     // rof.v1.Control
     v1::GetStatusResponse get_status();
