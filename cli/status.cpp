@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "grpc/health/v1/health.pb.h"
 
 namespace rofctl {
 
@@ -43,7 +44,13 @@ void add_status_commands(CLI::App& app, Handler& selected) {
     health->add_option("service", *service, "a service, e.g. rof.v1.Regions (default: rofd)");
     health->callback([&selected, service] {
         selected = [service](Context& ctx) {
-            const auto r = ctx.client().health(*service);
+            // librof answers the status name; printed as the protocol's message.
+            grpc::health::v1::HealthCheckResponse r;
+            grpc::health::v1::HealthCheckResponse::ServingStatus st{};
+            const std::string name = ctx.client().health(*service);
+            if (grpc::health::v1::HealthCheckResponse::ServingStatus_Parse(name, &st)) {
+                r.set_status(st);
+            }
             ctx.printer.print(r);
             return r.status() == grpc::health::v1::HealthCheckResponse::SERVING ? exit_ok
                                                                                 : exit_error;
