@@ -235,8 +235,10 @@ class ServiceHarness {
 
     // Writes @daemon_toml and @tenants, starts the Manager over a
     // FakeModule, the server and the accept loop; health goes SERVING
-    // unless @serve is false.
-    ServiceHarness(const std::string& daemon_toml, const Files& tenants, bool serve = true) {
+    // unless @serve is false.  The socket is @socket, else one in the
+    // harness's own directory.
+    ServiceHarness(const std::string& daemon_toml, const Files& tenants, bool serve = true,
+                   const std::string& socket = {}) {
         std::filesystem::permissions(dir_.file(""), std::filesystem::perms(0755));
         tenants_dir_ = dir_.file("tenants.d");
         std::filesystem::create_directory(tenants_dir_);
@@ -251,7 +253,7 @@ class ServiceHarness {
             ManagerOptions{dir_.file("rofd.toml"), tenants_dir_, dir_.file("")}, std::move(fake));
         manager_->start();
         server_ = std::make_unique<Server>(*manager_);
-        socket_ = dir_.file("rofd.sock");
+        socket_ = socket.empty() ? dir_.file("rofd.sock") : socket;
         listener_.emplace(UnixListener::bind(socket_));
         // The callers we drop to must reach the socket.
         std::filesystem::permissions(socket_, std::filesystem::perms(0777));

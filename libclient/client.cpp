@@ -9,53 +9,26 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <system_error>
+#include <thread>
 
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "rof/v1/audit.grpc.pb.h"
 #include "rof/v1/control.grpc.pb.h"
+#include "rof/v1/metrics.grpc.pb.h"
+#include "rof/v1/policy.grpc.pb.h"
+#include "rof/v1/program.grpc.pb.h"
+#include "rof/v1/region.grpc.pb.h"
+#include "rof/v1/session.grpc.pb.h"
+#include "rof/v1/tenant.grpc.pb.h"
 
 namespace rof {
 namespace {
 
-PortState from_proto(rof::v1::PortState s) {
-    switch (s) {
-        case rof::v1::PORT_STATE_NOP:
-            return PortState::nop;
-        case rof::v1::PORT_STATE_DOWN:
-            return PortState::down;
-        case rof::v1::PORT_STATE_INIT:
-            return PortState::init;
-        case rof::v1::PORT_STATE_ARMED:
-            return PortState::armed;
-        case rof::v1::PORT_STATE_ACTIVE:
-            return PortState::active;
-        case rof::v1::PORT_STATE_ACTIVE_DEFER:
-            return PortState::active_defer;
-        default:
-            return PortState::unknown;
-    }
-}
-
-Status from_proto(const rof::v1::GetStatusResponse& r) {
-    Status s;
-
-    s.module.version = r.module().version();
-    s.module.abi_major = r.module().abi_major();
-    s.module.abi_minor = r.module().abi_minor();
-    s.daemon.version = r.daemon().version();
-    s.daemon.uptime = std::chrono::seconds(r.daemon().uptime().seconds());
-    for (const auto& d : r.devices()) {
-        Device dev;
-        dev.name = d.name();
-        dev.index = d.index();
-        dev.node_guid = d.node_guid();
-        dev.num_ports = d.num_ports();
-        for (const auto& p : d.ports()) {
-            dev.ports.push_back(Port{p.port_num(), from_proto(p.state()), p.active_mtu()});
-        }
-        s.devices.push_back(std::move(dev));
-    }
-    return s;
-}
+constexpr std::string_view unix_prefix = "unix:";
 
 // gRPC only says "failed to connect"; a plain connect() says why.
 std::string connect_reason(const std::string& path) {
@@ -80,53 +53,191 @@ std::string connect_reason(const std::string& path) {
     return std::generic_category().message(err);
 }
 
-}  // namespace
-
-struct Client::Impl {
-    std::string socket_path;
-    std::chrono::milliseconds timeout{0};
-    std::shared_ptr<grpc::Channel> channel;
-    std::unique_ptr<rof::v1::Control::Stub> control;
-
-    [[noreturn]] void fail(const char* call, const grpc::Status& st) const;
-    void set_deadline(grpc::ClientContext& ctx) const {
-        ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+std::string read_file(const std::string& what, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw Error(Code::invalid_argument,
+                    what + " " + path + ": " + std::generic_category().message(errno));
     }
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// 128 random bits as hex: an idempotency key no other call will carry.
+std::string fresh_key() {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string key;
+
+    for (int w = 0; w < 2; w++) {
+        std::uint64_t v = rng();
+        for (int i = 0; i < 16; i++, v >>= 4) {
+            key.push_back(hex[v & 0xf]);
+        }
+    }
+    return key;
+}
+
+template <class Req>
+concept Keyed = requires(Req r) {
+    r.idempotency_key();
+    r.set_idempotency_key(std::string{});
 };
 
-void Client::Impl::fail(const char* call, const grpc::Status& st) const {
-    // A call that never reached rofd leaves the channel short of READY; one
-    // that rofd itself failed (e.g. UNAVAILABLE because rof.ko went away)
-    // went over a READY channel.
+Code to_code(grpc::StatusCode c) {
+    const int v = static_cast<int>(c);
+    return v >= 0 && v <= static_cast<int>(Code::unauthenticated) ? static_cast<Code>(v)
+                                                                  : Code::unknown;
+}
+
+// Where calls go, and how their failures are told: shared by the client and
+// the streams it opened, which may outlive it.
+struct Endpoint {
+    ClientOptions options;
+    std::string target;     // "unix:/run/rof/rofd.sock" or "host:port"
+    std::string unix_path;  // empty for TCP
+    std::shared_ptr<grpc::Channel> channel;
+
+    [[noreturn]] void fail(std::string_view call, const grpc::Status& st) const;
+};
+
+void Endpoint::fail(std::string_view call, const grpc::Status& st) const {
     const bool connected = channel->GetState(false) == GRPC_CHANNEL_READY;
+    const std::string where = unix_path.empty() ? target : unix_path;
 
     if (!connected && (st.error_code() == grpc::StatusCode::UNAVAILABLE ||
                        st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)) {
-        const std::string reason = connect_reason(socket_path);
-        if (!reason.empty()) {
-            throw Error(ErrorKind::unreachable, "cannot reach rofd at " + socket_path + ": " +
-                                                    reason + " (is rofd running?)");
+        std::string reason = unix_path.empty() ? std::string() : connect_reason(unix_path);
+        if (reason.empty()) {
+            reason = st.error_message();
         }
-        throw Error(ErrorKind::unreachable,
-                    "cannot reach rofd at " + socket_path + ": " + st.error_message());
+        throw Error(Code::unavailable,
+                    "cannot reach rofd at " + where + ": " + reason + " (is rofd running?)");
     }
     if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        throw Error(ErrorKind::unreachable, "rofd at " + socket_path + " did not answer " + call +
-                                                " within " + std::to_string(timeout.count()) +
-                                                " ms");
+        throw Error(Code::deadline_exceeded, "rofd at " + where + " did not answer " +
+                                                 std::string(call) + " within " +
+                                                 std::to_string(options.deadline.count()) + " ms");
     }
-    throw Error(ErrorKind::daemon, std::string(call) + ": " + st.error_message());
+    throw Error(to_code(st.error_code()), std::string(call) + ": " + st.error_message());
 }
 
-Client::Client(std::string socket_path, std::chrono::milliseconds timeout)
-    : impl_(std::make_unique<Impl>()) {
-    impl_->socket_path = socket_path.empty() ? default_socket() : std::move(socket_path);
-    impl_->timeout = timeout;
-    impl_->channel =
-        grpc::CreateChannel("unix:" + impl_->socket_path, grpc::InsecureChannelCredentials());
-    impl_->control = rof::v1::Control::NewStub(impl_->channel);
+}  // namespace
+
+struct Client::Impl : Endpoint {
+    std::unique_ptr<grpc::health::v1::Health::Stub> health;
+    std::unique_ptr<v1::Control::Stub> control;
+    std::unique_ptr<v1::Tenants::Stub> tenants;
+    std::unique_ptr<v1::Policy::Stub> policy;
+    std::unique_ptr<v1::Regions::Stub> regions;
+    std::unique_ptr<v1::Programs::Stub> programs;
+    std::unique_ptr<v1::Sessions::Stub> sessions;
+    std::unique_ptr<v1::Audit::Stub> audit;
+    std::unique_ptr<v1::Metrics::Stub> metrics;
+
+    explicit Impl(ClientOptions o);
+
+    // One unary call.  @retry: the call may be sent again (it reads, or it
+    // carries an idempotency key), so an answer lost with the connection
+    // is asked for again until the deadline.
+    template <class Stub, class Req, class Resp>
+    Resp call(std::string_view name, Stub* stub,
+              grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*), const Req& req,
+              bool retry) const {
+        const auto deadline = std::chrono::system_clock::now() + options.deadline;
+        auto backoff = std::chrono::milliseconds(20);
+
+        for (;;) {
+            grpc::ClientContext ctx;
+            Resp resp;
+
+            ctx.set_deadline(deadline);
+            ctx.set_wait_for_ready(options.wait_for_ready);
+            const grpc::Status st = (stub->*method)(&ctx, req, &resp);
+            if (st.ok()) {
+                return resp;
+            }
+            // UNAVAILABLE over a channel that is no longer READY is the
+            // connection's, not rofd's answer (rofd says UNAVAILABLE too,
+            // e.g. when rof.ko is gone, but over a READY channel).
+            const bool lost = st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                              channel->GetState(false) != GRPC_CHANNEL_READY;
+            if (!retry || !lost || !options.wait_for_ready ||
+                std::chrono::system_clock::now() + backoff >= deadline) {
+                fail(name, st);
+            }
+            std::this_thread::sleep_for(backoff);
+            backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+        }
+    }
+
+    template <class Stub, class Req, class Resp>
+    Resp mutate(std::string_view name, Stub* stub,
+                grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                const Req& req) const {
+        if constexpr (Keyed<Req>) {
+            if (req.idempotency_key().empty()) {
+                Req keyed = req;
+                keyed.set_idempotency_key(fresh_key());
+                return call(name, stub, method, keyed, true);
+            }
+            return call(name, stub, method, req, true);
+        } else {
+            return call(name, stub, method, req, false);
+        }
+    }
+};
+
+Client::Impl::Impl(ClientOptions o) {
+    options = std::move(o);
+    std::string t = options.target.empty() ? default_socket() : options.target;
+    grpc::ChannelArguments args;
+    std::shared_ptr<grpc::ChannelCredentials> creds;
+
+    if (t.starts_with(unix_prefix)) {
+        t.erase(0, unix_prefix.size());
+    }
+    if (t.empty() || t.front() == '/' || t.front() == '.') {
+        unix_path = t;
+        target = "unix:" + t;
+        creds = grpc::InsecureChannelCredentials();
+        // A restarted rofd is back within milliseconds; gRPC's default
+        // backoff would leave the channel waiting for up to 120 s.
+        args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+        args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+        args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+    } else {
+        if (options.tls_ca.empty() || options.tls_cert.empty() || options.tls_key.empty()) {
+            throw Error(Code::invalid_argument,
+                        "rofd at " + t +
+                            ": TCP needs TLS with a client certificate: give the CA, "
+                            "certificate and key files");
+        }
+        grpc::SslCredentialsOptions ssl;
+        ssl.pem_root_certs = read_file("TLS CA", options.tls_ca);
+        ssl.pem_cert_chain = read_file("TLS certificate", options.tls_cert);
+        ssl.pem_private_key = read_file("TLS key", options.tls_key);
+        creds = grpc::SslCredentials(ssl);
+        if (!options.tls_server_name.empty()) {
+            args.SetSslTargetNameOverride(options.tls_server_name);
+        }
+        args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+        target = t;
+    }
+    channel = grpc::CreateCustomChannel(target, creds, args);
+    health = grpc::health::v1::Health::NewStub(channel);
+    control = v1::Control::NewStub(channel);
+    tenants = v1::Tenants::NewStub(channel);
+    policy = v1::Policy::NewStub(channel);
+    regions = v1::Regions::NewStub(channel);
+    programs = v1::Programs::NewStub(channel);
+    sessions = v1::Sessions::NewStub(channel);
+    audit = v1::Audit::NewStub(channel);
+    metrics = v1::Metrics::NewStub(channel);
 }
 
+Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Client::~Client() = default;
 Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
@@ -142,21 +253,181 @@ std::string Client::default_socket() {
     return default_socket_path;
 }
 
-const std::string& Client::socket_path() const noexcept {
-    return impl_->socket_path;
+const std::string& Client::target() const noexcept {
+    return impl_->target;
 }
 
-Status Client::status() {
-    grpc::ClientContext ctx;
-    rof::v1::GetStatusRequest req;
-    rof::v1::GetStatusResponse resp;
+const ClientOptions& Client::options() const noexcept {
+    return impl_->options;
+}
 
-    impl_->set_deadline(ctx);
-    const grpc::Status st = impl_->control->GetStatus(&ctx, req, &resp);
-    if (!st.ok()) {
-        impl_->fail("GetStatus", st);
+std::string Client::health(const std::string& service) {
+    grpc::health::v1::HealthCheckRequest req;
+
+    req.set_service(service);
+    const auto resp = impl_->call("Health.Check", impl_->health.get(),
+                                  &grpc::health::v1::Health::Stub::Check, req, true);
+    std::string name = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status());
+    return name.empty() ? "UNKNOWN" : name;
+}
+
+v1::GetStatusResponse Client::get_status() {
+    return impl_->call("GetStatus", impl_->control.get(), &v1::Control::Stub::GetStatus,
+                       v1::GetStatusRequest{}, true);
+}
+
+void Client::rotate_ticket_key() {
+    impl_->mutate("RotateTicketKey", impl_->control.get(), &v1::Control::Stub::RotateTicketKey,
+                  v1::RotateTicketKeyRequest{});
+}
+
+v1::ListTenantsResponse Client::list_tenants() {
+    return impl_->call("ListTenants", impl_->tenants.get(), &v1::Tenants::Stub::ListTenants,
+                       v1::ListTenantsRequest{}, true);
+}
+
+v1::Tenant Client::get_tenant(const v1::GetTenantRequest& req) {
+    return impl_->call("GetTenant", impl_->tenants.get(), &v1::Tenants::Stub::GetTenant, req, true);
+}
+
+v1::GetPolicyResponse Client::get_policy() {
+    return impl_->call("GetPolicy", impl_->policy.get(), &v1::Policy::Stub::GetPolicy,
+                       v1::GetPolicyRequest{}, true);
+}
+
+v1::ReloadPolicyResponse Client::reload_policy() {
+    // Reloading twice reads the same files twice: safe to resend.
+    return impl_->call("ReloadPolicy", impl_->policy.get(), &v1::Policy::Stub::ReloadPolicy,
+                       v1::ReloadPolicyRequest{}, true);
+}
+
+v1::Region Client::create_region(const v1::CreateRegionRequest& req) {
+    return impl_->mutate("CreateRegion", impl_->regions.get(), &v1::Regions::Stub::CreateRegion,
+                         req);
+}
+
+void Client::delete_region(const v1::DeleteRegionRequest& req) {
+    impl_->mutate("DeleteRegion", impl_->regions.get(), &v1::Regions::Stub::DeleteRegion, req);
+}
+
+v1::ListRegionsResponse Client::list_regions(const v1::ListRegionsRequest& req) {
+    return impl_->call("ListRegions", impl_->regions.get(), &v1::Regions::Stub::ListRegions, req,
+                       true);
+}
+
+v1::Region Client::get_region(const v1::GetRegionRequest& req) {
+    return impl_->call("GetRegion", impl_->regions.get(), &v1::Regions::Stub::GetRegion, req, true);
+}
+
+v1::MapRegionResponse Client::map_region(const v1::MapRegionRequest& req) {
+    // A lost answer's token expires unused; a new one is as good.
+    return impl_->call("MapRegion", impl_->regions.get(), &v1::Regions::Stub::MapRegion, req, true);
+}
+
+v1::VerifyProgramResponse Client::verify_program(const v1::VerifyProgramRequest& req) {
+    return impl_->call("VerifyProgram", impl_->programs.get(), &v1::Programs::Stub::VerifyProgram,
+                       req, true);
+}
+
+v1::Program Client::load_program(const v1::LoadProgramRequest& req) {
+    return impl_->mutate("LoadProgram", impl_->programs.get(), &v1::Programs::Stub::LoadProgram,
+                         req);
+}
+
+void Client::unload_program(const v1::UnloadProgramRequest& req) {
+    impl_->mutate("UnloadProgram", impl_->programs.get(), &v1::Programs::Stub::UnloadProgram, req);
+}
+
+v1::ListProgramsResponse Client::list_programs(const v1::ListProgramsRequest& req) {
+    return impl_->call("ListPrograms", impl_->programs.get(), &v1::Programs::Stub::ListPrograms,
+                       req, true);
+}
+
+v1::Program Client::get_program(const v1::GetProgramRequest& req) {
+    return impl_->call("GetProgram", impl_->programs.get(), &v1::Programs::Stub::GetProgram, req,
+                       true);
+}
+
+v1::OpenSessionResponse Client::open_session(const v1::OpenSessionRequest& req) {
+    return impl_->mutate("OpenSession", impl_->sessions.get(), &v1::Sessions::Stub::OpenSession,
+                         req);
+}
+
+v1::ListSessionsResponse Client::list_sessions(const v1::ListSessionsRequest& req) {
+    return impl_->call("ListSessions", impl_->sessions.get(), &v1::Sessions::Stub::ListSessions,
+                       req, true);
+}
+
+v1::Session Client::get_session(const v1::GetSessionRequest& req) {
+    return impl_->call("GetSession", impl_->sessions.get(), &v1::Sessions::Stub::GetSession, req,
+                       true);
+}
+
+void Client::close_session(const v1::CloseSessionRequest& req) {
+    impl_->mutate("CloseSession", impl_->sessions.get(), &v1::Sessions::Stub::CloseSession, req);
+}
+
+v1::AuditStats Client::get_audit_stats() {
+    return impl_->call("GetAuditStats", impl_->audit.get(), &v1::Audit::Stub::GetAuditStats,
+                       v1::GetAuditStatsRequest{}, true);
+}
+
+v1::GetMetricsResponse Client::get_metrics() {
+    return impl_->call("GetMetrics", impl_->metrics.get(), &v1::Metrics::Stub::GetMetrics,
+                       v1::GetMetricsRequest{}, true);
+}
+
+// The audit stream.  It has no deadline (it runs until cancelled), but
+// waiting for rofd to answer the first time is bounded by the options'
+// deadline: a stream that never starts is an error, not a silent hang.
+struct AuditTail::Impl {
+    Endpoint endpoint;  // a copy: the stream may outlive its client
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<v1::AuditRecord>> reader;
+    std::atomic<bool> cancelled{false};
+};
+
+AuditTail::AuditTail(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AuditTail::AuditTail(AuditTail&&) noexcept = default;
+AuditTail& AuditTail::operator=(AuditTail&&) noexcept = default;
+
+AuditTail::~AuditTail() {
+    if (impl_ && impl_->reader) {
+        impl_->ctx.TryCancel();
+        (void)impl_->reader->Finish();
     }
-    return from_proto(resp);
+}
+
+bool AuditTail::next(v1::AuditRecord& record) {
+    return impl_->reader->Read(&record);
+}
+
+void AuditTail::cancel() {
+    impl_->cancelled = true;
+    impl_->ctx.TryCancel();
+}
+
+void AuditTail::finish() {
+    auto reader = std::move(impl_->reader);
+    const grpc::Status st = reader->Finish();
+    if (st.ok() || (impl_->cancelled && st.error_code() == grpc::StatusCode::CANCELLED)) {
+        return;
+    }
+    impl_->endpoint.fail("TailAudit", st);
+}
+
+AuditTail Client::tail_audit(const v1::TailAuditRequest& req) {
+    auto impl = std::make_unique<AuditTail::Impl>();
+
+    impl->endpoint = static_cast<const Endpoint&>(*impl_);
+    impl->ctx.set_wait_for_ready(impl_->options.wait_for_ready);
+    if (impl_->options.wait_for_ready &&
+        !impl_->channel->WaitForConnected(std::chrono::system_clock::now() +
+                                          impl_->options.deadline)) {
+        impl_->fail("TailAudit", grpc::Status(grpc::StatusCode::UNAVAILABLE, "not connected"));
+    }
+    impl->reader = impl_->audit->TailAudit(&impl->ctx, req);
+    return AuditTail(std::move(impl));
 }
 
 }  // namespace rof

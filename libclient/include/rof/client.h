@@ -41,6 +41,11 @@ struct ClientOptions {
     std::string tls_server_name;
     // Every call's deadline, waiting for rofd included.
     std::chrono::milliseconds deadline = std::chrono::seconds(10);
+    // A call that finds rofd unreachable waits for it until the deadline
+    // (a restart costs milliseconds), instead of failing at once with
+    // Code::unavailable.  An interactive tool that should say "rofd is not
+    // running" at once sets this false.
+    bool wait_for_ready = true;
 };
 
 // An audit stream (Audit.TailAudit).  next() blocks for the next record;

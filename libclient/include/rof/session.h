@@ -130,8 +130,8 @@ class ROF_EXPORT Session {
     // throws rof::Error(resource_exhausted): poll() first.
     void post_read(std::string_view region, std::uint64_t offset, std::span<std::byte> out,
                    std::uint64_t user);
-    void post_write(std::string_view region, std::uint64_t offset,
-                    std::span<const std::byte> in, std::uint64_t user);
+    void post_write(std::string_view region, std::uint64_t offset, std::span<const std::byte> in,
+                    std::uint64_t user);
     void post_cas(std::string_view region, std::uint64_t offset, std::uint64_t expected,
                   std::uint64_t desired, std::uint64_t user);
     void post_faa(std::string_view region, std::uint64_t offset, std::uint64_t add,

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+// rof::Client against a whole rofd in this process (daemon/service_harness.h:
+// the real server and accept loop over a FakeModule): every typed call
+// reaches its RPC, errors come back as rof::Error with rofd's code and
+// message, mutating calls are resent safely with their idempotency key,
+// and a client outlives a rofd restart.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "rof/client.h"
+#include "service_harness.h"
+
+namespace {
+
+namespace v1 = rof::v1;
+using rofd::test::ServiceHarness;
+
+std::string admin_toml() {
+    return "[admin]\nuids = [" + std::to_string(::getuid()) +
+           "]\n\n[sessions]\naddress = \"10.0.0.1\"\n";
+}
+
+const char* const kv_toml = R"(name = "kv"
+control_rate = 0
+
+[identity]
+uids = [4242]
+
+[quota]
+region_bytes = "64MiB"
+regions = 8
+
+[[regions]]
+name = "table"
+size = "1MiB"
+rights = ["read", "write", "atomic"]
+)";
+
+const char* const prog_src = "exit 0\n";
+
+rof::Client client_of(const ServiceHarness& h) {
+    rof::ClientOptions o;
+    o.target = h.socket();
+    o.deadline = std::chrono::seconds(20);
+    return rof::Client(o);
+}
+
+template <typename F>
+rof::Error error_of(F&& f) {
+    try {
+        f();
+    } catch (const rof::Error& e) {
+        return e;
+    }
+    ADD_FAILURE() << "the call succeeded";
+    return rof::Error(rof::Code::ok, "");
+}
+
+TEST(ClientRofd, EveryServiceAnswers) {
+    ServiceHarness h(admin_toml(), {{"kv", kv_toml}});
+    rof::Client c = client_of(h);
+
+    EXPECT_EQ(c.health(), "SERVING");
+    EXPECT_FALSE(c.get_status().daemon().version().empty());
+    ASSERT_EQ(c.list_tenants().tenants_size(), 1);
+    v1::GetTenantRequest gt;
+    gt.set_name("kv");
+    EXPECT_EQ(c.get_tenant(gt).name(), "kv");
+    EXPECT_GE(c.get_policy().generation(), 1U);
+    EXPECT_GE(c.reload_policy().generation(), 2U);
+
+    v1::CreateRegionRequest cr;
+    cr.set_tenant("kv");
+    cr.set_name("scratch");
+    cr.set_size(65536);
+    cr.set_rights(v1::ACCESS_READ | v1::ACCESS_WRITE);
+    const v1::Region r = c.create_region(cr);
+    EXPECT_EQ(r.name(), "scratch");
+    EXPECT_EQ(c.list_regions().regions_size(), 2);
+    v1::GetRegionRequest gr;
+    gr.set_tenant("kv");
+    gr.set_name("scratch");
+    EXPECT_EQ(c.get_region(gr).size(), 65536U);
+    v1::MapRegionRequest mr;
+    mr.set_tenant("kv");
+    mr.set_name("scratch");
+    mr.set_rights(v1::ACCESS_READ);
+    EXPECT_EQ(c.map_region(mr).token().size(), 16U);
+
+    v1::VerifyProgramRequest vr;
+    vr.set_tenant("kv");
+    vr.mutable_program()->set_source(prog_src);
+    vr.mutable_program()->set_file("t.rofs");
+    const v1::VerifyProgramResponse verdict = c.verify_program(vr);
+    ASSERT_TRUE(verdict.ok()) << verdict.error();
+    v1::LoadProgramRequest lr;
+    lr.set_tenant("kv");
+    lr.set_name("zero");
+    *lr.mutable_program() = vr.program();
+    const v1::Program p = c.load_program(lr);
+    EXPECT_EQ(p.tag(), verdict.tag());
+    v1::ListProgramsRequest lp;
+    lp.set_tenant("kv");
+    EXPECT_EQ(c.list_programs(lp).programs_size(), 1);
+    v1::GetProgramRequest gp;
+    gp.set_tenant("kv");
+    gp.set_name("zero");
+    EXPECT_FALSE(c.get_program(gp).disassembly().empty());
+
+    v1::OpenSessionRequest os;
+    os.set_tenant("kv");
+    os.add_regions()->set_name("table");
+    const v1::OpenSessionResponse s = c.open_session(os);
+    EXPECT_EQ(s.ticket().size(), 48U);
+    EXPECT_EQ(c.list_sessions().sessions_size(), 1);
+    v1::GetSessionRequest gs;
+    gs.set_id(s.session());
+    EXPECT_EQ(c.get_session(gs).tenant(), "kv");
+    v1::CloseSessionRequest cs;
+    cs.set_id(s.session());
+    c.close_session(cs);
+    EXPECT_EQ(c.list_sessions().sessions_size(), 0);
+
+    v1::UnloadProgramRequest ur;
+    ur.set_tenant("kv");
+    ur.set_name("zero");
+    c.unload_program(ur);
+    v1::DeleteRegionRequest dr;
+    dr.set_tenant("kv");
+    dr.set_name("scratch");
+    c.delete_region(dr);
+    EXPECT_EQ(c.list_regions().regions_size(), 1);
+
+    c.rotate_ticket_key();
+    (void)c.get_audit_stats();
+    EXPECT_NE(c.get_metrics().text().find("rof"), std::string::npos);
+}
+
+TEST(ClientRofd, ErrorsCarryRofdsCodeAndMessage) {
+    ServiceHarness h(admin_toml(), {{"kv", kv_toml}});
+    rof::Client c = client_of(h);
+
+    v1::GetRegionRequest gr;
+    gr.set_tenant("kv");
+    gr.set_name("nope");
+    const rof::Error e = error_of([&] { c.get_region(gr); });
+    EXPECT_EQ(e.code(), rof::Code::not_found);
+    EXPECT_NE(std::string(e.what()).find("GetRegion: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"nope\""), std::string::npos) << e.what();
+
+    v1::CreateRegionRequest cr;
+    cr.set_tenant("kv");
+    cr.set_name("bad name!");
+    cr.set_size(4096);
+    cr.set_rights(v1::ACCESS_READ);
+    EXPECT_EQ(error_of([&] { c.create_region(cr); }).code(), rof::Code::invalid_argument);
+}
+
+TEST(ClientRofd, MutatingCallsAreKeyedAndRetrySafely) {
+    ServiceHarness h(admin_toml(), {{"kv", kv_toml}});
+    rof::Client c = client_of(h);
+
+    v1::CreateRegionRequest cr;
+    cr.set_tenant("kv");
+    cr.set_name("once");
+    cr.set_size(4096);
+    cr.set_rights(v1::ACCESS_READ);
+    cr.set_idempotency_key("k1");
+    const v1::Region first = c.create_region(cr);
+    // The same key again: rofd answers with the stored answer.
+    EXPECT_EQ(c.create_region(cr).id(), first.id());
+    // No key: librof makes a fresh one, so a second create is a new call.
+    cr.clear_idempotency_key();
+    EXPECT_EQ(error_of([&] { c.create_region(cr); }).code(), rof::Code::already_exists);
+}
+
+TEST(ClientRofd, AuditTailStreamsAndCancels) {
+    ServiceHarness h(admin_toml(), {{"kv", kv_toml}});
+    rof::Client c = client_of(h);
+    rof::AuditTail tail = c.tail_audit();
+    std::atomic<bool> ended{false};
+
+    std::thread reader([&] {
+        v1::AuditRecord r;
+        while (tail.next(r)) {
+        }
+        ended = true;
+    });
+    tail.cancel();
+    reader.join();
+    EXPECT_TRUE(ended);
+    EXPECT_NO_THROW(tail.finish());
+}
+
+TEST(ClientRofd, WaitsForARestartedRofd) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+    std::optional<ServiceHarness> h;
+    h.emplace(admin_toml(), ServiceHarness::Files{{"kv", kv_toml}}, true, path);
+    rof::ClientOptions o;
+    o.target = path;
+    o.deadline = std::chrono::seconds(30);
+    rof::Client c(o);
+    ASSERT_EQ(c.health(), "SERVING");
+    h.reset();
+
+    // While rofd is down, a socket that accepts and hangs up: the accept is
+    // the proof that the call below is under way before rofd comes back.
+    const int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+    ::unlink(path.c_str());
+    ASSERT_EQ(::bind(lfd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(::listen(lfd, 8), 0);
+
+    std::optional<rof::Error> failed;
+    std::string version;
+    std::thread caller([&] {
+        try {
+            version = c.get_status().daemon().version();
+        } catch (const rof::Error& e) {
+            failed = e;
+        }
+    });
+    const int afd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(afd, 0);
+    ::close(afd);
+    ::close(lfd);
+    h.emplace(admin_toml(), ServiceHarness::Files{{"kv", kv_toml}}, true, path);
+    caller.join();
+    EXPECT_FALSE(failed) << failed->what();
+    EXPECT_FALSE(version.empty());
+}
+
+}  // namespace
