@@ -53,6 +53,8 @@ rof::ClientOptions client_options(const Globals& g) {
     o.tls_ca = g.tls_ca;
     o.tls_cert = g.tls_cert;
     o.tls_key = g.tls_key;
+    // Interactive: no rofd is said at once (exit 3), not after the deadline.
+    o.wait_for_ready = false;
     if (g.timeout_ms > 0) {
         o.deadline = std::chrono::milliseconds(g.timeout_ms);
     }
