@@ -203,9 +203,10 @@ Client::Impl::Impl(ClientOptions o) {
         target = "unix:" + t;
         creds = grpc::InsecureChannelCredentials();
         // A restarted rofd is back within milliseconds; gRPC's default
-        // backoff would leave the channel waiting for up to 120 s.
+        // backoff would leave the channel waiting for up to 120 s.  (Not
+        // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also takes it as the time
+        // one connection attempt, HTTP/2 handshake included, may take.)
         args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
-        args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
         args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
     } else {
         if (options.tls_ca.empty() || options.tls_cert.empty() || options.tls_key.empty()) {
