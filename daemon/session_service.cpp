@@ -239,6 +239,7 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
         set_time(resp->mutable_expires_at(), prep.expires_ns);
         resp->set_inflight(pt->quota.inflight);
         resp->set_msg_size(ROF_MSG_SIZE);
+        resp->set_idle_timeout_ms(prep.idle_timeout_ms);
         m_.store().transaction([&] { m_.record(id, *resp); });
         return grpc::Status::OK;
     });

@@ -1685,21 +1685,62 @@ void rof_session_flush(void)
 	flush_workqueue(rof_sess_wq);
 }
 
-static int rof_listen(void)
+/*
+ * Binds @id to the wildcard address of @family on cm_port.  AF_INET6 is
+ * bound dual-stack (afonly 0, whatever net.ipv6.bindv6only says), so one
+ * listener answers connects to IPv4 and to IPv6 addresses.
+ */
+static int rof_listen_bind(struct rdma_cm_id *id, sa_family_t family)
 {
+	struct sockaddr_in6 sin6 = {
+		.sin6_family = AF_INET6,
+		.sin6_addr = IN6ADDR_ANY_INIT,
+		.sin6_port = htons(cm_port),
+	};
 	struct sockaddr_in sin = {
 		.sin_family = AF_INET,
 		.sin_addr.s_addr = htonl(INADDR_ANY),
 		.sin_port = htons(cm_port),
 	};
+	int ret;
+
+	if (family == AF_INET)
+		return rdma_bind_addr(id, (struct sockaddr *)&sin);
+	ret = rdma_set_afonly(id, 0);
+	if (ret)
+		return ret;
+	return rdma_bind_addr(id, (struct sockaddr *)&sin6);
+}
+
+static struct rdma_cm_id *rof_listen_id_create(void)
+{
+	return rdma_create_id(&init_net, rof_cm_handler, NULL, RDMA_PS_TCP,
+			      IB_QPT_RC);
+}
+
+/*
+ * The listener: IPv6 and IPv4 on one dual-stack id; IPv4 only when the
+ * IPv6 bind fails (IPv6 disabled or not built).
+ */
+static int rof_listen(void)
+{
 	struct rdma_cm_id *id;
 	int ret;
 
-	id = rdma_create_id(&init_net, rof_cm_handler, NULL, RDMA_PS_TCP,
-			    IB_QPT_RC);
+	id = rof_listen_id_create();
 	if (IS_ERR(id))
 		return PTR_ERR(id);
-	ret = rdma_bind_addr(id, (struct sockaddr *)&sin);
+	ret = rof_listen_bind(id, AF_INET6);
+	if (ret) {
+		pr_info("no IPv6 listener on port %u (%d): IPv4 only\n",
+			cm_port, ret);
+		/* A failed bind may leave the id half bound: start afresh. */
+		rdma_destroy_id(id);
+		id = rof_listen_id_create();
+		if (IS_ERR(id))
+			return PTR_ERR(id);
+		ret = rof_listen_bind(id, AF_INET);
+	}
 	if (ret) {
 		pr_err("cannot bind the listener to port %u: %d\n", cm_port, ret);
 		goto err;
@@ -1710,7 +1751,9 @@ static int rof_listen(void)
 		goto err;
 	}
 	rof_listen_id = id;
-	pr_info("listening for sessions on port %u\n", cm_port);
+	pr_info("listening for sessions on port %u (%s)\n", cm_port,
+		id->route.addr.src_addr.ss_family == AF_INET6 ?
+		"IPv6 and IPv4" : "IPv4");
 	return 0;
 err:
 	rdma_destroy_id(id);

@@ -147,7 +147,8 @@ class ROF_EXPORT Session {
     std::size_t poll(std::span<Completion> out,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
     // For an event loop: readable when poll() may return completions.
-    // After it polls readable, call poll() until it returns 0.
+    // Call poll() until it returns 0 before waiting on it, and again each
+    // time it polls readable (only an empty poll() re-arms it).
     int completion_fd() const noexcept;
 
     struct Impl;

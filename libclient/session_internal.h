@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// Pieces of rof::Session that need no RDMA device, kept apart so that
+// session_test.cpp can test them: what a reject reason or a response
+// status means, the local bounds and rights check of one-sided verbs, the
+// slot free list, and the send queue's selective-signalling accounting.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rof/error.h"
+
+namespace rof::detail {
+
+// enum rof_reject_reason: its ROF_REJECT_* name, a phrase, and the code a
+// refused connect throws.
+struct RejectInfo {
+    Code code;
+    const char* name;  // "ROF_REJECT_EXPIRED"
+    const char* text;  // "ticket expired"
+};
+RejectInfo reject_info(std::uint32_t reason) noexcept;
+// "session 5: connect refused by rof.ko: ticket expired (ROF_REJECT_EXPIRED)"
+Error reject_error(std::uint32_t session, std::uint32_t reason);
+
+// enum rof_status of a response: its name and a phrase.
+const char* status_name(std::uint32_t status) noexcept;
+// enum rof_isa_status: "EBOUNDS", ...
+const char* exec_status_name(std::uint32_t status) noexcept;
+// The code and message of a response with a non-OK status (for INVOKE
+// faults: @exec_status and @fault_pc name the fault).
+Code status_code(std::uint32_t status) noexcept;
+std::string status_message(std::uint32_t session, std::uint32_t status, std::uint64_t tag,
+                           std::uint32_t exec_status, std::uint32_t fault_pc);
+
+// One granted region as the session uses it.
+struct RegionEntry {
+    std::string name;
+    std::uint32_t id = 0;
+    std::uint32_t access = 0;  // ROF_ACCESS_* from the welcome table
+    std::uint64_t addr = 0;
+    std::uint64_t length = 0;
+    std::uint32_t rkey = 0;
+};
+
+enum class Access : std::uint32_t { read = 1, write = 2, atomic = 4 };
+
+// Checks a one-sided access of @len bytes at @offset before it is posted.
+// Returns Code::ok, or the code with a message in @why: permission_denied
+// (not granted), out_of_range (outside the region), invalid_argument
+// (atomic not 8-byte aligned, or an empty transfer).
+Code check_access(std::uint32_t session, const RegionEntry& r, std::uint64_t offset,
+                  std::uint64_t len, Access need, std::string* why);
+
+// A fixed set of slot indexes; acquire() and release() are O(1) and never
+// allocate.
+class SlotPool {
+  public:
+    void reset(std::uint32_t n);
+    bool empty() const noexcept { return top_ == 0; }
+    std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(free_.size()); }
+    std::uint32_t in_use() const noexcept { return capacity() - top_; }
+    std::uint32_t acquire() noexcept { return free_[--top_]; }
+    void release(std::uint32_t i) noexcept { free_[top_++] = i; }
+
+  private:
+    std::vector<std::uint32_t> free_;
+    std::uint32_t top_ = 0;
+};
+
+// Send queue accounting with selective signalling.  Every posted work
+// request holds a send queue entry until a signalled completion at or
+// after it is polled; a signalled request carries how many entries its
+// completion retires.  The caller signals the last request of each batch
+// and at least one in every @every.
+class SendQueue {
+  public:
+    void reset(std::uint32_t depth, std::uint32_t every);
+    std::uint32_t depth() const noexcept { return depth_; }
+    std::uint32_t used() const noexcept { return used_; }
+    std::uint32_t room() const noexcept { return depth_ - used_; }
+    // Accounts one request about to be posted; returns 0 if it goes
+    // unsignalled, else the number of entries its completion retires.
+    std::uint32_t add(bool last_of_batch) noexcept;
+    // A signalled completion arrived.
+    void retire(std::uint32_t n) noexcept { used_ -= n; }
+    // Unretired requests since the last signalled one.
+    std::uint32_t unsignalled() const noexcept { return run_; }
+
+  private:
+    std::uint32_t depth_ = 0, every_ = 1, used_ = 0, run_ = 0;
+};
+
+// Parses "198.18.0.1", "fd00::1", "[fd00::1]", "fe80::1%eth0"; the port
+// goes in as given.  Returns false (and says why) for anything else.
+struct SockAddr {
+    alignas(8) unsigned char storage[128];
+    unsigned len = 0;
+    int family = 0;
+};
+bool parse_address(const std::string& addr, std::uint16_t port, SockAddr* out, std::string* why);
+// "192.0.2.1:18515" or "[fd00::1]:18515"
+std::string format_peer(const SockAddr& a);
+
+}  // namespace rof::detail

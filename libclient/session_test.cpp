@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+// rof::Session's device-independent parts (session_internal.h).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <string>
+
+#include "session_internal.h"
+#include "uapi/rof.h"
+#include "uapi/rof_isa.h"
+
+namespace {
+
+using rof::Code;
+using namespace rof::detail;
+
+TEST(RejectError, NamesTheSessionTheReasonAndItsConstant) {
+    rof::Error e = reject_error(5, ROF_REJECT_EXPIRED);
+    EXPECT_STREQ(e.what(),
+                 "session 5: connect refused by rof.ko: ticket expired (ROF_REJECT_EXPIRED)");
+    EXPECT_EQ(e.code(), Code::unauthenticated);
+}
+
+TEST(RejectError, CodesFollowWhatTheCallerCanDo) {
+    EXPECT_EQ(reject_info(ROF_REJECT_NO_TICKET).code, Code::unauthenticated);
+    EXPECT_EQ(reject_info(ROF_REJECT_VERSION).code, Code::unauthenticated);
+    EXPECT_EQ(reject_info(ROF_REJECT_BAD_MAC).code, Code::unauthenticated);
+    EXPECT_EQ(reject_info(ROF_REJECT_WRONG_TENANT).code, Code::unauthenticated);
+    EXPECT_EQ(reject_info(ROF_REJECT_NO_SESSION).code, Code::failed_precondition);
+    EXPECT_EQ(reject_info(ROF_REJECT_IN_USE).code, Code::failed_precondition);
+    EXPECT_EQ(reject_info(ROF_REJECT_NO_TENANT).code, Code::failed_precondition);
+    EXPECT_EQ(reject_info(ROF_REJECT_NO_REGION).code, Code::failed_precondition);
+    EXPECT_EQ(reject_info(ROF_REJECT_QUOTA).code, Code::resource_exhausted);
+    EXPECT_EQ(reject_info(ROF_REJECT_NO_KEY).code, Code::unavailable);
+    EXPECT_EQ(reject_info(ROF_REJECT_RESOURCES).code, Code::unavailable);
+    EXPECT_EQ(reject_info(ROF_REJECT_DEVICE).code, Code::unavailable);
+}
+
+TEST(RejectError, EveryReasonHasItsOwnName) {
+    for (std::uint32_t r = ROF_REJECT_NO_TICKET; r <= ROF_REJECT_DEVICE; r++) {
+        std::string name = reject_info(r).name;
+        EXPECT_EQ(name.rfind("ROF_REJECT_", 0), 0u) << r;
+        EXPECT_NE(name, "ROF_REJECT_?") << r;
+        for (std::uint32_t q = ROF_REJECT_NO_TICKET; q < r; q++) {
+            EXPECT_NE(name, reject_info(q).name);
+        }
+    }
+}
+
+TEST(RejectError, AnUnknownReasonSaysItsNumber) {
+    rof::Error e = reject_error(9, 77);
+    EXPECT_EQ(e.code(), Code::unknown);
+    EXPECT_NE(std::string(e.what()).find("reason 77"), std::string::npos) << e.what();
+}
+
+TEST(StatusMessage, AFaultNamesTheExecStatusAndPc) {
+    std::string m = status_message(3, ROF_ST_PROG_FAULT, 0x1234, ROF_ISA_EPTR, 7);
+    EXPECT_EQ(m, "session 3: program 0x0000000000001234 faulted: EPTR at pc 7 (ROF_ST_PROG_FAULT)");
+    EXPECT_EQ(status_code(ROF_ST_PROG_FAULT), Code::aborted);
+}
+
+TEST(StatusMessage, CodesOfTheOtherStatuses) {
+    EXPECT_EQ(status_code(ROF_ST_OK), Code::ok);
+    EXPECT_EQ(status_code(ROF_ST_NO_PROGRAM), Code::not_found);
+    EXPECT_EQ(status_code(ROF_ST_PROG_REVOKED), Code::failed_precondition);
+    EXPECT_EQ(status_code(ROF_ST_BAD_ARGS), Code::invalid_argument);
+    EXPECT_EQ(status_code(ROF_ST_NO_MEMORY), Code::resource_exhausted);
+    EXPECT_EQ(status_code(ROF_ST_BAD_OPCODE), Code::internal);
+    EXPECT_EQ(status_code(99), Code::unknown);
+    EXPECT_NE(status_message(1, ROF_ST_NO_PROGRAM, 1, 0, 0).find("not loaded"), std::string::npos);
+}
+
+TEST(ExecStatusName, CoversTheEnum) {
+    EXPECT_STREQ(exec_status_name(ROF_ISA_OK), "OK");
+    EXPECT_STREQ(exec_status_name(ROF_ISA_EBOUNDS), "EBOUNDS");
+    EXPECT_STREQ(exec_status_name(ROF_ISA_EINVAL), "EINVAL");
+    EXPECT_STREQ(exec_status_name(ROF_ISA_STATUS_COUNT), "E?");
+}
+
+RegionEntry region(std::uint32_t access, std::uint64_t length = 4096) {
+    RegionEntry r;
+    r.name = "table";
+    r.access = access;
+    r.length = length;
+    return r;
+}
+
+TEST(CheckAccess, InsideTheRegionWithTheRightIsOk) {
+    std::string why;
+    EXPECT_EQ(check_access(1, region(ROF_ACCESS_READ), 0, 4096, Access::read, &why), Code::ok);
+    EXPECT_EQ(check_access(1, region(ROF_ACCESS_WRITE), 4088, 8, Access::write, &why), Code::ok);
+    EXPECT_EQ(check_access(1, region(ROF_ACCESS_ATOMIC), 8, 8, Access::atomic, &why), Code::ok);
+}
+
+TEST(CheckAccess, MissingRightIsPermissionDenied) {
+    std::string why;
+    EXPECT_EQ(check_access(4, region(ROF_ACCESS_READ), 0, 8, Access::write, &why),
+              Code::permission_denied);
+    EXPECT_EQ(why, "session 4: region 'table': write access is not granted");
+    EXPECT_EQ(
+        check_access(4, region(ROF_ACCESS_READ | ROF_ACCESS_WRITE), 0, 8, Access::atomic, &why),
+        Code::permission_denied);
+}
+
+TEST(CheckAccess, OutsideTheRegionIsOutOfRange) {
+    std::string why;
+    EXPECT_EQ(check_access(2, region(ROF_ACCESS_ALL), 4090, 8, Access::read, &why),
+              Code::out_of_range);
+    EXPECT_EQ(why,
+              "session 2: region 'table': read of 8 bytes at offset 4090 is outside its 4096 "
+              "bytes");
+    EXPECT_EQ(check_access(2, region(ROF_ACCESS_ALL), 4097, 1, Access::read, &why),
+              Code::out_of_range);
+    // No wrap-around.
+    EXPECT_EQ(check_access(2, region(ROF_ACCESS_ALL), ~0ull - 2, 8, Access::write, &why),
+              Code::out_of_range);
+    EXPECT_EQ(check_access(2, region(ROF_ACCESS_ALL), 8, ~0ull, Access::read, &why),
+              Code::out_of_range);
+}
+
+TEST(CheckAccess, MisalignedAtomicAndEmptyTransferAreInvalid) {
+    std::string why;
+    EXPECT_EQ(check_access(2, region(ROF_ACCESS_ALL), 4, 8, Access::atomic, &why),
+              Code::invalid_argument);
+    EXPECT_EQ(check_access(2, region(ROF_ACCESS_ALL), 0, 0, Access::read, &why),
+              Code::invalid_argument);
+}
+
+TEST(SlotPool, HandsOutEachSlotOnceAndTakesThemBack) {
+    SlotPool p;
+    p.reset(3);
+    EXPECT_EQ(p.capacity(), 3u);
+    std::uint32_t a = p.acquire(), b = p.acquire(), c = p.acquire();
+    EXPECT_TRUE(p.empty());
+    EXPECT_EQ(p.in_use(), 3u);
+    EXPECT_NE(a, b);
+    EXPECT_NE(b, c);
+    EXPECT_NE(a, c);
+    p.release(b);
+    EXPECT_EQ(p.acquire(), b);
+    p.release(a);
+    p.release(c);
+    p.release(b);
+    EXPECT_EQ(p.in_use(), 0u);
+}
+
+TEST(SendQueue, OnlyTheLastOfABatchIsSignalledAndRetiresTheBatch) {
+    SendQueue q;
+    q.reset(16, 8);
+    EXPECT_EQ(q.add(false), 0u);
+    EXPECT_EQ(q.add(false), 0u);
+    EXPECT_EQ(q.add(true), 3u);
+    EXPECT_EQ(q.used(), 3u);
+    EXPECT_EQ(q.room(), 13u);
+    q.retire(3);
+    EXPECT_EQ(q.used(), 0u);
+}
+
+TEST(SendQueue, LongBatchesAreSignalledEveryNth) {
+    SendQueue q;
+    q.reset(16, 8);
+    std::uint32_t retired = 0, signalled = 0;
+    for (int i = 0; i < 12; i++) {
+        std::uint32_t r = q.add(i == 11);
+        retired += r;
+        signalled += r != 0;
+    }
+    EXPECT_EQ(signalled, 2u);  // the 8th and the 12th
+    EXPECT_EQ(retired, 12u);
+    EXPECT_EQ(q.used(), 12u);
+    EXPECT_EQ(q.unsignalled(), 0u);
+}
+
+TEST(SendQueue, NeverMoreUsedThanPostedMinusRetired) {
+    // A model run: batches of 1..7 posted while room, completions retire
+    // them in order; used never exceeds the depth.
+    SendQueue q;
+    q.reset(10, 5);
+    std::uint32_t pending[64], np = 0, head = 0;
+    for (int round = 0; round < 200; round++) {
+        std::uint32_t n = 1 + round % 7;
+        if (q.room() >= n) {
+            for (std::uint32_t i = 0; i < n; i++) {
+                if (std::uint32_t r = q.add(i + 1 == n)) {
+                    pending[(head + np++) % 64] = r;
+                }
+            }
+        } else {
+            ASSERT_GT(np, 0u);
+            q.retire(pending[head]);
+            head = (head + 1) % 64;
+            np--;
+        }
+        ASSERT_LE(q.used(), q.depth());
+    }
+}
+
+TEST(ParseAddress, IPv4AndIPv6Literals) {
+    SockAddr a;
+    std::string why;
+    ASSERT_TRUE(parse_address("198.18.0.1", 18515, &a, &why)) << why;
+    EXPECT_EQ(a.family, AF_INET);
+    EXPECT_EQ(format_peer(a), "198.18.0.1:18515");
+    ASSERT_TRUE(parse_address("fd00:18::1", 18515, &a, &why)) << why;
+    EXPECT_EQ(a.family, AF_INET6);
+    EXPECT_EQ(format_peer(a), "[fd00:18::1]:18515");
+    ASSERT_TRUE(parse_address("[::1]", 7, &a, &why)) << why;
+    EXPECT_EQ(format_peer(a), "[::1]:7");
+}
+
+TEST(ParseAddress, NamesAreRefused) {
+    SockAddr a;
+    std::string why;
+    EXPECT_FALSE(parse_address("localhost", 1, &a, &why));
+    EXPECT_EQ(why, "'localhost' is not an IPv4 or IPv6 address");
+    EXPECT_FALSE(parse_address("", 1, &a, &why));
+}
+
+}  // namespace
