@@ -136,12 +136,6 @@ rof::v1::GetProgramRequest get_req(const ProgOpts& o) {
 int run_remote(Context& ctx, const ProgOpts& o) {
     const std::string args = parse_bytes(o.args);
     const rof::v1::Program prog = ctx.client().get_program(get_req(o));
-#ifndef ROFCTL_HAVE_SESSION
-    (void)args;
-    (void)prog;
-    throw rof::Error(rof::Code::unimplemented,
-                     "prog run: this librof has no data-path sessions (libclient/session.cpp)");
-#else
     rof::SessionOptions so;
     so.tenant = o.tenant;
     if (ctx.globals.timeout_ms > 0) {
@@ -161,7 +155,6 @@ int run_remote(Context& ctx, const ProgOpts& o) {
         hex_bytes(std::string_view(reinterpret_cast<const char*>(resp.data()), r.len));
     ctx.printer.print(tree);
     return exit_ok;
-#endif
 }
 
 // ---- prog test: the userspace executor over local files ----
