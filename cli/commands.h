@@ -1,34 +1,106 @@
 // SPDX-License-Identifier: MIT
-// What every rofctl object file (status.cpp, later tenant.cpp, region.cpp,
-// ...) gets from the dispatcher, and what it gives back.
+// What every rofctl object file (tenant.cpp, region.cpp, ...) gets from the
+// dispatcher (rofctl.cpp), and what it gives back.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "print.h"
+#include "rof/client.h"
+#include "rof/error.h"
 
 namespace rofctl {
 
-// Exit statuses scripts can rely on; documented in rofctl(8).
+// Exit statuses scripts can rely on; documented in rofctl(8), EXIT STATUS.
 enum ExitCode {
     exit_ok = 0,
-    exit_error = 1,        // the command failed (rofd reported an error)
-    exit_usage = 2,        // bad command line
-    exit_unreachable = 3,  // no rofd answered on the socket
+    exit_error = 1,         // the command failed for another reason
+    exit_usage = 2,         // bad command line
+    exit_unreachable = 3,   // UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED
+    exit_not_found = 4,     // NOT_FOUND
+    exit_denied = 5,        // PERMISSION_DENIED, UNAUTHENTICATED
+    exit_conflict = 6,      // ALREADY_EXISTS, FAILED_PRECONDITION, ABORTED
+    exit_invalid = 7,       // INVALID_ARGUMENT, OUT_OF_RANGE (rofd said so)
+    exit_exhausted = 8,     // RESOURCE_EXHAUSTED
+    exit_check_failed = 9,  // `policy check` found errors, `prog verify` rejected
 };
 
-struct Context {
+// rof::Code -> exit status, as above; everything else is exit_error.
+int exit_status(rof::Code code) noexcept;
+
+// The command line's global options.
+struct Globals {
+    std::string socket;   // --socket
+    std::string connect;  // --connect HOST:PORT
+    std::string tls_ca, tls_cert, tls_key;
+    unsigned timeout_ms = 0;  // 0: librof's default
+    bool json = false;
+    bool pretty = false;
+};
+
+// The librof options the globals ask for.
+rof::ClientOptions client_options(const Globals& g);
+
+class Context {
+  public:
+    Context(Printer& printer, const Globals& globals) : printer(printer), globals(globals) {}
+
+    // Connects on first use, so commands that need no rofd never do.
+    rof::Client& client();
+
     Printer& printer;
-    std::string socket;  // empty: librof's default ($ROF_SOCKET, /run/rof/rofd.sock)
+    const Globals& globals;
+
+  private:
+    std::unique_ptr<rof::Client> client_;
 };
 
-// A command's body; throws rof::Error when rofd cannot be reached or fails.
+// A command's body, run after a successful parse; returns the exit status.
+// Throws rof::Error for what rofd or librof refused, UsageError for a
+// command line that parses but makes no sense.
 using Handler = std::function<int(Context&)>;
 
-// Each object registers its CLI11 subcommand(s) on @app; parsing one stores
-// its handler in @selected.
-void add_status_command(CLI::App& app, Handler& selected);
+class UsageError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+// Each object registers its CLI11 subcommand and verbs on @app; parsing a
+// verb stores its handler in @selected.
+void add_tenant_commands(CLI::App& app, Handler& selected);
+void add_policy_commands(CLI::App& app, Handler& selected);
+void add_region_commands(CLI::App& app, Handler& selected);
+void add_prog_commands(CLI::App& app, Handler& selected);
+void add_session_commands(CLI::App& app, Handler& selected);
+void add_audit_commands(CLI::App& app, Handler& selected);
+void add_status_commands(CLI::App& app, Handler& selected);  // status, health, stats
+
+// Helpers shared by the object files.
+
+// "rw", "rwa", "r" -> Access bits; UsageError otherwise.
+std::uint32_t parse_rights(const std::string& text);
+// "4096", "64KiB", "1MiB" -> bytes; UsageError otherwise.
+std::uint64_t parse_size(const std::string& text);
+// "HEX" (whitespace and an optional 0x ignored) or "@FILE" -> bytes.
+std::string parse_bytes(const std::string& text);
+// The whole of a file; std::runtime_error naming it when unreadable.
+std::string read_file(const std::string& path);
+
+}  // namespace rofctl
+
+namespace rofctl {
+
+// --config-dir's default: $ROF_CONFIG_DIR if set and non-empty, else /etc/rof.
+std::string default_config_dir();
+
+}  // namespace rofctl
+
+namespace rofctl {
+
+// `rofctl stats`: Prometheus text as {"samples": [{name, labels, value}]}.
+Json metric_samples(const std::string& text);
 
 }  // namespace rofctl

@@ -1,147 +1,315 @@
 // SPDX-License-Identifier: MIT
 #include "print.h"
 
-#include <charconv>
-#include <stdexcept>
+#include <google/protobuf/util/time_util.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+#include <vector>
 
 namespace rofctl {
 namespace {
 
-std::string dump(const nlohmann::ordered_json& doc, bool pretty) {
-    // Names come from the kernel and messages from the daemon: never let a
-    // stray byte that is not UTF-8 turn into an exception here.
-    return doc.dump(pretty ? 2 : -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
+namespace pb = google::protobuf;
+using FD = pb::FieldDescriptor;
 
-}  // namespace
-
-std::string format_text(std::string_view fmt, std::string_view value) {
-    const auto open = fmt.find('{');
-    const auto close = open == std::string_view::npos ? open : fmt.find('}', open);
-
-    if (close == std::string_view::npos) {
-        return std::string(fmt);
-    }
-
-    const std::string_view spec = fmt.substr(open + 1, close - open - 1);
-    std::string field(value);
-    if (spec.size() > 2 && spec[0] == ':' && (spec[1] == '<' || spec[1] == '>')) {
-        std::size_t width = 0;
-        const auto digits = spec.substr(2);
-        std::from_chars(digits.data(), digits.data() + digits.size(), width);
-        if (field.size() < width) {
-            const std::string pad(width - field.size(), ' ');
-            field = spec[1] == '<' ? field + pad : pad + field;
-        }
-    }
-    return std::string(fmt.substr(0, open)) + field + std::string(fmt.substr(close + 1));
-}
-
-std::string format_uptime(std::uint64_t s) {
-    const std::uint64_t parts[] = {s / 86400, s / 3600 % 24, s / 60 % 60, s % 60};
-    const char units[] = {'d', 'h', 'm', 's'};
+// "PortState" -> "PORT_STATE_".
+std::string enum_prefix(const pb::EnumDescriptor& e) {
     std::string out;
+    const std::string& name = e.name();
+    for (std::size_t i = 0; i < name.size(); i++) {
+        const auto c = static_cast<unsigned char>(name[i]);
+        if (i > 0 && std::isupper(c) && !std::isupper(static_cast<unsigned char>(name[i - 1]))) {
+            out += '_';
+        }
+        out += static_cast<char>(std::toupper(c));
+    }
+    return out + "_";
+}
 
-    for (int i = 0; i < 4; i++) {
-        if (out.empty() && parts[i] == 0 && i < 3) {
-            continue;
+Json scalar(const pb::Message& msg, const pb::Reflection& r, const FD& f, int index) {
+    const bool rep = f.is_repeated();
+    switch (f.cpp_type()) {
+        case FD::CPPTYPE_INT32:
+            return rep ? r.GetRepeatedInt32(msg, &f, index) : r.GetInt32(msg, &f);
+        case FD::CPPTYPE_INT64:
+            return rep ? r.GetRepeatedInt64(msg, &f, index) : r.GetInt64(msg, &f);
+        case FD::CPPTYPE_UINT32:
+            return rep ? r.GetRepeatedUInt32(msg, &f, index) : r.GetUInt32(msg, &f);
+        case FD::CPPTYPE_UINT64: {
+            const std::uint64_t v =
+                rep ? r.GetRepeatedUInt64(msg, &f, index) : r.GetUInt64(msg, &f);
+            if (f.type() == FD::TYPE_FIXED64) {
+                return hex64(v);
+            }
+            return v;
         }
+        case FD::CPPTYPE_DOUBLE:
+            return rep ? r.GetRepeatedDouble(msg, &f, index) : r.GetDouble(msg, &f);
+        case FD::CPPTYPE_FLOAT:
+            return rep ? r.GetRepeatedFloat(msg, &f, index) : r.GetFloat(msg, &f);
+        case FD::CPPTYPE_BOOL:
+            return rep ? r.GetRepeatedBool(msg, &f, index) : r.GetBool(msg, &f);
+        case FD::CPPTYPE_ENUM: {
+            const int v = rep ? r.GetRepeatedEnumValue(msg, &f, index) : r.GetEnumValue(msg, &f);
+            const pb::EnumValueDescriptor* d = f.enum_type()->FindValueByNumber(v);
+            if (d == nullptr) {
+                return v;
+            }
+            return enum_value_name(*d);
+        }
+        case FD::CPPTYPE_STRING: {
+            std::string scratch;
+            const std::string& s = rep ? r.GetRepeatedStringReference(msg, &f, index, &scratch)
+                                       : r.GetStringReference(msg, &f, &scratch);
+            if (f.type() == FD::TYPE_BYTES) {
+                return hex_bytes(s);
+            }
+            return s;
+        }
+        case FD::CPPTYPE_MESSAGE:
+            return to_json(rep ? r.GetRepeatedMessage(msg, &f, index) : r.GetMessage(msg, &f));
+    }
+    return nullptr;
+}
+
+bool is_scalar(const Json& j) {
+    return !j.is_object() && !j.is_array();
+}
+
+std::string scalar_text(const Json& j) {
+    if (j.is_string()) {
+        return j.get<std::string>();
+    }
+    if (j.is_null()) {
+        return "-";
+    }
+    return j.dump();
+}
+
+// A table cell: scalars as they are, arrays of scalars joined with ",",
+// objects and arrays of objects flattened to their scalars joined with "/".
+std::string cell_text(const Json& j) {
+    if (is_scalar(j)) {
+        return scalar_text(j);
+    }
+    std::string out;
+    if (j.is_array()) {
+        for (const Json& e : j) {
+            if (!out.empty()) {
+                out += ',';
+            }
+            out += cell_text(e);
+        }
+        return out.empty() ? "-" : out;
+    }
+    for (const auto& [k, v] : j.items()) {
         if (!out.empty()) {
-            out += ' ';
+            out += '/';
         }
-        out += std::to_string(parts[i]) + units[i];
+        out += cell_text(v);
     }
     return out;
 }
 
+std::string upper(std::string s) {
+    for (char& c : s) {
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return s;
+}
+
+bool is_table(const Json& j) {
+    return j.is_array() && !j.empty() &&
+           std::all_of(j.begin(), j.end(), [](const Json& e) { return e.is_object(); });
+}
+
+void render_table(const Json& rows, const std::string& indent, std::ostream& os) {
+    std::vector<std::string> keys;
+    for (const Json& row : rows) {
+        for (const auto& [k, v] : row.items()) {
+            if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+                keys.push_back(k);
+            }
+        }
+    }
+    std::vector<std::vector<std::string>> cells;
+    std::vector<std::size_t> width;
+    cells.emplace_back();
+    for (const std::string& k : keys) {
+        cells.back().push_back(upper(k));
+        width.push_back(k.size());
+    }
+    for (const Json& row : rows) {
+        cells.emplace_back();
+        for (std::size_t i = 0; i < keys.size(); i++) {
+            std::string c = row.contains(keys[i]) ? cell_text(row[keys[i]]) : "-";
+            if (const auto nl = c.find('\n'); nl != std::string::npos) {
+                c = c.substr(0, nl) + "...";
+            }
+            width[i] = std::max(width[i], c.size());
+            cells.back().push_back(std::move(c));
+        }
+    }
+    for (const auto& line : cells) {
+        std::string out = indent;
+        for (std::size_t i = 0; i < line.size(); i++) {
+            out += line[i];
+            if (i + 1 < line.size()) {
+                out += std::string(width[i] - line[i].size() + 2, ' ');
+            }
+        }
+        os << out << '\n';
+    }
+}
+
+void render_block(const Json& obj, const std::string& indent, std::ostream& os) {
+    for (const auto& [k, v] : obj.items()) {
+        if (v.is_object()) {
+            os << indent << k << ":\n";
+            render_block(v, indent + "  ", os);
+        } else if (is_table(v)) {
+            os << indent << k << ":\n";
+            render_table(v, indent + "  ", os);
+        } else if (v.is_array()) {
+            os << indent << k << ": " << (v.empty() ? "-" : cell_text(v)) << '\n';
+        } else if (v.is_string() && v.get<std::string>().find('\n') != std::string::npos) {
+            os << indent << k << ":\n";
+            std::istringstream lines(v.get<std::string>());
+            for (std::string line; std::getline(lines, line);) {
+                os << indent << "  " << line << '\n';
+            }
+        } else {
+            os << indent << k << ": " << scalar_text(v) << '\n';
+        }
+    }
+}
+
+}  // namespace
+
+std::string enum_value_name(const pb::EnumValueDescriptor& v) {
+    const std::string prefix = enum_prefix(*v.type());
+    const std::string& name = v.name();
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0) {
+        return name.substr(prefix.size());
+    }
+    return name;
+}
+
+std::string hex64(std::uint64_t v) {
+    char buf[19];
+    std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+std::string hex_bytes(std::string_view bytes) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (const char c : bytes) {
+        const auto b = static_cast<unsigned char>(c);
+        out += digits[b >> 4];
+        out += digits[b & 15];
+    }
+    return out;
+}
+
+Json to_json(const pb::Message& msg) {
+    const pb::Descriptor& d = *msg.GetDescriptor();
+    const pb::Reflection& r = *msg.GetReflection();
+
+    if (d.full_name() == "google.protobuf.Timestamp") {
+        const auto& ts = static_cast<const pb::Timestamp&>(msg);
+        return pb::util::TimeUtil::ToString(ts);
+    }
+    if (d.full_name() == "google.protobuf.Duration") {
+        const auto& du = static_cast<const pb::Duration&>(msg);
+        if (du.nanos() == 0) {
+            return du.seconds();
+        }
+        return static_cast<double>(du.seconds()) + du.nanos() / 1e9;
+    }
+
+    Json out = Json::object();
+    for (int i = 0; i < d.field_count(); i++) {
+        const FD& f = *d.field(i);
+        if (f.is_repeated()) {
+            Json arr = Json::array();
+            for (int k = 0; k < r.FieldSize(msg, &f); k++) {
+                arr.push_back(scalar(msg, r, f, k));
+            }
+            out[f.name()] = std::move(arr);
+            continue;
+        }
+        if (f.has_presence() && f.cpp_type() != FD::CPPTYPE_MESSAGE && !r.HasField(msg, &f)) {
+            continue;  // an unset `optional` or oneof member
+        }
+        if (f.containing_oneof() != nullptr && !r.HasField(msg, &f)) {
+            continue;
+        }
+        out[f.name()] = scalar(msg, r, f, 0);
+    }
+    return out;
+}
+
+std::string render_text(const Json& tree) {
+    std::ostringstream os;
+    if (tree.is_object() && tree.size() == 1 && tree.begin()->is_array() &&
+        std::all_of(tree.begin()->begin(), tree.begin()->end(),
+                    [](const Json& e) { return e.is_object(); })) {
+        const Json& rows = *tree.begin();
+        if (rows.empty()) {
+            os << "no " << tree.begin().key() << "\n";
+        } else {
+            render_table(rows, "", os);
+        }
+    } else if (tree.is_object()) {
+        render_block(tree, "", os);
+    } else {
+        os << scalar_text(tree) << '\n';
+    }
+    return os.str();
+}
+
 Printer::Printer(std::ostream& out, std::ostream& err, bool json, bool pretty)
-    : out_(out),
-      err_(err),
-      json_(json || pretty),
-      pretty_(pretty),
-      root_(nlohmann::ordered_json::object()) {
-    stack_.push_back(&root_);
+    : out_(out), err_(err), json_(json || pretty), pretty_(pretty) {}
+
+std::string Printer::dump(const Json& tree, bool pretty) const {
+    // Names come from the kernel and messages from the daemon: never let a
+    // stray byte that is not UTF-8 turn into an exception here.
+    return tree.dump(pretty ? 2 : -1, ' ', false, Json::error_handler_t::replace);
 }
 
-nlohmann::ordered_json* Printer::add(std::string_view key, nlohmann::ordered_json value) {
-    nlohmann::ordered_json& top = *stack_.back();
-
-    if (top.is_array()) {
-        top.push_back(std::move(value));
-        return &top.back();
-    }
-    if (key.empty()) {
-        throw std::logic_error("print: value without a key inside a JSON object");
-    }
-    auto& slot = top[std::string(key)];
-    slot = std::move(value);
-    return &slot;
-}
-
-void Printer::open_object(std::string_view key) {
-    if (!json_) {
-        return;
-    }
-    // The outermost object is the document itself.
-    if (key.empty() && stack_.size() == 1 && !stack_.back()->is_array() && root_.empty()) {
-        return;
-    }
-    stack_.push_back(add(key, nlohmann::ordered_json::object()));
-}
-
-void Printer::close_object() {
-    if (json_ && stack_.size() > 1) {
-        stack_.pop_back();
-    }
-}
-
-void Printer::open_array(std::string_view key) {
+void Printer::print(const Json& tree) {
     if (json_) {
-        stack_.push_back(add(key, nlohmann::ordered_json::array()));
-    }
-}
-
-void Printer::close_array() {
-    close_object();
-}
-
-void Printer::string(To to, std::string_view key, std::string_view text_fmt,
-                     std::string_view value) {
-    if (json_ && to != To::text) {
-        add(key, std::string(value));
-    } else if (!json_ && to != To::json) {
-        out_ << format_text(text_fmt, value);
-    }
-}
-
-void Printer::uint(To to, std::string_view key, std::string_view text_fmt, std::uint64_t value) {
-    if (json_ && to != To::text) {
-        add(key, value);
-    } else if (!json_ && to != To::json) {
-        out_ << format_text(text_fmt, std::to_string(value));
-    }
-}
-
-void Printer::text(std::string_view literal) {
-    if (!json_) {
-        out_ << literal;
-    }
-}
-
-void Printer::newline() {
-    text("\n");
-}
-
-void Printer::finish() {
-    if (json_) {
-        out_ << dump(root_, pretty_) << '\n';
+        out_ << dump(tree, pretty_) << '\n';
+    } else {
+        out_ << render_text(tree);
     }
     out_.flush();
 }
 
-void Printer::error(std::string_view msg) {
+void Printer::record(const Json& tree) {
     if (json_) {
-        const nlohmann::ordered_json doc = {{"error", std::string(msg)}};
+        out_ << dump(tree, false) << '\n';
+    } else {
+        out_ << render_text(tree) << '\n';
+    }
+    out_.flush();
+}
+
+void Printer::text(std::string_view line) {
+    if (!json_) {
+        out_ << line << '\n';
+        out_.flush();
+    }
+}
+
+void Printer::error(std::string_view msg, std::string_view code) {
+    if (json_) {
+        const Json doc = {{"error", std::string(msg)}, {"code", std::string(code)}};
         out_ << dump(doc, pretty_) << '\n';
         out_.flush();
         return;

@@ -1,106 +1,312 @@
 // SPDX-License-Identifier: MIT
+// The print layer: the JSON spelling of every message rofctl prints, and
+// the text rendered from the same tree.
 #include <gtest/gtest.h>
 
 #include <sstream>
 
+#include "grpc/health/v1/health.pb.h"
 #include "print.h"
+#include "rof/v1/audit.pb.h"
+#include "rof/v1/control.pb.h"
+#include "rof/v1/metrics.pb.h"
+#include "rof/v1/policy.pb.h"
+#include "rof/v1/program.pb.h"
+#include "rof/v1/region.pb.h"
+#include "rof/v1/session.pb.h"
+#include "rof/v1/tenant.pb.h"
 
 namespace {
 
-using rofctl::Printer;
-using rofctl::To;
+namespace pb = google::protobuf;
+using rofctl::Json;
+using rofctl::to_json;
 
-TEST(FormatText, SubstitutesAndPads) {
-    EXPECT_EQ(rofctl::format_text("dev {} up", "rxe0"), "dev rxe0 up");
-    EXPECT_EQ(rofctl::format_text("[{:<6}]", "rxe0"), "[rxe0  ]");
-    EXPECT_EQ(rofctl::format_text("[{:>6}]", "rxe0"), "[  rxe0]");
-    // Too long for the column: printed whole, never cut.
-    EXPECT_EQ(rofctl::format_text("[{:<2}]", "rxe0"), "[rxe0]");
-    EXPECT_EQ(rofctl::format_text("no placeholder", "x"), "no placeholder");
+TEST(ToJson, EnumsLoseTheirPrefix) {
+    rof::v1::Port port;
+    port.set_state(rof::v1::PORT_STATE_ACTIVE_DEFER);
+    EXPECT_EQ(to_json(port)["state"], "ACTIVE_DEFER");
+    rof::v1::Region r;
+    r.set_origin(rof::v1::ORIGIN_POLICY);
+    EXPECT_EQ(to_json(r)["origin"], "POLICY");
+    rof::v1::AuditRecord a;
+    a.set_kind(rof::v1::AUDIT_KIND_SESSION_OPEN);
+    EXPECT_EQ(to_json(a)["kind"], "SESSION_OPEN");
+    rof::v1::Session s;
+    EXPECT_EQ(to_json(s)["state"], "UNSPECIFIED");
+    // grpc.health's values carry no prefix: as they are.
+    grpc::health::v1::HealthCheckResponse h;
+    h.set_status(grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    EXPECT_EQ(to_json(h)["status"], "NOT_SERVING");
+    // A number the enum does not know prints as the number.
+    port.set_state(static_cast<rof::v1::PortState>(42));
+    EXPECT_EQ(to_json(port)["state"], 42);
 }
 
-TEST(FormatUptime, LeavesOutLeadingZeroUnits) {
-    EXPECT_EQ(rofctl::format_uptime(0), "0s");
-    EXPECT_EQ(rofctl::format_uptime(59), "59s");
-    EXPECT_EQ(rofctl::format_uptime(192), "3m 12s");
-    EXPECT_EQ(rofctl::format_uptime(3600), "1h 0m 0s");
-    EXPECT_EQ(rofctl::format_uptime(2 * 86400 + 3 * 3600 + 4 * 60 + 5), "2d 3h 4m 5s");
+TEST(ToJson, WellKnownTypesTagsAndBytes) {
+    rof::v1::GetStatusResponse st;
+    st.mutable_daemon()->mutable_uptime()->set_seconds(192);
+    auto* dev = st.add_devices();
+    dev->set_name("rxe0");
+    dev->set_node_guid(0x0250b6fffe123456ULL);
+    const Json j = to_json(st);
+    EXPECT_EQ(j["daemon"]["uptime"], 192);
+    EXPECT_FALSE(j["daemon"].contains("uptime_seconds"));
+    EXPECT_EQ(j["devices"][0]["node_guid"], "0x0250b6fffe123456");
+    EXPECT_EQ(j["policy_generation"], 0);  // proto3 defaults are printed
+
+    st.mutable_daemon()->mutable_uptime()->set_nanos(500000000);
+    EXPECT_EQ(to_json(st)["daemon"]["uptime"], 192.5);
+
+    rof::v1::Program p;
+    p.set_tag(0xdeadbeefULL);
+    p.mutable_loaded_at()->set_seconds(1700000000);
+    EXPECT_EQ(to_json(p)["tag"], "0x00000000deadbeef");
+    EXPECT_EQ(to_json(p)["loaded_at"], "2023-11-14T22:13:20Z");
+
+    rof::v1::MapRegionResponse m;
+    m.set_token(std::string("\x01\xab\x00\xff", 4));
+    EXPECT_EQ(to_json(m)["token"], "01ab00ff");
+
+    // 64-bit counters stay exact numbers.
+    rof::v1::TenantCounters c;
+    c.set_bytes(~0ULL);
+    EXPECT_EQ(to_json(c)["bytes"].get<std::uint64_t>(), ~0ULL);
 }
 
-// The same calls, printed both ways.
-void sample(Printer& p) {
-    p.string(To::any, "name", "dev {}", "rxe0");
-    p.uint(To::json, "uptime_seconds", {}, 192);
-    p.string(To::text, {}, " up {}", "3m 12s");
-    p.newline();
-    p.open_array("ports");
-    for (unsigned i = 1; i <= 2; i++) {
-        p.open_object();
-        p.uint(To::any, "port_num", "  port {}", i);
-        p.close_object();
-        p.newline();
+TEST(ToJson, UnsetOptionalAndOneofAreLeftOut) {
+    rof::v1::Bind b;
+    b.set_region("table");
+    EXPECT_FALSE(to_json(b).contains("freelist"));
+    b.set_freelist(0);
+    EXPECT_EQ(to_json(b)["freelist"], 0);
+
+    rof::v1::ProgramSource src;
+    src.set_source("exit 0\n");
+    const Json j = to_json(src);
+    EXPECT_EQ(j["source"], "exit 0\n");
+    EXPECT_FALSE(j.contains("image"));
+}
+
+// Sets every field of @m, one element per repeated field, recursing into
+// messages (the well-known types too) to @depth.
+void fill(pb::Message& m, int depth) {
+    const pb::Descriptor& d = *m.GetDescriptor();
+    const pb::Reflection& r = *m.GetReflection();
+    using FD = pb::FieldDescriptor;
+    for (int i = 0; i < d.field_count(); i++) {
+        const FD* f = d.field(i);
+        if (f->containing_oneof() != nullptr && f->index_in_oneof() > 0) {
+            continue;  // the first member of a oneof only
+        }
+        const bool rep = f->is_repeated();
+        switch (f->cpp_type()) {
+            case FD::CPPTYPE_INT32:
+                rep ? r.AddInt32(&m, f, 1) : r.SetInt32(&m, f, 1);
+                break;
+            case FD::CPPTYPE_INT64:
+                rep ? r.AddInt64(&m, f, 1) : r.SetInt64(&m, f, 1);
+                break;
+            case FD::CPPTYPE_UINT32:
+                rep ? r.AddUInt32(&m, f, 1) : r.SetUInt32(&m, f, 1);
+                break;
+            case FD::CPPTYPE_UINT64:
+                rep ? r.AddUInt64(&m, f, 1) : r.SetUInt64(&m, f, 1);
+                break;
+            case FD::CPPTYPE_DOUBLE:
+                rep ? r.AddDouble(&m, f, 1) : r.SetDouble(&m, f, 1);
+                break;
+            case FD::CPPTYPE_FLOAT:
+                rep ? r.AddFloat(&m, f, 1) : r.SetFloat(&m, f, 1);
+                break;
+            case FD::CPPTYPE_BOOL:
+                rep ? r.AddBool(&m, f, true) : r.SetBool(&m, f, true);
+                break;
+            case FD::CPPTYPE_ENUM:
+                rep ? r.AddEnumValue(&m, f, 1) : r.SetEnumValue(&m, f, 1);
+                break;
+            case FD::CPPTYPE_STRING:
+                rep ? r.AddString(&m, f, "x") : r.SetString(&m, f, "x");
+                break;
+            case FD::CPPTYPE_MESSAGE:
+                if (depth > 0) {
+                    fill(rep ? *r.AddMessage(&m, f) : *r.MutableMessage(&m, f), depth - 1);
+                }
+                break;
+        }
     }
-    p.close_array();
-    p.open_object("empty");
-    p.close_object();
-    p.finish();
 }
 
-TEST(Printer, TextModePrintsTextFormatsOnly) {
-    std::ostringstream out, err;
-    Printer p(out, err, false, false);
+// Every key of @j is a field of @d, and every field set in @m is a key.
+void expect_keys(const Json& j, const pb::Message& m, const std::string& path) {
+    const pb::Descriptor& d = *m.GetDescriptor();
+    const std::string& full = d.full_name();
+    if (full == "google.protobuf.Timestamp") {
+        EXPECT_TRUE(j.is_string()) << path;
+        return;
+    }
+    if (full == "google.protobuf.Duration") {
+        EXPECT_TRUE(j.is_number()) << path;
+        return;
+    }
+    ASSERT_TRUE(j.is_object()) << path;
+    const pb::Reflection& r = *m.GetReflection();
+    for (const auto& [key, value] : j.items()) {
+        const pb::FieldDescriptor* f = d.FindFieldByName(key);
+        ASSERT_NE(f, nullptr) << path << "." << key << " is not a field of " << full;
+        if (f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+            continue;
+        }
+        if (f->is_repeated()) {
+            ASSERT_TRUE(value.is_array()) << path << "." << key;
+            for (int i = 0; i < r.FieldSize(m, f); i++) {
+                expect_keys(value[static_cast<std::size_t>(i)], r.GetRepeatedMessage(m, f, i),
+                            path + "." + key + "[]");
+            }
+        } else {
+            expect_keys(value, r.GetMessage(m, f), path + "." + key);
+        }
+    }
+    for (int i = 0; i < d.field_count(); i++) {
+        const pb::FieldDescriptor* f = d.field(i);
+        if (f->is_repeated() || r.HasField(m, f) || !f->has_presence()) {
+            EXPECT_TRUE(j.contains(f->name())) << path << ": " << f->name() << " missing";
+        }
+    }
+}
 
-    sample(p);
-    EXPECT_EQ(out.str(), "dev rxe0 up 3m 12s\n  port 1\n  port 2\n");
+// Every message of every rof.v1 file and grpc.health.v1: whatever rofctl
+// prints is one of these or made of them.
+std::vector<const pb::Descriptor*> all_messages() {
+    // Name one message of each file so that the linker keeps them.
+    const pb::FileDescriptor* files[] = {
+        rof::v1::AuditRecord::descriptor()->file(),
+        rof::v1::GetStatusResponse::descriptor()->file(),
+        rof::v1::GetMetricsResponse::descriptor()->file(),
+        rof::v1::GetPolicyResponse::descriptor()->file(),
+        rof::v1::Program::descriptor()->file(),
+        rof::v1::Region::descriptor()->file(),
+        rof::v1::Session::descriptor()->file(),
+        rof::v1::Tenant::descriptor()->file(),
+        rof::v1::Rate::descriptor()->file(),
+        grpc::health::v1::HealthCheckResponse::descriptor()->file(),
+    };
+    std::vector<const pb::Descriptor*> out;
+    for (const pb::FileDescriptor* f : files) {
+        for (int i = 0; i < f->message_type_count(); i++) {
+            out.push_back(f->message_type(i));
+        }
+    }
+    return out;
+}
+
+TEST(ToJson, EveryKeyIsAFieldName) {
+    const auto messages = all_messages();
+    EXPECT_GE(messages.size(), 50U);
+    for (const pb::Descriptor* d : messages) {
+        // Through the generated class, as rofctl has it.
+        const pb::Message* proto = pb::MessageFactory::generated_factory()->GetPrototype(d);
+        ASSERT_NE(proto, nullptr) << d->full_name();
+        std::unique_ptr<pb::Message> m(proto->New());
+        expect_keys(to_json(*m), *m, d->full_name() + "(empty)");
+        fill(*m, 3);
+        expect_keys(to_json(*m), *m, d->full_name());
+    }
+}
+
+TEST(RenderText, ListsAreTables) {
+    rof::v1::ListTenantsResponse resp;
+    auto* t = resp.add_tenants();
+    t->set_name("kv");
+    t->set_id(1);
+    t->add_granted_regions("a/b");
+    t->add_granted_regions("c/d");
+    resp.add_tenants()->set_name("analytics");
+    const std::string text = rofctl::render_text(to_json(resp));
+    std::istringstream lines(text);
+    std::string header, row1, row2;
+    std::getline(lines, header);
+    std::getline(lines, row1);
+    std::getline(lines, row2);
+    EXPECT_TRUE(header.starts_with("NAME       ID  QUOTA")) << text;
+    EXPECT_TRUE(row1.starts_with("kv         1  ")) << text;
+    EXPECT_NE(row1.find("a/b,c/d"), std::string::npos) << text;
+    EXPECT_TRUE(row2.starts_with("analytics  0  ")) << text;
+
+    EXPECT_EQ(rofctl::render_text(to_json(rof::v1::ListRegionsResponse{})), "no regions\n");
+}
+
+TEST(RenderText, SingleObjectsAreKeyValueBlocks) {
+    rof::v1::GetStatusResponse st;
+    st.mutable_module()->set_version("0.1.0");
+    auto* dev = st.add_devices();
+    dev->set_name("rxe0");
+    auto* port = dev->add_ports();
+    port->set_port_num(1);
+    port->set_state(rof::v1::PORT_STATE_ACTIVE);
+    port->set_active_mtu(1024);
+    st.add_drift("tenant \"kv\": region \"table\" recreated");
+    const std::string text = rofctl::render_text(to_json(st));
+    EXPECT_NE(text.find("module:\n  version: 0.1.0\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("devices:\n  NAME  INDEX"), std::string::npos) << text;
+    EXPECT_NE(text.find("rxe0"), std::string::npos) << text;
+    EXPECT_NE(text.find("1/ACTIVE/1024"), std::string::npos) << text;
+    EXPECT_NE(text.find("drift: tenant \"kv\""), std::string::npos) << text;
+
+    rof::v1::Program p;
+    p.set_source("a\nb\n");
+    const std::string ptext = rofctl::render_text(to_json(p));
+    EXPECT_NE(ptext.find("source:\n  a\n  b\n"), std::string::npos) << ptext;
+}
+
+TEST(Printer, JsonCompactPrettyAndErrors) {
+    std::ostringstream out, err;
+    rof::v1::ReloadPolicyResponse r;
+    r.set_generation(3);
+    r.add_notes("n");
+    rofctl::Printer(out, err, true, false).print(r);
+    EXPECT_EQ(out.str(), "{\"generation\":3,\"notes\":[\"n\"]}\n");
+
+    out.str("");
+    rofctl::Printer(out, err, false, true).print(r);
+    EXPECT_EQ(out.str(), "{\n  \"generation\": 3,\n  \"notes\": [\n    \"n\"\n  ]\n}\n");
+
+    out.str("");
+    rofctl::Printer(out, err, false, false).print(r);
+    EXPECT_EQ(out.str(), "generation: 3\nnotes: n\n");
+
+    out.str("");
+    rofctl::Printer(out, err, true, false).error("region \"x\": not found", "NOT_FOUND");
+    EXPECT_EQ(out.str(), "{\"error\":\"region \\\"x\\\": not found\",\"code\":\"NOT_FOUND\"}\n");
     EXPECT_EQ(err.str(), "");
+    rofctl::Printer(out, err, false, false).error("no rofd", "UNAVAILABLE");
+    EXPECT_EQ(err.str(), "rofctl: no rofd\n");
 }
 
-TEST(Printer, JsonModeBuildsOneDocumentInCallOrder) {
+TEST(Printer, RecordsAreOneLineEachEvenPretty) {
     std::ostringstream out, err;
-    Printer p(out, err, true, false);
-
-    sample(p);
-    EXPECT_EQ(out.str(),
-              "{\"name\":\"rxe0\",\"uptime_seconds\":192,"
-              "\"ports\":[{\"port_num\":1},{\"port_num\":2}],\"empty\":{}}\n");
-    EXPECT_EQ(err.str(), "");
+    rofctl::Printer p(out, err, true, true);
+    rof::v1::AuditRecord a;
+    a.set_seq(1);
+    p.record(to_json(a));
+    a.set_seq(2);
+    p.record(to_json(a));
+    std::istringstream lines(out.str());
+    std::string line;
+    int n = 0;
+    while (std::getline(lines, line)) {
+        const Json j = Json::parse(line);
+        EXPECT_EQ(j["seq"], ++n);
+    }
+    EXPECT_EQ(n, 2);
 }
 
-TEST(Printer, PrettyImpliesJsonAndIndents) {
+TEST(Printer, InvalidUtf8IsReplacedNotThrown) {
     std::ostringstream out, err;
-    Printer p(out, err, false, true);
-
-    EXPECT_TRUE(p.json());
-    p.uint(To::any, "a", "{}", 1);
-    p.finish();
-    EXPECT_EQ(out.str(), "{\n  \"a\": 1\n}\n");
-}
-
-TEST(Printer, ErrorGoesToStderrInTextMode) {
-    std::ostringstream out, err;
-    Printer p(out, err, false, false);
-
-    p.error("cannot reach rofd");
-    EXPECT_EQ(out.str(), "");
-    EXPECT_EQ(err.str(), "rofctl: cannot reach rofd\n");
-}
-
-TEST(Printer, ErrorIsAJsonObjectOnStdoutInJsonMode) {
-    std::ostringstream out, err;
-    Printer p(out, err, true, false);
-
-    p.error("say \"why\"");
-    EXPECT_EQ(out.str(), "{\"error\":\"say \\\"why\\\"\"}\n");
-    EXPECT_EQ(err.str(), "");
-}
-
-TEST(Printer, BytesThatAreNotUtf8DoNotBreakJson) {
-    std::ostringstream out, err;
-    Printer p(out, err, true, false);
-
-    p.string(To::any, "name", "{}", "rxe\xff");
-    p.finish();
-    EXPECT_EQ(out.str(), "{\"name\":\"rxe\xEF\xBF\xBD\"}\n");
+    rof::v1::Device d;
+    d.set_name("bad\xff");
+    rofctl::Printer(out, err, true, false).print(d);
+    EXPECT_NE(out.str().find("bad\xef\xbf\xbd"), std::string::npos);
 }
 
 }  // namespace

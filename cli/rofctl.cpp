@@ -3,32 +3,10 @@
 
 #include <string_view>
 
-#include "commands.h"
-#include "rof/client.h"
-
 namespace rofctl {
 namespace {
 
-// Whether -j/-p appear on the command line, known even when CLI11 gives up
-// before it stores the flags, so that usage errors follow the output mode.
-bool wants_json(int argc, const char* const* argv) {
-    for (int i = 1; i < argc; i++) {
-        const std::string_view a = argv[i];
-        if (a == "--") {
-            break;
-        }
-        if (a == "--json" || a == "--pretty") {
-            return true;
-        }
-        if (a.size() > 1 && a[0] == '-' && a[1] != '-' &&
-            a.find_first_of("jp") != std::string_view::npos) {
-            return true;
-        }
-    }
-    return false;
-}
-
-std::string object_names(const CLI::App& app) {
+std::string names_of(const CLI::App& app) {
     std::string names;
     for (const CLI::App* sub : app.get_subcommands({})) {
         if (!names.empty()) {
@@ -39,71 +17,198 @@ std::string object_names(const CLI::App& app) {
     return names;
 }
 
-// CLI11's messages, except where naming the objects helps more.
-std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
-    const std::vector<std::string> extras = app.remaining();
+// An option of @app or, through fallthrough, of a parent.
+const CLI::Option* find_option(const CLI::App* app, const std::string& name) {
+    for (; app != nullptr; app = app->get_parent()) {
+        if (const CLI::Option* o = app->get_option_no_throw(name)) {
+            return o;
+        }
+    }
+    return nullptr;
+}
 
-    if (app.get_subcommands().empty() && !extras.empty() && !extras[0].starts_with("-")) {
-        return "unknown object \"" + extras[0] + "\" (objects: " + object_names(app) + ")";
+bool takes_value(const CLI::Option* o) {
+    return o != nullptr && o->get_expected_max() > 0 && o->get_type_size_max() > 0;
+}
+
+// The deepest subcommand the parse selected.
+const CLI::App* selected_leaf(const CLI::App& app) {
+    const CLI::App* at = &app;
+    for (;;) {
+        const auto subs = at->get_subcommands();
+        if (subs.empty()) {
+            return at;
+        }
+        at = subs.front();
+    }
+}
+
+std::string command_path(const CLI::App* app) {
+    std::string path;
+    for (; app != nullptr && app->get_parent() != nullptr; app = app->get_parent()) {
+        path = app->get_name() + (path.empty() ? "" : " " + path);
+    }
+    return path;
+}
+
+// CLI11's messages, except where naming the objects or verbs helps more.
+std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
+    const CLI::App* leaf = selected_leaf(app);
+    const std::vector<std::string> extras = app.remaining(true);
+    if (!leaf->get_subcommands({}).empty() && !extras.empty() && !extras[0].starts_with("-")) {
+        if (leaf == &app) {
+            return "unknown object \"" + extras[0] + "\" (objects: " + names_of(app) + ")";
+        }
+        return "unknown verb \"" + extras[0] + "\" for " + command_path(leaf) +
+               " (verbs: " + names_of(*leaf) + ")";
     }
     return e.what();
 }
 
-class NoObject : public CLI::ParseError {
-  public:
-    explicit NoObject(const std::string& objects)
-        : CLI::ParseError("NoObject", "no object given (objects: " + objects + ")",
-                          CLI::ExitCodes::RequiredError) {}
-};
-
 }  // namespace
 
-int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-    std::string socket;
-    bool json = false;
-    bool pretty = false;
-    Handler handler;
+std::vector<std::string> expand_prefixes(const CLI::App& app, std::vector<std::string> args,
+                                         std::string* ambiguous) {
+    const CLI::App* at = &app;
+    for (std::size_t i = 0; i < args.size(); i++) {
+        const std::string& a = args[i];
+        if (a == "--") {
+            break;
+        }
+        if (a.size() > 1 && a[0] == '-') {
+            if (a.find('=') != std::string::npos) {
+                continue;
+            }
+            // "--name VALUE", "-n VALUE"; "-nVALUE" and flag clusters carry no
+            // separate value.
+            const bool is_long = a.starts_with("--");
+            if ((is_long || a.size() == 2) && takes_value(find_option(at, a))) {
+                i++;
+            }
+            continue;
+        }
+        const auto subs = at->get_subcommands({});
+        if (subs.empty()) {
+            break;  // positionals of a verb from here on
+        }
+        std::vector<const CLI::App*> found;
+        for (const CLI::App* s : subs) {
+            if (s->get_name() == a) {
+                found = {s};
+                break;
+            }
+            if (s->get_name().starts_with(a)) {
+                found.push_back(s);
+            }
+        }
+        if (found.empty()) {
+            break;  // CLI11 names the unknown word
+        }
+        if (found.size() > 1) {
+            std::string names;
+            for (const CLI::App* s : found) {
+                names += (names.empty() ? "" : ", ") + s->get_name();
+            }
+            const std::string msg = "ambiguous " + std::string(at == &app ? "object" : "verb") +
+                                    " \"" + a + "\": " + names;
+            if (ambiguous == nullptr) {
+                throw UsageError(msg);
+            }
+            *ambiguous = msg;  // reported after the parse, which knows -j
+            break;
+        }
+        args[i] = found.front()->get_name();
+        at = found.front();
+    }
+    return args;
+}
 
-    CLI::App app{"rofctl - administer the rof RDMA offload service", "rofctl"};
-    // Global options are accepted after the object too: `rofctl status -j`.
+void build_app(CLI::App& app, Globals& g, Handler& selected) {
+    // Global options are accepted after the object and verb too.
     app.fallthrough();
     app.require_subcommand(0, 1);
-    app.add_option("--socket", socket,
+    app.add_option("--socket", g.socket,
                    "rofd's unix socket (default: $ROF_SOCKET, else /run/rof/rofd.sock)");
-    app.add_flag("-j,--json", json, "print JSON");
-    app.add_flag("-p,--pretty", pretty, "print indented JSON (implies --json)");
+    app.add_option("--connect", g.connect, "rofd's TLS listener HOST:PORT instead of the socket");
+    app.add_option("--tls-ca", g.tls_ca, "with --connect: CA certificate (PEM) of rofd");
+    app.add_option("--tls-cert", g.tls_cert, "with --connect: this client's certificate (PEM)");
+    app.add_option("--tls-key", g.tls_key, "with --connect: this client's key (PEM)");
+    app.add_option("--timeout", g.timeout_ms, "deadline of each call to rofd, in ms")
+        ->check(CLI::PositiveNumber);
+    app.add_flag("-j,--json", g.json, "print JSON");
+    app.add_flag("-p,--pretty", g.pretty, "print indented JSON (implies --json)");
+    app.footer(
+        "Objects and verbs may be abbreviated to any unique prefix: `rofctl t l` is\n"
+        "`rofctl tenant list`.  `rofctl OBJECT --help` lists an object's verbs.\n"
+        "Exit status: 0 ok, 1 error, 2 usage, 3 rofd unreachable, 4 not found,\n"
+        "5 permission denied, 6 conflict, 7 invalid argument, 8 resource exhausted,\n"
+        "9 check failed.  See rofctl(8).");
 
-    add_status_command(app, handler);
+    add_tenant_commands(app, selected);
+    add_policy_commands(app, selected);
+    add_region_commands(app, selected);
+    add_prog_commands(app, selected);
+    add_session_commands(app, selected);
+    add_audit_commands(app, selected);
+    add_status_commands(app, selected);
+}
 
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+    Globals g;
+    Handler handler;
+    CLI::App app{"rofctl - administer the rof RDMA offload service", "rofctl"};
+    build_app(app, g, handler);
+
+    auto usage = [&](const std::string& msg) {
+        const bool as_json =
+            app.get_option("--json")->count() > 0 || app.get_option("--pretty")->count() > 0;
+        Printer p(out, err, as_json, g.pretty);
+        p.error(msg, "USAGE");
+        if (!as_json) {
+            const std::string path = command_path(selected_leaf(app));
+            err << "Run 'rofctl " << (path.empty() ? "" : path + " ") << "--help' for usage.\n";
+        }
+        return exit_usage;
+    };
+
+    std::string ambiguous;
     try {
-        app.parse(argc, argv);
+        std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+        args = expand_prefixes(app, std::move(args), &ambiguous);
+        // CLI11 takes a reversed vector.
+        std::vector<std::string> rev(args.rbegin(), args.rend());
+        app.parse(rev);
+        if (!ambiguous.empty()) {
+            return usage(ambiguous);
+        }
         if (!handler) {
-            throw NoObject(object_names(app));
+            const CLI::App* leaf = selected_leaf(app);
+            if (leaf == &app) {
+                return usage("no object given (objects: " + names_of(app) + ")");
+            }
+            return usage("no verb given for " + command_path(leaf) + " (verbs: " + names_of(*leaf) +
+                         ")");
         }
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
             return app.exit(e, out, err);  // --help
         }
-        const bool as_json = json || pretty || wants_json(argc, argv);
-        Printer p(out, err, as_json, pretty);
-        p.error(usage_message(app, e));
-        if (!as_json) {
-            err << "Run 'rofctl --help' for usage.\n";
-        }
-        return exit_usage;
+        return usage(ambiguous.empty() ? usage_message(app, e) : ambiguous);
+    } catch (const UsageError& e) {
+        return usage(e.what());
     }
 
-    Printer printer(out, err, json, pretty);
-    Context ctx{printer, socket};
+    Printer printer(out, err, g.json, g.pretty);
+    Context ctx(printer, g);
     try {
-        const int rc = handler(ctx);
-        printer.finish();
-        return rc;
+        return handler(ctx);
+    } catch (const UsageError& e) {
+        return usage(e.what());
     } catch (const rof::Error& e) {
-        printer.error(e.what());
-        return e.code() == rof::Code::unavailable ? exit_unreachable : exit_error;
+        printer.error(e.what(), rof::code_name(e.code()));
+        return exit_status(e.code());
     } catch (const std::exception& e) {
-        printer.error(e.what());
+        printer.error(e.what(), "UNKNOWN");
         return exit_error;
     }
 }

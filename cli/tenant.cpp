@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+// rofctl tenant list|show|create|delete.
+//
+// The API has no call that creates or deletes a tenant: tenants are what
+// the policy files say (docs/policy.md).  `create` writes a validated
+// tenants.d/NAME.toml and `delete` removes one, each followed by
+// ReloadPolicy, which rofd applies atomically; a reload that fails undoes
+// the file change.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "commands.h"
+#include "policy.h"
+
+namespace rofctl {
+
+std::string default_config_dir() {
+    const char* env = std::getenv("ROF_CONFIG_DIR");
+    return env != nullptr && *env != '\0' ? env : "/etc/rof";
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TenantOpts {
+    std::string name;
+    std::vector<std::uint32_t> uids, gids;
+    std::vector<std::string> subjects, quota;
+    std::string config_dir = default_config_dir();
+    bool no_reload = false;
+};
+
+// The text of tenants.d/NAME.toml for @o.
+std::string tenant_toml(const TenantOpts& o) {
+    std::string t = "# written by rofctl tenant create\nname = \"" + o.name + "\"\n\n[identity]\n";
+    auto list = [&t](const char* key, const auto& v, bool quote) {
+        if (v.empty()) {
+            return;
+        }
+        t += std::string(key) + " = [";
+        for (std::size_t i = 0; i < v.size(); i++) {
+            std::string item;
+            if constexpr (std::is_same_v<std::decay_t<decltype(v[i])>, std::string>) {
+                item = v[i];
+            } else {
+                item = std::to_string(v[i]);
+            }
+            t += (i ? ", " : "") + (quote ? "\"" + item + "\"" : item);
+        }
+        t += "]\n";
+    };
+    list("uids", o.uids, false);
+    list("gids", o.gids, false);
+    list("subjects", o.subjects, true);
+    if (!o.quota.empty()) {
+        t += "\n[quota]\n";
+        for (const std::string& kv : o.quota) {
+            const auto eq = kv.find('=');
+            if (eq == std::string::npos || eq == 0) {
+                throw UsageError("--quota \"" + kv + "\": want KEY=VALUE");
+            }
+            const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+            const bool digits =
+                !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+            t += key + " = " + (digits ? value : "\"" + value + "\"") + "\n";
+        }
+    }
+    return t;
+}
+
+// Validates the policy of @dir as it would be with @changed (file path ->
+// text; an empty text leaves the file out).  rof::Error(invalid_argument)
+// with every "file:line:col: message" when it is not valid.
+void validate(const std::string& dir, const std::map<std::string, std::string>& changed) {
+    const std::string daemon_file = dir + "/rofd.toml";
+    std::string daemon_text;
+    if (fs::exists(daemon_file)) {
+        daemon_text = read_file(daemon_file);
+    }
+    std::vector<std::pair<std::string, std::string>> tenants;
+    const fs::path tdir = fs::path(dir) / "tenants.d";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(tdir, ec)) {
+        const std::string p = e.path().string();
+        if (e.path().extension() == ".toml" && !changed.contains(p)) {
+            tenants.emplace_back(p, read_file(p));
+        }
+    }
+    for (const auto& [p, text] : changed) {
+        if (!text.empty()) {
+            tenants.emplace_back(p, text);
+        }
+    }
+    const auto r = rof::policy::parse(daemon_text, daemon_file, tenants);
+    if (!r.errors.empty()) {
+        std::string msg = "the policy would not be valid:";
+        for (const auto& d : r.errors) {
+            msg += "\n" + d.str();
+        }
+        throw rof::Error(rof::Code::invalid_argument, msg);
+    }
+}
+
+std::string tenant_file(const std::string& dir, const std::string& name) {
+    if (!rof::policy::valid_name(name)) {
+        throw UsageError("tenant name \"" + name + "\": 1 to 63 of [A-Za-z0-9._:-]");
+    }
+    return dir + "/tenants.d/" + name + ".toml";
+}
+
+int reload_and_print(Context& ctx, const std::function<void()>& undo) {
+    rof::v1::ReloadPolicyResponse resp;
+    try {
+        resp = ctx.client().reload_policy();
+    } catch (const rof::Error& e) {
+        undo();
+        throw rof::Error(e.code(), std::string(e.what()) + " (the file change was undone)");
+    }
+    ctx.printer.print(resp);
+    return exit_ok;
+}
+
+int create(Context& ctx, const TenantOpts& o) {
+    if (o.uids.empty() && o.gids.empty() && o.subjects.empty()) {
+        throw UsageError("tenant create: give at least one --uid, --gid or --subject");
+    }
+    const std::string path = tenant_file(o.config_dir, o.name);
+    if (fs::exists(path)) {
+        throw rof::Error(rof::Code::already_exists, path + " exists: not overwritten");
+    }
+    const std::string text = tenant_toml(o);
+    validate(o.config_dir, {{path, text}});
+
+    fs::create_directories(fs::path(path).parent_path());
+    const std::string tmp = o.config_dir + "/tenants.d/." + o.name + ".toml.tmp";
+    {
+        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            throw std::runtime_error(tmp + ": " + std::strerror(errno));
+        }
+        const bool ok =
+            ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
+        ::close(fd);
+        if (!ok) {
+            ::unlink(tmp.c_str());
+            throw std::runtime_error(tmp + ": write failed");
+        }
+    }
+    // link() fails on an existing target: never overwrites, even racing.
+    if (::link(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        if (err == EEXIST) {
+            throw rof::Error(rof::Code::already_exists, path + " exists: not overwritten");
+        }
+        throw std::runtime_error(path + ": " + std::strerror(err));
+    }
+    ::unlink(tmp.c_str());
+    ctx.printer.text("wrote " + path);
+    if (o.no_reload) {
+        ctx.printer.print(rof::v1::ReloadPolicyResponse{});
+        return exit_ok;
+    }
+    return reload_and_print(ctx, [&path] { ::unlink(path.c_str()); });
+}
+
+int remove(Context& ctx, const TenantOpts& o) {
+    const std::string path = tenant_file(o.config_dir, o.name);
+    if (!fs::exists(path)) {
+        throw rof::Error(rof::Code::not_found, "tenant \"" + o.name + "\": no file " + path);
+    }
+    validate(o.config_dir, {{path, ""}});
+    const std::string aside = o.config_dir + "/tenants.d/." + o.name + ".toml.deleted";
+    fs::rename(path, aside);
+    ctx.printer.text("removed " + path);
+    if (o.no_reload) {
+        fs::remove(aside);
+        ctx.printer.print(rof::v1::ReloadPolicyResponse{});
+        return exit_ok;
+    }
+    const int rc = reload_and_print(ctx, [&] { fs::rename(aside, path); });
+    fs::remove(aside);
+    return rc;
+}
+
+}  // namespace
+
+void add_tenant_commands(CLI::App& app, Handler& selected) {
+    auto* obj = app.add_subcommand("tenant", "tenants (declared by policy files)");
+    obj->require_subcommand(0, 1);
+    auto o = std::make_shared<TenantOpts>();
+
+    obj->add_subcommand("list", "list tenants with quota, usage and counters")
+        ->callback([&selected] {
+            selected = [](Context& ctx) {
+                ctx.printer.print(ctx.client().list_tenants());
+                return exit_ok;
+            };
+        });
+
+    auto* show = obj->add_subcommand("show", "one tenant (default: the caller's own)");
+    show->add_option("name", o->name, "tenant name");
+    show->callback([&selected, o] {
+        selected = [o](Context& ctx) {
+            rof::v1::GetTenantRequest req;
+            req.set_name(o->name);
+            ctx.printer.print(ctx.client().get_tenant(req));
+            return exit_ok;
+        };
+    });
+
+    auto* create_cmd = obj->add_subcommand(
+        "create",
+        "write a new tenants.d/NAME.toml, validated, then ReloadPolicy (there is no "
+        "create call: tenants are policy files)");
+    create_cmd->add_option("name", o->name, "tenant name")->required();
+    create_cmd->add_option("--uid", o->uids, "a uid of the tenant (repeatable)");
+    create_cmd->add_option("--gid", o->gids, "a gid of the tenant (repeatable)");
+    create_cmd->add_option("--subject", o->subjects, "a TLS certificate subject (repeatable)");
+    create_cmd->add_option("--quota", o->quota,
+                           "KEY=VALUE of [quota]: region_bytes, regions, sessions, programs, "
+                           "inflight (repeatable)");
+    create_cmd->add_option("--config-dir", o->config_dir,
+                           "policy directory (default: $ROF_CONFIG_DIR, else /etc/rof)");
+    create_cmd->add_flag("--no-reload", o->no_reload, "write the file only");
+    create_cmd->callback(
+        [&selected, o] { selected = [o](Context& ctx) { return create(ctx, *o); }; });
+
+    auto* del = obj->add_subcommand(
+        "delete", "remove tenants.d/NAME.toml, then ReloadPolicy (undone if the reload fails)");
+    del->add_option("name", o->name, "tenant name")->required();
+    del->add_option("--config-dir", o->config_dir,
+                    "policy directory (default: $ROF_CONFIG_DIR, else /etc/rof)");
+    del->add_flag("--no-reload", o->no_reload, "remove the file only");
+    del->callback([&selected, o] { selected = [o](Context& ctx) { return remove(ctx, *o); }; });
+}
+
+}  // namespace rofctl
