@@ -10,12 +10,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "rofctl.h"
+#include "test_temp_dir.h"
 
 namespace {
 
@@ -44,17 +46,17 @@ const fs::path src_dir = ROF_SOURCE_DIR;
 class TempDir : public ::testing::Test {
   protected:
     void SetUp() override {
-        std::string tmpl = fs::temp_directory_path() / "rofctl-XXXXXX";
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        dir_ = tmpl;
+        tmp_.emplace("rofctl");
+        dir_ = tmp_->path();
         socket_ = (dir_ / "rofd.sock").string();
     }
-    void TearDown() override { fs::remove_all(dir_); }
+    void TearDown() override { tmp_.reset(); }
     void write(const fs::path& p, const std::string& text) {
         fs::create_directories(p.parent_path());
         std::ofstream(p, std::ios::binary) << text;
     }
 
+    std::optional<rof::test::TempDir> tmp_;
     fs::path dir_;
     std::string socket_;
 };

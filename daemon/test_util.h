@@ -16,33 +16,20 @@
 #include "kmod.h"
 #include "listener.h"
 #include "server.h"
+#include "test_temp_dir.h"
 
 namespace rofd::test {
 
-// A fresh directory under $TMPDIR, removed with everything in it.
-class TempDir {
+// rof::test::TempDir, and a regular file in it for the tests of Kmod.
+class TempDir : public rof::test::TempDir {
   public:
-    TempDir() {
-        std::string tmpl = std::filesystem::temp_directory_path() / "rofd-test-XXXXXX";
-        if (!::mkdtemp(tmpl.data())) {
-            throw std::runtime_error("mkdtemp failed");
-        }
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
+    TempDir() : rof::test::TempDir("rofd-test") {}
 
     // A regular file: opens like a device but answers every ioctl ENOTTY.
     std::string regular_file(const std::string& name) const {
         std::ofstream(file(name)) << "not rof.ko\n";
         return file(name);
     }
-
-  private:
-    std::filesystem::path path_;
 };
 
 }  // namespace rofd::test

@@ -33,27 +33,8 @@ std::string str_or_empty(const char* s) {
 extern "C" {
 
 const char* rof_code_name(enum rof_code code) {
-    static const char* const names[] = {
-        "OK",
-        "CANCELLED",
-        "UNKNOWN",
-        "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED",
-        "NOT_FOUND",
-        "ALREADY_EXISTS",
-        "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED",
-        "FAILED_PRECONDITION",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNIMPLEMENTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-        "UNAUTHENTICATED",
-    };
-    const auto v = static_cast<unsigned>(code);
-    return v <= rof::capi::max_code ? names[v] : "UNKNOWN";
+    // rof::code_name()'s views are of string literals: NUL-terminated.
+    return rof::code_name(static_cast<rof::Code>(code)).data();
 }
 
 enum rof_code rof_client_open(const struct rof_client_options* options, rof_client** client,

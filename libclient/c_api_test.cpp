@@ -21,6 +21,7 @@
 #include "c_api_errors.h"
 #include "rof.h"
 #include "rof/error.h"
+#include "test_temp_dir.h"
 
 namespace {
 
@@ -208,21 +209,7 @@ TEST(CApiNullArguments, SessionFunctions) {
     rof_session_close(nullptr);
 }
 
-class TempDir {
-  public:
-    TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "rof-capi-XXXXXX");
-        if (::mkdtemp(tmpl.data()) == nullptr) {
-            throw std::runtime_error("mkdtemp failed");
-        }
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string file(const std::string& name) const { return path_ / name; }
-
-  private:
-    std::filesystem::path path_;
-};
+using rof::test::TempDir;
 
 rof_client* open_client(const std::string& target) {
     rof_client_options options{};

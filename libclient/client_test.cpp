@@ -10,24 +10,11 @@
 #include <string>
 
 #include "rof/client.h"
+#include "test_temp_dir.h"
 
 namespace {
 
-class TempDir {
-  public:
-    TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "rof-client-XXXXXX");
-        if (!::mkdtemp(tmpl.data())) {
-            throw std::runtime_error("mkdtemp failed");
-        }
-        path_ = tmpl;
-    }
-    ~TempDir() { std::filesystem::remove_all(path_); }
-    std::string file(const std::string& name) const { return path_ / name; }
-
-  private:
-    std::filesystem::path path_;
-};
+using rof::test::TempDir;
 
 // A unix socket bound at @path; listening only if @listen.
 int bound_socket(const std::string& path, bool listen) {
