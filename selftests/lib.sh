@@ -173,9 +173,6 @@ as_uid() {
 	setpriv --reuid "$uid" --regid "$uid" --clear-groups "$@"
 }
 
-# ticket_hex: the base64 ticket of an OpenSession answer (stdin) in hex.
-ticket_hex() { jq -r .ticket | base64 -d | od -An -tx1 -v | tr -d ' \n'; }
-
 ROFD_PID=
 rofd_start() {
 	rofd --socket "$ROF_SOCKET" "$@" >>"$ROF_SCRATCH/rofd.log" 2>&1 &
