@@ -8,15 +8,19 @@ n=0 fail=0
 # bash-completion's _init_completion when available; a minimal stand-in
 # otherwise (cur, prev, words, cword from COMP_WORDS).
 if [ -r /usr/share/bash-completion/bash_completion ]; then
+	# shellcheck source=/dev/null
 	. /usr/share/bash-completion/bash_completion
 fi
 if ! declare -F _init_completion >/dev/null; then
+	# The variables are the completion function's, which reads them.
+	# shellcheck disable=SC2034
 	_init_completion() {
 		words=("${COMP_WORDS[@]}") cword=$COMP_CWORD
 		cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	}
-	_filedir() { COMPREPLY=($(compgen -f -- "$cur")); }
+	_filedir() { mapfile -t COMPREPLY < <(compgen -f -- "$cur"); }
 fi
+# shellcheck source=cli/rofctl.bash-completion
 . "$comp"
 
 # check "LINE" WORD...: completing the last word of LINE offers WORD...

@@ -34,6 +34,7 @@ trap ksess_cleanup EXIT
 
 # ksess_setup: set the key; create tenant A with a 64 KiB region (rwa).
 # Sets TENANT_A REGION_A.
+# shellcheck disable=SC2034 # REGION_A is the tests'
 ksess_setup() {
 	ksess key "$KSESS_KEY" || return 1
 	TENANT_A=$(ksess_tenant "$KSESS_TAG-a") || return 1
@@ -41,6 +42,7 @@ ksess_setup() {
 }
 
 # ksess_prepare TENANT [prepare options]: sets SESSION and TICKET.
+# shellcheck disable=SC2034 # SESSION and TICKET are the tests'
 ksess_prepare() {
 	local out
 	out=$(ksess prepare "$@") || return 1

@@ -43,7 +43,7 @@ for t in asm verifier exec; do
 		-print_final_stats=1 -artifact_prefix="$work/artifacts/$t-" \
 		"$work/$t" "$corpus" >"$work/$t.log" 2>&1; then
 		echo "not ok - fuzz $t: log $work/$t.log, reproducer:"
-		ls "$work/artifacts" | sed 's/^/# /'
+		find "$work/artifacts" -type f -printf '# %f\n'
 		tail -n 40 "$work/$t.log" | sed 's/^/# /'
 		status=1
 	else
