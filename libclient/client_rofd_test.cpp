@@ -18,6 +18,7 @@
 
 #include "rof/client.h"
 #include "service_harness.h"
+#include "test_tenants.h"
 
 namespace {
 
@@ -29,21 +30,11 @@ std::string admin_toml() {
            "]\n\n[sessions]\naddress = \"10.0.0.1\"\n";
 }
 
-const char* const kv_toml = R"(name = "kv"
-control_rate = 0
-
-[identity]
-uids = [4242]
-
-[quota]
-region_bytes = "64MiB"
-regions = 8
-
-[[regions]]
-name = "table"
-size = "1MiB"
-rights = ["read", "write", "atomic"]
-)";
+const std::string kv_toml = rofd::test::kv_toml({.head = "control_rate = 0\n",
+                                                 .uid = 4242,
+                                                 .quota = "regions = 8\n",
+                                                 .table_size = "1MiB",
+                                                 .table_only = true});
 
 const char* const prog_src = "exit 0\n";
 
