@@ -3,14 +3,13 @@
 
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/un.h>
 #include <systemd/sd-journal.h>
 
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include "unique_fd.h"
+#include "unix_addr.h"
 
 namespace rofd::journal {
 namespace {
@@ -89,17 +88,12 @@ std::string format_line(std::string_view message, std::span<const Field> fields)
 }
 
 bool socket_connectable(const char* path) {
-    sockaddr_un addr{};
-    if (std::strlen(path) >= sizeof(addr.sun_path)) {
+    const rof::internal::UnixAddr addr(path);
+    if (!addr.ok()) {
         return false;
     }
     UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (!fd) {
-        return false;
-    }
-    addr.sun_family = AF_UNIX;
-    std::strcpy(addr.sun_path, path);
-    return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+    return fd && addr.connect(fd.get()) == 0;
 }
 
 bool available() {

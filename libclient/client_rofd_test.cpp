@@ -6,7 +6,6 @@
 // and a client outlives a rofd restart.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,6 +18,7 @@
 #include "rof/client.h"
 #include "service_harness.h"
 #include "test_tenants.h"
+#include "unix_addr.h"
 
 namespace {
 
@@ -207,11 +207,8 @@ TEST(ClientRofd, WaitsForARestartedRofd) {
     // While rofd is down, a socket that accepts and hangs up: the accept is
     // the proof that the call below is under way before rofd comes back.
     const int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
     ::unlink(path.c_str());
-    ASSERT_EQ(::bind(lfd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(rof::internal::UnixAddr(path).bind(lfd), 0);
     ASSERT_EQ(::listen(lfd, 8), 0);
 
     std::optional<rof::Error> failed;
