@@ -38,8 +38,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "kprog.h"
-#include "rof/prog/asm.h"
 #include "rof/session.h"
+#include "test_programs.h"
 
 namespace {
 
@@ -118,15 +118,8 @@ std::uint32_t session_state(kprog::Dev& dev, std::uint32_t id) {
 }
 
 std::uint64_t load(kprog::Dev& dev, std::uint32_t tenant, const char* text, const char* name,
-                   std::vector<rof_prog_bind> binds) {
-    rof::prog::AsmResult a = rof::prog::assemble(text, name);
-    if (!a.ok()) {
-        throw kprog::Error(a.error_text());
-    }
-    std::vector<std::uint8_t> img = a.program->encode();
-    rof_prog_load l = kprog::load_req(tenant, img, binds, 1000, 4096, name);
-    dev.must(ROF_IOC_PROG_LOAD, &l, std::string("load ") + name);
-    return l.tag;
+                   const std::vector<rof_prog_bind>& binds) {
+    return kprog::load(dev, tenant, kprog::assemble(text, name), binds, 1000, 4096, name);
 }
 
 const char* kGet = R"(
@@ -137,27 +130,6 @@ const char* kGet = R"(
         ld64  r2, data[0]
         st64  resp[0], r2
         exit  0
-)";
-
-const char* kFault = R"(
-; An indirect read through the pointer at table[16]: EPTR when it is wild.
-.args 0, 0
-.resp 8
-.region nodes, r, 4096
-        copy  resp[0], nodes[*nodes[16]], 8
-        exit  0
-)";
-
-const char* kCounter = R"(
-; Per-session scratch counter; exits 7 (a program result, not an error).
-.args 0, 0
-.scratch 8
-.resp 8
-        ld64  r2, scratch[0]
-        add64 r2, 1
-        st64  scratch[0], r2
-        st64  resp[0], r2
-        exit  7
 )";
 
 std::span<std::byte> bytes_of(std::uint64_t& v) {
@@ -175,8 +147,8 @@ struct World {
         table = dev.region_create(tenant, tag + "-table", 65536, ROF_ACCESS_ALL);
         ro = dev.region_create(tenant, tag + "-ro", 4096, ROF_ACCESS_READ);
         get = load(dev, tenant, kGet, "get", {{table, 0}});
-        fault = load(dev, tenant, kFault, "fault", {{table, 0}});
-        counter = load(dev, tenant, kCounter, "counter", {});
+        fault = load(dev, tenant, kprog::kFaultProgram, "fault", {{table, 0}});
+        counter = load(dev, tenant, kprog::kCounterProgram, "counter", {});
     }
     ~World() { dev.tenant_destroy(tenant); }
     std::vector<Grant> grants() const {

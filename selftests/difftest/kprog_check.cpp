@@ -38,8 +38,11 @@
 #include "kprog.h"
 #include "rof/prog/asm.h"
 #include "rof_exec.h"
+#include "test_programs.h"
 
 namespace {
+
+using kprog::assemble;
 
 int failed = 0;
 
@@ -64,13 +67,6 @@ void expect_errno(const kprog::Dev& dev, unsigned long cmd, void* arg, int want,
                   const std::string& what) {
     int got = dev.ioc(cmd, arg);
     check(got == want, what, "got " + kprog::errno_name(got) + ", want " + kprog::errno_name(want));
-}
-
-rof::prog::Program assemble(const std::string& text, const std::string& name) {
-    rof::prog::AsmResult a = rof::prog::assemble(text, name);
-    if (!a.ok())
-        throw kprog::Error(a.error_text());
-    return *a.program;
 }
 
 // The tag field is a CRC of the image with the field as 0: re-sign an
@@ -457,27 +453,6 @@ hit:    copy  resp[0], nodes[r3], 64
         exit  0
 )";
 
-const char* kFault = R"(
-; An indirect read through a pointer the tenant stored in its region.
-.args 0, 0
-.resp 8
-.region nodes, r, 65536
-        copy  resp[0], nodes[*nodes[16]], 8
-        exit  0
-)";
-
-const char* kCounter = R"(
-; Per-session scratch: a counter that survives between invocations.
-.args 0, 0
-.scratch 8
-.resp 8
-        ld64  r2, scratch[0]
-        add64 r2, 1
-        st64  scratch[0], r2
-        st64  resp[0], r2
-        exit  7
-)";
-
 const char* kSpin = R"(
 .args 0, 0
         mov64 r2, 0
@@ -487,10 +462,7 @@ top:    loop  r2, top, 100
 
 uint64_t load(kprog::Dev& dev, uint32_t t, const rof::prog::Program& p,
               const std::vector<rof_prog_bind>& b, uint64_t budget, const char* name) {
-    std::vector<uint8_t> img = p.encode();
-    rof_prog_load l = kprog::load_req(t, img, b, budget, 1 << 20, name);
-    dev.must(ROF_IOC_PROG_LOAD, &l, std::string("load ") + name);
-    return l.tag;
+    return kprog::load(dev, t, p, b, budget, 1 << 20, name);
 }
 
 std::string describe(const kprog::InvokeResult& r) {
@@ -547,8 +519,8 @@ int cmd_invoke() {
 
     rof::prog::Program get = assemble(kHashGet, "hash_get.rofs");
     rof::prog::Program list = assemble(kList, "list.rofs");
-    rof::prog::Program fault = assemble(kFault, "fault.rofs");
-    rof::prog::Program counter = assemble(kCounter, "counter.rofs");
+    rof::prog::Program fault = assemble(kprog::kFaultProgram, "fault.rofs");
+    rof::prog::Program counter = assemble(kprog::kCounterProgram, "counter.rofs");
     rof::prog::Program spin = assemble(kSpin, "spin.rofs");
     uint64_t tget = load(dev, t, get, {{index, 0}, {heap, 0}}, 100, "hash-get");
     uint64_t tlist = load(dev, t, list, {{nodes, 0}}, 1000, "list");
