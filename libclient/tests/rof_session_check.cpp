@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -89,7 +90,7 @@ rof::v1::OpenSessionResponse prepare(kprog::Dev& dev, std::uint32_t tenant,
     }
     p.expires_ns = realtime_ns() + 600ull * 1000000000ull;
     p.idle_timeout_ms = idle_ms;
-    dev.must(ROF_IOC_SESSION_PREPARE, &p, "session prepare");
+    dev.kmod().session_prepare(p);
     rof::v1::OpenSessionResponse r;
     r.set_session(p.session);
     r.set_ticket(std::string(reinterpret_cast<const char*>(&p.ticket), sizeof(p.ticket)));
@@ -109,12 +110,8 @@ rof::v1::OpenSessionResponse prepare(kprog::Dev& dev, std::uint32_t tenant,
 }
 
 std::uint32_t session_state(kprog::Dev& dev, std::uint32_t id) {
-    rof_session_info si{};
-    si.id = id;
-    if (dev.ioc(ROF_IOC_GET_SESSION, &si)) {
-        return 0;
-    }
-    return si.state;
+    const std::optional<rof_session_info> si = dev.kmod().get_session(id);
+    return si ? si->state : 0;
 }
 
 std::uint64_t load(kprog::Dev& dev, std::uint32_t tenant, const char* text, const char* name,
@@ -454,9 +451,7 @@ void closed(const std::string& addr) {
         rof::Session s = rof::Session::connect(prep, {});
         id = s.id();
         s.nop();
-        rof_session_close sc{};
-        sc.session = id;
-        w.dev.must(ROF_IOC_SESSION_CLOSE, &sc, "close session");
+        w.dev.kmod().session_close(id);
         // Until the close reaches us the verbs may still work; then every
         // verb reports unavailable.  A NOP needs the server: it fails.
         bool saw = false;

@@ -50,8 +50,7 @@ inline std::uint64_t load(Dev& dev, std::uint32_t tenant, const rof::prog::Progr
                           std::uint64_t byte_budget, const std::string& name) {
     std::vector<std::uint8_t> img = p.encode();
     rof_prog_load l = load_req(tenant, img, binds, budget, byte_budget, name);
-    dev.must(ROF_IOC_PROG_LOAD, &l, "load " + name);
-    return l.tag;
+    return dev.kmod().prog_load(l, img);
 }
 
 }  // namespace kprog
