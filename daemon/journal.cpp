@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "journal.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
-#include <cstdio>
+#include <iterator>
 #include <vector>
 
 #include "unique_fd.h"
@@ -48,9 +49,7 @@ void append_value(std::string& out, std::string_view v) {
                 break;
             default:
                 if (c < ' ' || c == 0x7f) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-                    out += buf;
+                    fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
                 } else {
                     out += static_cast<char>(c);
                 }
