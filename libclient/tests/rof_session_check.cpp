@@ -119,16 +119,6 @@ std::uint64_t load(kprog::Dev& dev, std::uint32_t tenant, const char* text, cons
     return kprog::load(dev, tenant, kprog::assemble(text, name), binds, 1000, 4096, name);
 }
 
-const char* kGet = R"(
-; The first 8 bytes of the table.
-.args 0, 8
-.resp 8
-.region data, rw, 4096
-        ld64  r2, data[0]
-        st64  resp[0], r2
-        exit  0
-)";
-
 std::span<std::byte> bytes_of(std::uint64_t& v) {
     return std::as_writable_bytes(std::span<std::uint64_t>(&v, 1));
 }
@@ -143,7 +133,7 @@ struct World {
         tenant = dev.tenant_create(tag);
         table = dev.region_create(tenant, tag + "-table", 65536, ROF_ACCESS_ALL);
         ro = dev.region_create(tenant, tag + "-ro", 4096, ROF_ACCESS_READ);
-        get = load(dev, tenant, kGet, "get", {{table, 0}});
+        get = load(dev, tenant, kprog::kReadWordProgram, "get", {{table, 0}});
         fault = load(dev, tenant, kprog::kFaultProgram, "fault", {{table, 0}});
         counter = load(dev, tenant, kprog::kCounterProgram, "counter", {});
     }

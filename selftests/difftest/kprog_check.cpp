@@ -92,15 +92,6 @@ void put64(uint8_t* p, uint64_t v) {
     std::memcpy(p, &v, 8);
 }
 
-const char* kSmall = R"(
-.args 0, 8
-.resp 8
-.region data, rw, 4096
-        ld64  r2, data[0]
-        st64  resp[0], r2
-        exit  0
-)";
-
 const char* kFreelist = R"(
 .resp 8
 .region heap, rwa, 8192, freelist
@@ -132,7 +123,7 @@ int cmd_ioctls() {
     uint32_t fl = dev.freelist_create(heap, 64, 0, 16);
     uint32_t fl2 = dev.freelist_create(heap2, 64, 0, 16);
 
-    rof::prog::Program small = assemble(kSmall, "small.rofs");
+    rof::prog::Program small = assemble(kprog::kReadWordProgram, "small.rofs");
     const std::vector<uint8_t> good = small.encode();
     auto req = [&](const std::vector<uint8_t>& img) {
         return kprog::load_req(t, img, {{rw, 0}}, 100, 4096, "small");
@@ -694,7 +685,7 @@ int cmd_leave(const std::string& name) {
     kprog::Dev dev;
     uint32_t t = dev.tenant_create(name);
     uint32_t rw = dev.region_create(t, name + "-rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
-    rof::prog::Program small = assemble(kSmall, "small.rofs");
+    rof::prog::Program small = assemble(kprog::kReadWordProgram, "small.rofs");
     load(dev, t, small, {{rw, 0}}, 100, "left");
     printf("%u %016llx\n", t, static_cast<unsigned long long>(small.tag()));
     return 0;
@@ -725,7 +716,7 @@ int cmd_cycles(int n) {
     uint32_t rw = dev.region_create(t, tag + "-rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
     uint32_t heap = dev.region_create(t, tag + "-heap", 8192, ROF_ACCESS_ALL);
     uint32_t fl = dev.freelist_create(heap, 64, 0, 16);
-    std::vector<uint8_t> small = assemble(kSmall, "small.rofs").encode();
+    std::vector<uint8_t> small = assemble(kprog::kReadWordProgram, "small.rofs").encode();
     std::vector<uint8_t> fimg = assemble(kFreelist, "fl.rofs").encode();
     for (int i = 0; i < n; i++) {
         rof_prog_load a = kprog::load_req(t, small, {{rw, 0}}, 100, 4096, "small");

@@ -12,6 +12,16 @@
 
 namespace kprog {
 
+// Returns the first 8 bytes of the region "data".
+inline constexpr const char* kReadWordProgram = R"(
+.args 0, 8
+.resp 8
+.region data, rw, 4096
+        ld64  r2, data[0]
+        st64  resp[0], r2
+        exit  0
+)";
+
 // An indirect read through a pointer the tenant stored at nodes[16]: EPTR
 // when it is wild.
 inline constexpr const char* kFaultProgram = R"(
