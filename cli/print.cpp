@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "print.h"
 
+#include <fmt/format.h>
 #include <google/protobuf/util/time_util.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <sstream>
 #include <vector>
 
@@ -199,21 +199,12 @@ std::string enum_value_name(const pb::EnumValueDescriptor& v) {
 }
 
 std::string hex64(std::uint64_t v) {
-    char buf[19];
-    std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
-    return buf;
+    return fmt::format("{:#018x}", v);
 }
 
 std::string hex_bytes(std::string_view bytes) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(bytes.size() * 2);
-    for (const char c : bytes) {
-        const auto b = static_cast<unsigned char>(c);
-        out += digits[b >> 4];
-        out += digits[b & 15];
-    }
-    return out;
+    const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+    return fmt::format("{:02x}", fmt::join(b, b + bytes.size(), ""));
 }
 
 Json to_json(const pb::Message& msg) {

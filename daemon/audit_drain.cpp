@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "audit_drain.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -86,9 +87,7 @@ std::string status_text(std::int32_t status) {
 }
 
 std::string hex64(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
-    return buf;
+    return fmt::format("{:#018x}", v);
 }
 
 bool is_bad_request(std::int32_t status) {
@@ -244,9 +243,8 @@ std::size_t AuditDrain::drain(std::size_t limit) {
     }
     std::uint64_t lost = counters_.lost - lost_before;
     if (lost != 0) {
-        std::string msg =
-            log::concat("audit ring overrun: ", lost, lost == 1 ? " record" : " records",
-                        " lost before rofd read them");
+        std::string msg = fmt::format("audit ring overrun: {}{} lost before rofd read them", lost,
+                                      lost == 1 ? " record" : " records");
         std::vector<journal::Field> fields = {
             {"ROF_KIND", "overrun"},
             {"ROF_LOST", std::to_string(lost)},
@@ -310,9 +308,9 @@ void AuditDrain::count_quarantine(const rof_audit_record& r, const Quarantine& q
     ++counters_.quarantines;
     ++counters_.tenants[r.tenant].quarantined;
     pending.quarantine = true;
-    pending.reason = q.window_s != 0 ? log::concat(count, " ", what, " within ", q.window_s, " s (",
-                                                   key, " = ", max, ")")
-                                     : log::concat(count, " ", what, " (", key, " = ", max, ")");
+    pending.reason = q.window_s != 0 ? fmt::format("{} {} within {} s ({} = {})", count, what,
+                                                   q.window_s, key, max)
+                                     : fmt::format("{} {} ({} = {})", count, what, key, max);
 }
 
 void AuditDrain::handle(const rof_audit_record& r, const AuditConfig& config, Pending& pending) {
@@ -411,18 +409,18 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
     fields.push_back({"ROF_TENANT", tenant});
     fields.push_back({"ROF_TENANT_ID", std::to_string(r.tenant)});
     std::string msg;
-    std::string of_session = log::concat("session ", session, " of tenant ", tenant);
+    std::string of_session = fmt::format("session {} of tenant {}", session, tenant);
     switch (r.kind) {
         case ROF_AUDIT_INVOKE: {
             std::string program = hex64(r.program);
             std::string status = status_text(r.status);
-            msg = log::concat("invoke of program ", program, " by ", of_session);
+            msg = fmt::format("invoke of program {} by {}", program, of_session);
             if (r.status == ROF_ST_OK) {
                 msg += ": ok";
             } else if (r.status == ROF_ST_PROG_FAULT) {
-                msg += log::concat(" failed: prog_fault (", exec_status(r.reason), ")");
+                msg += fmt::format(" failed: prog_fault ({})", exec_status(r.reason));
             } else {
-                msg += log::concat(" failed: ", status);
+                msg += fmt::format(" failed: {}", status);
             }
             fields.push_back({"ROF_SESSION", session});
             fields.push_back({"ROF_PROGRAM", program});
@@ -436,9 +434,9 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
         }
         case ROF_AUDIT_COMPLETION_ERROR: {
             std::string reason = r.reason >= ROF_AUDIT_REASON_EVENT
-                                     ? log::concat("event ", r.reason - ROF_AUDIT_REASON_EVENT)
-                                     : log::concat("wc_status ", r.reason);
-            msg = log::concat(of_session, ": completion error (", reason, ")");
+                                     ? fmt::format("event {}", r.reason - ROF_AUDIT_REASON_EVENT)
+                                     : fmt::format("wc_status {}", r.reason);
+            msg = fmt::format("{}: completion error ({})", of_session, reason);
             fields.push_back({"ROF_SESSION", session});
             fields.push_back({"ROF_STATUS", std::to_string(r.status)});
             fields.push_back({"ROF_REASON", reason});
@@ -452,7 +450,7 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
             std::string reason = r.reason < close_reason_slots && r.reason != 0
                                      ? std::string(close_reason_name(r.reason))
                                      : std::to_string(r.reason);
-            msg = log::concat(of_session, " closed: ", reason);
+            msg = fmt::format("{} closed: {}", of_session, reason);
             fields.push_back({"ROF_SESSION", session});
             fields.push_back({"ROF_REASON", reason});
             break;
@@ -461,25 +459,25 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
             std::string reason = r.reason < reject_reason_slots && r.reason != 0
                                      ? std::string(reject_reason_name(r.reason))
                                      : std::to_string(r.reason);
-            msg = r.tenant != 0 ? log::concat("connect to ", of_session, " rejected: ", reason)
-                                : log::concat("connect rejected: ", reason);
+            msg = r.tenant != 0 ? fmt::format("connect to {} rejected: {}", of_session, reason)
+                                : fmt::format("connect rejected: {}", reason);
             fields.push_back({"ROF_SESSION", session});
             fields.push_back({"ROF_REASON", reason});
             break;
         }
         case ROF_AUDIT_REGION_DESTROY:
-            msg = log::concat("region ", r.program, " of tenant ", tenant,
-                              " destroyed: ", destroy_reason(r.reason));
+            msg = fmt::format("region {} of tenant {} destroyed: {}", r.program, tenant,
+                              destroy_reason(r.reason));
             fields.push_back({"ROF_REGION", std::to_string(r.program)});
             fields.push_back({"ROF_BYTES", std::to_string(r.bytes)});
             fields.push_back({"ROF_REASON", destroy_reason(r.reason)});
             break;
         case ROF_AUDIT_TENANT_DESTROY:
-            msg = log::concat("tenant ", tenant, " destroyed: ", destroy_reason(r.reason));
+            msg = fmt::format("tenant {} destroyed: {}", tenant, destroy_reason(r.reason));
             fields.push_back({"ROF_REASON", destroy_reason(r.reason)});
             break;
         default:
-            msg = log::concat("audit record of unknown kind ", r.kind, " (tenant ", tenant, ")");
+            msg = fmt::format("audit record of unknown kind {} (tenant {})", r.kind, tenant);
             fields.push_back({"ROF_SESSION", session});
             fields.push_back({"ROF_STATUS", std::to_string(r.status)});
             fields.push_back({"ROF_REASON", std::to_string(r.reason)});

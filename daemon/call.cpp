@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "call.h"
 
+#include <fmt/format.h>
+
 namespace rofd {
 
 std::string quoted(std::string_view s) {
@@ -16,7 +18,7 @@ void check_name(std::string_view field, const std::string& value) {
     if (value.empty()) {
         why = "empty";
     } else if (value.size() >= ROF_NAME_MAX) {
-        why = log::concat(value.size(), " characters; at most ", ROF_NAME_MAX - 1);
+        why = fmt::format("{} characters; at most {}", value.size(), ROF_NAME_MAX - 1);
     } else {
         for (const char c : value) {
             const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -60,7 +60,7 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
             }
         }
         if (!st.ok()) {
-            log::debug(method, " from ", p.describe(), ": ", st.error_message());
+            log::debug("{} from {}: {}", method, p.describe(), st.error_message());
             if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
                 st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
                 m.audit_control(p, method, st, "call");

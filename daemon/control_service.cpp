@@ -31,7 +31,7 @@ ServerUnaryReactor* ControlService::GetStatus(CallbackServerContext* ctx,
                                               const v1::GetStatusRequest*,
                                               v1::GetStatusResponse* resp) {
     return unary(m_, ctx, "GetStatus", CallKind::read, [this, resp](const Principal& p) {
-        log::debug("GetStatus from ", p.describe());
+        log::debug("GetStatus from {}", p.describe());
         if (!p.admin() && p.role != Principal::Role::tenant) {
             return m_.authorize(p, "", Right::read, "the status");
         }

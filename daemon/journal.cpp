@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "journal.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/un.h>
 #include <systemd/sd-journal.h>
 
-#include <cstdio>
-#include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "unique_fd.h"
+#include "unix_addr.h"
 
 namespace rofd::journal {
 namespace {
@@ -49,9 +49,7 @@ void append_value(std::string& out, std::string_view v) {
                 break;
             default:
                 if (c < ' ' || c == 0x7f) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-                    out += buf;
+                    fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
                 } else {
                     out += static_cast<char>(c);
                 }
@@ -89,17 +87,12 @@ std::string format_line(std::string_view message, std::span<const Field> fields)
 }
 
 bool socket_connectable(const char* path) {
-    sockaddr_un addr{};
-    if (std::strlen(path) >= sizeof(addr.sun_path)) {
+    const rof::internal::UnixAddr addr(path);
+    if (!addr.ok()) {
         return false;
     }
     UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (!fd) {
-        return false;
-    }
-    addr.sun_family = AF_UNIX;
-    std::strcpy(addr.sun_path, path);
-    return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+    return fd && addr.connect(fd.get()) == 0;
 }
 
 bool available() {

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #include <cstring>
 #include <string>
@@ -14,6 +13,7 @@
 #include "log.h"
 #include "test_util.h"
 #include "unique_fd.h"
+#include "unix_addr.h"
 
 namespace rofd {
 namespace {
@@ -128,10 +128,9 @@ TEST(Journal, SocketConnectable) {
 
     UniqueFd srv(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     ASSERT_TRUE(srv);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strcpy(addr.sun_path, path.c_str());
-    ASSERT_EQ(::bind(srv.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+    const rof::internal::UnixAddr addr(path);
+    ASSERT_TRUE(addr.ok()) << addr.error();
+    ASSERT_EQ(addr.bind(srv.get()), 0);
     EXPECT_TRUE(journal::socket_connectable(path.c_str()));
 
     srv.reset();  // the file stays, nobody listens: refused

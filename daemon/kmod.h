@@ -25,6 +25,8 @@ class Kmod final : public Module {
     explicit Kmod(std::string path);
 
     const std::string& path() const noexcept { return path_; }
+    // The open device, for the raw ioctls of tests (selftests/difftest).
+    int fd() const noexcept { return fd_.get(); }
 
     ModuleVersion version() override;
     // Every device the module tracks, sized with a capacity-0 call first and

@@ -4,13 +4,14 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <utility>
+
+#include "unix_addr.h"
 
 namespace rofd {
 namespace {
@@ -19,18 +20,12 @@ namespace {
     throw std::system_error(err, std::generic_category(), what);
 }
 
-sockaddr_un make_addr(const std::string& path) {
-    sockaddr_un addr{};
+rof::internal::UnixAddr make_addr(const std::string& path) {
+    rof::internal::UnixAddr addr(path);
 
-    addr.sun_family = AF_UNIX;
-    if (path.empty()) {
-        throw_errno(EINVAL, "socket path is empty");
+    if (!addr.ok()) {
+        throw_errno(path.empty() ? EINVAL : ENAMETOOLONG, addr.error());
     }
-    if (path.size() >= sizeof(addr.sun_path)) {
-        throw_errno(ENAMETOOLONG, "socket " + path + ": longer than " +
-                                      std::to_string(sizeof(addr.sun_path) - 1) + " bytes");
-    }
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     return addr;
 }
 
@@ -53,7 +48,7 @@ void make_parent_dir(const std::string& path) {
 
 // A socket file left by a rofd that died is removed; one where a daemon
 // still accepts connections is not, so a second rofd cannot hijack it.
-void remove_stale(const std::string& path, const sockaddr_un& addr) {
+void remove_stale(const std::string& path, const rof::internal::UnixAddr& addr) {
     struct stat st {};
 
     if (::lstat(path.c_str(), &st) < 0) {
@@ -70,7 +65,7 @@ void remove_stale(const std::string& path, const sockaddr_un& addr) {
     if (!probe) {
         throw_errno(errno, "socket " + path + ": socket()");
     }
-    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+    if (addr.connect(probe.get()) == 0) {
         throw_errno(EADDRINUSE, "socket " + path + ": another rofd is listening there");
     }
     if (errno != ECONNREFUSED) {
@@ -99,7 +94,7 @@ UnixListener::UnixListener(UnixListener&& other) noexcept
       dev_(other.dev_) {}
 
 UnixListener UnixListener::bind(const std::string& path) {
-    const sockaddr_un addr = make_addr(path);
+    const rof::internal::UnixAddr addr = make_addr(path);
 
     make_parent_dir(path);
     remove_stale(path, addr);
@@ -113,7 +108,7 @@ UnixListener UnixListener::bind(const std::string& path) {
     // around bind() means it is never reachable wider than 0660, not even
     // between bind() and chmod().
     const mode_t old_umask = ::umask(0117);
-    const int ret = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+    const int ret = addr.bind(fd.get());
     const int bind_errno = errno;
     ::umask(old_umask);
     if (ret < 0) {

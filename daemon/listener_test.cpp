@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -10,6 +9,7 @@
 
 #include "listener.h"
 #include "test_util.h"
+#include "unix_addr.h"
 
 namespace {
 
@@ -20,16 +20,8 @@ UniqueFd unix_socket() {
     return UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 }
 
-sockaddr_un addr_of(const std::string& path) {
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
-    return a;
-}
-
 bool connect_to(int fd, const std::string& path) {
-    const sockaddr_un a = addr_of(path);
-    return ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
+    return rof::internal::UnixAddr(path).connect(fd) == 0;
 }
 
 std::string error_of(const std::string& path) {
@@ -86,8 +78,7 @@ TEST(UnixListener, ReplacesAStaleSocket) {
     {
         // A socket file whose owner is gone: bound, never listening.
         const UniqueFd fd = unix_socket();
-        const sockaddr_un a = addr_of(path);
-        ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof(a)), 0);
+        ASSERT_EQ(rof::internal::UnixAddr(path).bind(fd.get()), 0);
     }
     ASSERT_TRUE(std::filesystem::exists(path));
 

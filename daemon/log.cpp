@@ -43,7 +43,7 @@ void grpc_log(gpr_log_func_args* args) {
     if (level == Level::debug && !verbose()) {
         return;
     }
-    write(level, concat("grpc: ", args->message));
+    write(level, fmt::format("grpc: {}", args->message));
 }
 
 }  // namespace

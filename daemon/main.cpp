@@ -5,6 +5,7 @@
 // SIGHUP reloads the policy), the unix listener, the audit ring, and the
 // watchdog timer.  gRPC calls run on gRPC's threads and the Manager's
 // worker (manager.h).
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
@@ -87,7 +88,7 @@ rofd::UnixListener make_listener(const std::string& path, bool path_given) {
                                  ", which is not a listening unix stream socket");
     }
     if (path_given) {
-        rofd::log::info("socket activated: ignoring --socket ", path);
+        rofd::log::info("socket activated: ignoring --socket {}", path);
     }
     return rofd::UnixListener::adopt(fd, socket_name(fd));
 }
@@ -134,16 +135,15 @@ int on_hup(sd_event_source*, const signalfd_siginfo*, void* data) {
             std::string status;
             try {
                 const auto notes = l->manager.reload_policy();
-                status = rofd::log::concat("policy generation ", l->manager.view()->generation,
-                                           " loaded");
+                status = fmt::format("policy generation {} loaded", l->manager.view()->generation);
             } catch (const std::exception& e) {
-                rofd::log::error(e.what());
+                rofd::log::error("{}", e.what());
                 status = "policy reload failed; the previous policy stays";
             }
             sd_notifyf(0, "READY=1\nSTATUS=%s", status.c_str());
         });
     } catch (const std::exception& e) {
-        rofd::log::error("SIGHUP: ", e.what());
+        rofd::log::error("SIGHUP: {}", e.what());
     }
     return 0;
 }
@@ -154,7 +154,7 @@ int on_accept(sd_event_source*, int, std::uint32_t, void* data) {
         while (l->server.accept(l->listener)) {
         }
     } catch (const std::system_error& e) {
-        rofd::log::error(e.what());
+        rofd::log::error("{}", e.what());
         const int err = e.code().value();
         if (err == EBADF || err == EINVAL || err == ENOTSOCK || err == EOPNOTSUPP) {
             return sd_event_exit(l->event, -err);
@@ -179,16 +179,16 @@ int on_stats(sd_event_source* s, std::uint64_t usec, void* data) {
     try {
         const rof_audit_stats st = l->manager.module().audit_stats();
         if (st.overruns > l->overruns || st.dropped > l->dropped) {
-            rofd::log::warning("audit ring: ", st.overruns - l->overruns,
-                               " records overwritten unread and ", st.dropped - l->dropped,
-                               " invocation records dropped since the last check (ring of ",
-                               st.ring_size, "; module parameter audit_ring_size)");
+            rofd::log::warning(
+                "audit ring: {} records overwritten unread and {} invocation records dropped since "
+                "the last check (ring of {}; module parameter audit_ring_size)",
+                st.overruns - l->overruns, st.dropped - l->dropped, st.ring_size);
         }
         l->overruns = st.overruns;
         l->dropped = st.dropped;
         l->manager.audit().note_stats(st);
     } catch (const std::exception& e) {
-        rofd::log::error("audit stats: ", e.what());
+        rofd::log::error("audit stats: {}", e.what());
     }
     sd_event_source_set_time(s, usec + stats_period_usec);
     return 0;
@@ -203,7 +203,7 @@ int on_watchdog(sd_event_source* s, std::uint64_t usec, void* data) {
         l->manager.module().version();
         ok = l->server.alive();
     } catch (const std::exception& e) {
-        rofd::log::error("watchdog: ", e.what());
+        rofd::log::error("watchdog: {}", e.what());
     }
     if (ok) {
         sd_notify(0, "WATCHDOG=1");
@@ -219,7 +219,7 @@ int run(const Options& opt, bool socket_given) {
     try {
         kmod = std::make_unique<rofd::Kmod>(opt.device);
     } catch (const rofd::KmodError& e) {
-        rofd::log::error(e.what(), open_hint(e.code().value()));
+        rofd::log::error("{}{}", e.what(), open_hint(e.code().value()));
         return exit_error;
     }
 
@@ -227,9 +227,11 @@ int run(const Options& opt, bool socket_given) {
     // Same major, and at least the minor this rofd was built against: the
     // commands it uses exist and mean what it expects.
     if (v.abi_major != ROF_ABI_MAJOR || v.abi_minor < ROF_ABI_MINOR) {
-        rofd::log::error(opt.device, ": rof.ko ", v.version, " speaks ABI ", v.abi_major, ".",
-                         v.abi_minor, ", rofd ", ROF_VERSION, " needs ABI ", ROF_ABI_MAJOR, ".",
-                         ROF_ABI_MINOR, " or a later minor; install matching versions");
+        rofd::log::error(
+            "{}: rof.ko {} speaks ABI {}.{}, rofd {} needs ABI {}.{} or a later minor; install "
+            "matching versions",
+            opt.device, v.version, v.abi_major, v.abi_minor, ROF_VERSION, ROF_ABI_MAJOR,
+            ROF_ABI_MINOR);
         return exit_error;
     }
 
@@ -244,7 +246,7 @@ int run(const Options& opt, bool socket_given) {
         sd_notify(0, "STATUS=reconciling with rof.ko");
         manager.start();
     } catch (const rofd::CallError& e) {
-        rofd::log::error(e.what());
+        rofd::log::error("{}", e.what());
         return exit_error;
     }
     const rofd::UnixListener& listener = *bound;
@@ -253,7 +255,7 @@ int run(const Options& opt, bool socket_given) {
     if (const auto& mc = manager.view()->policy->daemon.metrics; mc.enabled) {
         metrics = std::make_unique<rofd::MetricsHttpListener>(
             mc.address, [&manager] { return manager.metrics_text(""); });
-        rofd::log::info("metrics on http://", mc.address, "/metrics");
+        rofd::log::info("metrics on http://{}/metrics", mc.address);
     }
 
     sd_event* raw = nullptr;
@@ -298,17 +300,17 @@ int run(const Options& opt, bool socket_given) {
 
     server.set_serving(true);
     const auto view = manager.view();
-    const std::string status =
-        rofd::log::concat("serving on ", listener.description(), " (rof.ko ", v.version, ", ABI ",
-                          v.abi_major, ".", v.abi_minor, "; ", view->policy->tenants.size(),
-                          " tenants, ", view->drift.size(), " reconciliation differences)");
-    rofd::log::info(status);
+    const std::string status = fmt::format(
+        "serving on {} (rof.ko {}, ABI {}.{}; {} tenants, {} reconciliation differences)",
+        listener.description(), v.version, v.abi_major, v.abi_minor, view->policy->tenants.size(),
+        view->drift.size());
+    rofd::log::info("{}", status);
     sd_notifyf(0, "READY=1\nSTATUS=%s", status.c_str());
 
     const int r = sd_event_loop(event.get());
     const char* sig = loop.stop_signal != 0 ? sigabbrev_np(loop.stop_signal) : nullptr;
-    rofd::log::info(sig != nullptr ? "SIG" : "", sig != nullptr ? sig : "event loop",
-                    ": shutting down");
+    rofd::log::info("{}{}: shutting down", sig != nullptr ? "SIG" : "",
+                    sig != nullptr ? sig : "event loop");
     sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
     server.shutdown(shutdown_grace);
     manager.stop();
@@ -371,7 +373,7 @@ int rofd_main(int argc, char** argv) {
     try {
         return run(opt, app.count("--socket") > 0);
     } catch (const std::exception& e) {
-        rofd::log::error(e.what());
+        rofd::log::error("{}", e.what());
         return exit_error;
     }
 }
@@ -382,7 +384,7 @@ int main(int argc, char** argv) {
     try {
         return rofd_main(argc, argv);
     } catch (const std::exception& e) {
-        rofd::log::error(e.what());
+        rofd::log::error("{}", e.what());
     } catch (...) {
         rofd::log::error("unexpected exception");
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "manager.h"
 
+#include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <grpcpp/security/auth_context.h>
@@ -133,7 +134,7 @@ std::string Principal::describe() const {
     if (!subject.empty()) {
         who = "subject " + quoted(subject);
     } else if (authenticated) {
-        who = log::concat("uid ", uid, ", pid ", pid);
+        who = fmt::format("uid {}, pid {}", uid, pid);
     }
     switch (role) {
         case Role::admin:
@@ -227,10 +228,10 @@ void Manager::start() {
     if (!key) {
         key = random_key();
         store_->set_ticket_key(*key);
-        log::info("made a new ticket key in ", store_->path());
+        log::info("made a new ticket key in {}", store_->path());
     }
     if (const std::size_t n = store_->prune_idempotent(idempotency_max_age_s); n != 0) {
-        log::info("dropped ", n, " idempotency records older than a week");
+        log::info("dropped {} idempotency records older than a week", n);
     }
     // The same key every start: the module keeps it across rofd restarts,
     // and after a module reload unexpired tickets stay valid.
@@ -304,7 +305,7 @@ void Manager::worker_loop() {
             fn();
         } catch (const std::exception& e) {
             // Work items finish their own calls; this is a bug, not a reason to die.
-            log::error("worker: ", e.what());
+            log::error("worker: {}", e.what());
         }
     }
 }
@@ -391,7 +392,7 @@ std::string Manager::tenant_of(const Principal& p, const std::string& requested)
     if (requested.size() >= ROF_NAME_MAX) {
         throw CallError(
             grpc::StatusCode::INVALID_ARGUMENT,
-            log::concat("tenant: ", requested.size(), " characters; at most ", ROF_NAME_MAX - 1));
+            fmt::format("tenant: {} characters; at most {}", requested.size(), ROF_NAME_MAX - 1));
     }
     if (view()->tenant(requested) == nullptr) {
         // A tenant asking about another that does not exist learns nothing
@@ -456,7 +457,7 @@ Manager::Idempotency Manager::idempotency(const Principal& p, const std::string&
                                           const std::string& key) {
     if (key.size() > 128) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                        log::concat("idempotency_key: ", key.size(), " characters; at most 128"));
+                        fmt::format("idempotency_key: {} characters; at most 128", key.size()));
     }
     std::string bytes;
     {
@@ -465,9 +466,7 @@ Manager::Idempotency Manager::idempotency(const Principal& p, const std::string&
         coded.SetSerializationDeterministic(true);
         req.SerializeToCodedStream(&coded);
     }
-    char hex[17];
-    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv1a(bytes)));
-    return Idempotency{p.scope(), method, key, hex};
+    return Idempotency{p.scope(), method, key, fmt::format("{:016x}", fnv1a(bytes))};
 }
 
 std::optional<grpc::Status> Manager::replay(const Idempotency& id,
@@ -612,10 +611,10 @@ void Manager::reconcile() {
             module_->freelist_create(r->id, f.freelist.block_size, f.freelist.offset,
                                      f.freelist.count);
         } catch (const KmodError& e) {
-            drift.push_back(log::concat("tenant ", quoted(f.tenant), ": region ", quoted(f.region),
-                                        ": free list at ", f.freelist.offset, " (",
-                                        f.freelist.count, " x ", f.freelist.block_size,
-                                        " bytes): could not be created: ", e.what()));
+            drift.push_back(fmt::format(
+                "tenant {}: region {}: free list at {} ({} x {} bytes): could not be created: {}",
+                quoted(f.tenant), quoted(f.region), f.freelist.offset, f.freelist.count,
+                f.freelist.block_size, e.what()));
         }
     }
     for (const auto& row : plan.commit_regions) {
@@ -650,9 +649,9 @@ void Manager::reconcile() {
     }
 
     for (const auto& d : drift) {
-        log::info("reconcile: ", d);
+        log::info("reconcile: {}", d);
     }
-    log::info("reconciled with the module: ", v->tenant_id.size(), " tenants, ", drift.size(),
+    log::info("reconciled with the module: {} tenants, {}{}", v->tenant_id.size(), drift.size(),
               drift.size() == 1 ? " difference" : " differences");
     v->drift = std::move(drift);
     publish(std::move(v));
@@ -716,22 +715,22 @@ std::vector<std::string> Manager::reload_policy() {
         const auto info = module_->get_tenant(it->second);
         if (info) {
             if (info->usage.sessions > t.quota.sessions) {
-                notes.push_back(log::concat("tenant ", quoted(t.name), ": quota.sessions ",
-                                            t.quota.sessions, " is below the ",
-                                            info->usage.sessions,
-                                            " open: they stay open, new ones are refused"));
+                notes.push_back(
+                    fmt::format("tenant {}: quota.sessions {} is below the {} open: they stay "
+                                "open, new ones are refused",
+                                quoted(t.name), t.quota.sessions, info->usage.sessions));
             }
             if (info->usage.region_bytes > t.quota.region_bytes) {
-                notes.push_back(log::concat("tenant ", quoted(t.name), ": quota.region_bytes ",
-                                            t.quota.region_bytes, " is below the ",
-                                            info->usage.region_bytes,
-                                            " in use: regions stay, new ones are refused"));
+                notes.push_back(
+                    fmt::format("tenant {}: quota.region_bytes {} is below the {} in use: regions "
+                                "stay, new ones are refused",
+                                quoted(t.name), t.quota.region_bytes, info->usage.region_bytes));
             }
             if (info->usage.programs > t.quota.programs) {
-                notes.push_back(log::concat("tenant ", quoted(t.name), ": quota.programs ",
-                                            t.quota.programs, " is below the ",
-                                            info->usage.programs,
-                                            " loaded: they stay, new loads are refused"));
+                notes.push_back(
+                    fmt::format("tenant {}: quota.programs {} is below the {} loaded: they stay, "
+                                "new loads are refused",
+                                quoted(t.name), t.quota.programs, info->usage.programs));
             }
         }
     }
@@ -754,8 +753,7 @@ std::vector<std::string> Manager::reload_policy() {
     for (const auto& n : notes) {
         jsend(log::Level::info, "policy reload: " + n, {{"ROF_KIND", "policy"}});
     }
-    log::info("policy generation ", v->generation, " loaded (", v->policy->tenants.size(),
-              " tenants)");
+    log::info("policy generation {} loaded ({} tenants)", v->generation, v->policy->tenants.size());
     return notes;
 }
 
@@ -772,11 +770,11 @@ void Manager::quarantine(std::uint32_t tenant, std::uint32_t session, const std:
         module_->session_close(session);
     } catch (const KmodError& e) {
         if (e.code().value() != ENOENT) {
-            log::warning("quarantine of session ", session, ": ", e.what());
+            log::warning("quarantine of session {}: {}", session, e.what());
         }
     }
     jsend(log::Level::warning,
-          log::concat("tenant ", quoted(name), ": session ", session, " quarantined: ", reason),
+          fmt::format("tenant {}: session {} quarantined: {}", quoted(name), session, reason),
           {{"ROF_KIND", "quarantine"},
            {"ROF_TENANT", name},
            {"ROF_SESSION", std::to_string(session)},

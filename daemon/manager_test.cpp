@@ -19,6 +19,7 @@
 #include "rof/prog/asm.h"
 #include "rof/v1/region.pb.h"
 #include "store.h"
+#include "test_tenants.h"
 #include "test_util.h"
 
 namespace rofd {
@@ -102,30 +103,8 @@ class SharedModule final : public Module {
     std::shared_ptr<FakeModule> m_;
 };
 
-const char* kKv = R"(name = "kv"
-[identity]
-uids = [1001]
-[quota]
-region_bytes = "64MiB"
-sessions = 8
-[[regions]]
-name = "table"
-size = "16MiB"
-rights = ["read", "write", "atomic"]
-[[regions.freelists]]
-block_size = 64
-offset = 4096
-count = 1024
-[[regions]]
-name = "log"
-size = "4MiB"
-rights = ["read", "write"]
-)";
-
-const char* kAnalytics = R"(name = "analytics"
-[identity]
-uids = [1002]
-)";
+const std::string kKv = test::kv_toml({.quota = "sessions = 8\n"});
+const char* const kAnalytics = test::kAnalyticsToml;
 
 // A program with a plain slot and a free-list slot, both bound to kv's
 // "table" (the free-list slot to its list 0).

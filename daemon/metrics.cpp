@@ -2,6 +2,7 @@
 #include "metrics.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -338,7 +339,7 @@ std::string render_metrics(const MetricsInput& in) {
 
 LoopbackAddress parse_loopback_address(const std::string& address) {
     auto refuse = [&](std::string_view why) {
-        return std::invalid_argument(log::concat("metrics address \"", address, "\": ", why));
+        return std::invalid_argument(fmt::format("metrics address \"{}\": {}", address, why));
     };
     LoopbackAddress out;
     std::string_view port;
@@ -389,9 +390,9 @@ namespace {
 
 std::string http_response(std::string_view status, std::string_view content_type,
                           std::string_view body, bool head, std::string_view extra = {}) {
-    std::string r = log::concat("HTTP/1.0 ", status, "\r\nContent-Type: ", content_type,
-                                "\r\nContent-Length: ", body.size(), "\r\n", extra,
-                                "Connection: close\r\n\r\n");
+    std::string r = fmt::format(
+        "HTTP/1.0 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
+        status, content_type, body.size(), extra);
     if (!head) {
         r += body;
     }
@@ -399,7 +400,7 @@ std::string http_response(std::string_view status, std::string_view content_type
 }
 
 std::string plain(std::string_view status, bool head = false, std::string_view extra = {}) {
-    return http_response(status, "text/plain; charset=utf-8", log::concat(status, "\n"), head,
+    return http_response(status, "text/plain; charset=utf-8", fmt::format("{}\n", status), head,
                          extra);
 }
 
@@ -449,7 +450,7 @@ MetricsHttpListener::MetricsHttpListener(const std::string& address, BodyFn body
     }
     auto fail = [&](const char* what) {
         return std::system_error(errno, std::generic_category(),
-                                 log::concat("metrics listener ", address, ": ", what));
+                                 fmt::format("metrics listener {}: {}", address, what));
     };
     listen_.reset(::socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!listen_) {
@@ -528,7 +529,7 @@ void MetricsHttpListener::run() {
             return http_response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body_(),
                                  head_only);
         } catch (const std::exception& e) {
-            log::error("metrics: ", e.what());
+            log::error("metrics: {}", e.what());
             return plain("500 Internal Server Error", head_only);
         }
     };
@@ -553,7 +554,7 @@ void MetricsHttpListener::run() {
             if (errno == EINTR) {
                 continue;
             }
-            log::error("metrics listener: poll: ", std::generic_category().message(errno));
+            log::error("metrics listener: poll: {}", std::generic_category().message(errno));
             return;
         }
         if (fds[0].revents != 0) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // rof.v1.Programs: assemble, verify against the tenant's policy and
 // regions, load; the source and disassembly are kept in the store.
+#include <fmt/format.h>
+
 #include <chrono>
 
 #include "call.h"
@@ -70,7 +72,7 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
     if (src.has_source()) {
         if (src.source().size() > source_max) {
             throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                            log::concat("program.source: ", src.source().size(), " bytes; at most ",
+                            fmt::format("program.source: {} bytes; at most {}", src.source().size(),
                                         source_max));
         }
         auto as = prog::assemble(src.source(), file);
@@ -85,7 +87,7 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
     } else if (src.has_image()) {
         if (src.image().size() > ROF_PROG_IMAGE_MAX) {
             throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                            log::concat("program.image: ", src.image().size(), " bytes; at most ",
+                            fmt::format("program.image: {} bytes; at most {}", src.image().size(),
                                         ROF_PROG_IMAGE_MAX));
         }
         std::string err;
@@ -117,8 +119,8 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
 
     if (binds.size() != 0 && static_cast<std::size_t>(binds.size()) != p.slots.size()) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                        log::concat("binds: ", binds.size(), " given; the program declares ",
-                                    p.slots.size(), " slots"));
+                        fmt::format("binds: {} given; the program declares {} slots", binds.size(),
+                                    p.slots.size()));
     }
     const std::uint32_t tid = m.tenant_id(tenant);
     std::vector<prog::Grant> grants;
@@ -134,25 +136,23 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
                 sb.freelist = static_cast<std::int32_t>(b.freelist());
             }
         }
-        check_name(log::concat("binds[", i, "].region"), sb.region);
+        check_name(fmt::format("binds[{}].region", i), sb.region);
         if ((slot.flags & ROF_SLOT_FREELIST) != 0 && sb.freelist < 0) {
             sb.freelist = 0;  // a free-list slot binds the region's first list by default
         }
         const auto r = m.find_region(tid, sb.region);
         if (!r) {
-            throw CallError(
-                grpc::StatusCode::FAILED_PRECONDITION,
-                log::concat("slot ", slot.name, ": ", object_name(tenant, "region", sb.region),
-                            ": no such region"));
+            throw CallError(grpc::StatusCode::FAILED_PRECONDITION,
+                            fmt::format("slot {}: {}: no such region", slot.name,
+                                        object_name(tenant, "region", sb.region)));
         }
         out.load.bind[i].region = r->id;
         if (sb.freelist >= 0) {
             const auto fls = m.freelists_of(r->id);
             if (static_cast<std::size_t>(sb.freelist) >= fls.size()) {
-                throw CallError(
-                    grpc::StatusCode::FAILED_PRECONDITION,
-                    log::concat("slot ", slot.name, ": ", object_name(tenant, "region", sb.region),
-                                " has no free list ", sb.freelist));
+                throw CallError(grpc::StatusCode::FAILED_PRECONDITION,
+                                fmt::format("slot {}: {} has no free list {}", slot.name,
+                                            object_name(tenant, "region", sb.region), sb.freelist));
             }
             out.load.bind[i].freelist = fls[static_cast<std::size_t>(sb.freelist)].id;
         }
@@ -225,7 +225,7 @@ std::optional<rof_prog_info> find_program(Manager& m, std::uint32_t tid, std::ui
 }
 
 std::string program_what(const std::string& tenant, std::uint64_t tag, const std::string& name) {
-    return tag != 0 ? log::concat("tenant ", quoted(tenant), ": program tag ", std::hex, tag)
+    return tag != 0 ? fmt::format("tenant {}: program tag {:x}", quoted(tenant), tag)
                     : object_name(tenant, "program", name);
 }
 
@@ -243,7 +243,7 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
         }
         if (req->log_level() > 2) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                log::concat("log_level: ", req->log_level(), "; 0, 1 or 2"));
+                                fmt::format("log_level: {}; 0, 1 or 2", req->log_level()));
         }
         const Prepared pr = prepare(m_, tenant, req->program(), req->binds(), req->log_level());
         if (!pr.error.empty()) {
@@ -309,7 +309,7 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                 if (e.code().value() == EEXIST) {
                     return grpc::Status(
                         grpc::StatusCode::ALREADY_EXISTS,
-                        log::concat(what, ": tag ", std::hex, row.tag, " is loaded already"));
+                        fmt::format("{}: tag {:x} is loaded already", what, row.tag));
                 }
                 return module_status(e, what);
             }

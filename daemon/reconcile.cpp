@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "reconcile.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <set>
 #include <tuple>
@@ -139,16 +141,16 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
             }
             const rof_region_info& m = *it->second;
             if (m.size != r.size || m.rights != r.rights) {
-                plan.drift.push_back(log::concat(
-                    region_where(t.name, r.name), ": policy declares ", r.size, " bytes, rights ",
-                    r.rights, "; the module has ", m.size, " bytes, rights ", m.rights,
-                    ": kept the module's (delete it to apply the policy)"));
+                plan.drift.push_back(
+                    fmt::format("{}: policy declares {} bytes, rights {}; the module has {} bytes, "
+                                "rights {}: kept the module's (delete it to apply the policy)",
+                                region_where(t.name, r.name), r.size, r.rights, m.size, m.rights));
             }
             for (const auto& f : missing_freelists(k, to_stored(r.freelists))) {
-                plan.drift.push_back(log::concat(region_where(t.name, r.name), ": free list at ",
-                                                 f.offset, " (", f.count, " x ", f.block_size,
-                                                 " bytes) declared, not in the module: not "
-                                                 "created over a region in use"));
+                plan.drift.push_back(
+                    fmt::format("{}: free list at {} ({} x {} bytes) declared, not in the module: "
+                                "not created over a region in use",
+                                region_where(t.name, r.name), f.offset, f.count, f.block_size));
             }
         }
     }
@@ -205,8 +207,8 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
         const std::pair<std::string, std::uint64_t> k{p.tenant, p.tag};
         const bool in_module = mod_progs.count(k) != 0;
         stored_progs.insert(k);
-        const std::string where = log::concat("tenant ", quoted(p.tenant), ": program ",
-                                              quoted(p.name), " (tag ", std::hex, p.tag, ")");
+        const std::string where = fmt::format("tenant {}: program {} (tag {:x})", quoted(p.tenant),
+                                              quoted(p.name), p.tag);
         if (p.state == RowState::intent) {
             if (in_module) {
                 plan.commit_programs.push_back(Plan::Row{p.tenant, p.name, p.tag});
@@ -220,8 +222,9 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
     }
     for (const auto& k : mod_progs) {
         if (stored_progs.count(k) == 0) {
-            plan.drift.push_back(log::concat("tenant ", quoted(k.first), ": program tag ", std::hex,
-                                             k.second, ": loaded outside rofd: left alone"));
+            plan.drift.push_back(
+                fmt::format("tenant {}: program tag {:x}: loaded outside rofd: left alone",
+                            quoted(k.first), k.second));
         }
     }
     return plan;

@@ -10,6 +10,7 @@
 
 #include "policy.h"
 #include "reconcile.h"
+#include "test_tenants.h"
 
 namespace rofd {
 namespace {
@@ -18,29 +19,8 @@ constexpr std::uint64_t MiB = 1ULL << 20;
 
 // kv: "table" (16 MiB, rwa, one free list) and "log" (4 MiB, rw).
 // analytics: no region.
-const char* kKv = R"(name = "kv"
-[identity]
-uids = [1001]
-[quota]
-region_bytes = "64MiB"
-[[regions]]
-name = "table"
-size = "16MiB"
-rights = ["read", "write", "atomic"]
-[[regions.freelists]]
-block_size = 64
-offset = 4096
-count = 1024
-[[regions]]
-name = "log"
-size = "4MiB"
-rights = ["read", "write"]
-)";
-
-const char* kAnalytics = R"(name = "analytics"
-[identity]
-uids = [1002]
-)";
+const std::string kKv = test::kv_toml();
+const char* const kAnalytics = test::kAnalyticsToml;
 
 rof::policy::Policy make_policy(const std::vector<std::pair<std::string, std::string>>& tenants = {
                                     {"kv.toml", kKv}, {"analytics.toml", kAnalytics}}) {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // rof.v1.Regions.
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "call.h"
@@ -97,28 +99,29 @@ void fill_region(const View& v, const RegionContext& c, const rof_region_info& r
 void check_rights(const char* field, std::uint32_t rights) {
     if (rights == 0 || (rights & ~static_cast<std::uint32_t>(ROF_ACCESS_ALL)) != 0) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                        log::concat(field, ": ", rights,
-                                    " is not a non-empty set of ACCESS_READ (1), ACCESS_WRITE (2), "
-                                    "ACCESS_ATOMIC (4)"));
+                        fmt::format("{}: {} is not a non-empty set of ACCESS_READ (1), "
+                                    "ACCESS_WRITE (2), ACCESS_ATOMIC (4)",
+                                    field, rights));
     }
 }
 
 void check_create(const v1::CreateRegionRequest& req) {
     check_name("name", req.name());
     if (req.size() == 0 || req.size() % page != 0 || req.size() > ROF_REGION_SIZE_MAX) {
-        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                        log::concat("size: ", req.size(),
-                                    " must be a non-zero multiple of 4096 of at most 16 GiB"));
+        throw CallError(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("size: {} must be a non-zero multiple of 4096 of at most 16 GiB",
+                        req.size()));
     }
     check_rights("rights", req.rights());
     if (req.freelists_size() > 64) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                        log::concat("freelists: ", req.freelists_size(), "; at most 64"));
+                        fmt::format("freelists: {}; at most 64", req.freelists_size()));
     }
     std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
     for (int i = 0; i < req.freelists_size(); i++) {
         const auto& f = req.freelists(i);
-        const std::string where = log::concat("freelists[", i, "]: ");
+        const std::string where = fmt::format("freelists[{}]: ", i);
         if (f.block_size() < 8 || f.block_size() % 8 != 0 || f.offset() % 8 != 0 ||
             f.count() == 0 || f.count() > ROF_FREELIST_BLOCKS_MAX) {
             throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
@@ -129,14 +132,14 @@ void check_create(const v1::CreateRegionRequest& req) {
         // offset first: near 2^64, offset + the list's length wraps around.
         if (f.offset() > req.size()) {
             throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                            log::concat(where, "starts at byte ", f.offset(),
-                                        ", past the region's ", req.size()));
+                            fmt::format("{}starts at byte {}, past the region's {}", where,
+                                        f.offset(), req.size()));
         }
         const std::uint64_t end = f.offset() + 64 + std::uint64_t{f.count()} * f.block_size();
         if (end > req.size()) {
             throw CallError(
                 grpc::StatusCode::INVALID_ARGUMENT,
-                log::concat(where, "ends at byte ", end, ", past the region's ", req.size()));
+                fmt::format("{}ends at byte {}, past the region's {}", where, end, req.size()));
         }
         for (const auto& [b, e] : ranges) {
             if (f.offset() < e && b < end) {
@@ -181,7 +184,7 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
         if (count >= pt->quota.regions) {
             return grpc::Status(
                 grpc::StatusCode::RESOURCE_EXHAUSTED,
-                log::concat(what, ": quota of ", pt->quota.regions, " regions reached"));
+                fmt::format("{}: quota of {} regions reached", what, pt->quota.regions));
         }
 
         StoredRegion row{tenant, req->name(), req->size(), req->rights(), {}, RowState::intent};
@@ -260,9 +263,9 @@ ServerUnaryReactor* RegionService::DeleteRegion(CallbackServerContext* ctx,
                 }
                 if (e.code().value() == EBUSY) {
                     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                        log::concat(what, ": in use by ", info->attachments,
-                                                    " sessions or programs and ", info->mappings,
-                                                    " mappings; force revokes them"));
+                                        fmt::format("{}: in use by {} sessions or programs and {} "
+                                                    "mappings; force revokes them",
+                                                    what, info->attachments, info->mappings));
                 }
                 return module_status(e, what);
             }
@@ -351,7 +354,7 @@ ServerUnaryReactor* RegionService::MapRegion(CallbackServerContext* ctx,
         if (req->ttl_ms() > ROF_TOKEN_TTL_MAX_MS) {
             return grpc::Status(
                 grpc::StatusCode::INVALID_ARGUMENT,
-                log::concat("ttl_ms: ", req->ttl_ms(), "; at most ", ROF_TOKEN_TTL_MAX_MS));
+                fmt::format("ttl_ms: {}; at most {}", req->ttl_ms(), ROF_TOKEN_TTL_MAX_MS));
         }
         const auto info = m_.find_region(m_.tenant_id(tenant), req->name());
         if (!info) {

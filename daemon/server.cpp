@@ -73,8 +73,8 @@ Server::Server(Manager& m)
                                                : "cannot start the gRPC server");
     }
     if (d.tcp.enabled) {
-        log::info("listening on ", d.tcp.address, " (port ", tcp_port_,
-                  "; TLS, client certificates required)");
+        log::info("listening on {} (port {}; TLS, client certificates required)", d.tcp.address,
+                  tcp_port_);
     }
     set_serving(false);
 }
@@ -105,8 +105,8 @@ bool Server::accept(const UnixListener& listener) {
     if (!conn) {
         return false;
     }
-    log::debug("connection on fd ", conn->fd.get(), " from pid ", conn->cred.pid, " uid ",
-               conn->cred.uid, " gid ", conn->cred.gid);
+    log::debug("connection on fd {} from pid {} uid {} gid {}", conn->fd.get(), conn->cred.pid,
+               conn->cred.uid, conn->cred.gid);
     grpc::AddInsecureChannelFromFd(server_.get(), conn->fd.release());
     return true;
 }

@@ -21,7 +21,6 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -48,7 +47,9 @@
 #include "listener.h"
 #include "manager.h"
 #include "server.h"
+#include "stubs.h"
 #include "test_util.h"
+#include "unix_addr.h"
 
 namespace rofd::test {
 
@@ -65,6 +66,11 @@ struct Who {
 // A unix connection to @path made with @who's credentials.  Throws
 // std::system_error when the drop or the connect fails.
 inline UniqueFd connect_as(const std::string& path, const Who& who) {
+    const rof::internal::UnixAddr addr(path);
+    if (!addr.ok()) {
+        throw std::system_error(path.empty() ? EINVAL : ENAMETOOLONG, std::generic_category(),
+                                addr.error());
+    }
     int fd = -1;
     int err = 0;
     const char* step = "";
@@ -88,10 +94,7 @@ inline UniqueFd connect_as(const std::string& path, const Who& who) {
             err = errno, step = "socket";
             return;
         }
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
-        if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) < 0) {
+        if (addr.connect(fd) < 0) {
             err = errno, step = "connect";
             ::close(fd);
             fd = -1;
@@ -106,26 +109,9 @@ inline UniqueFd connect_as(const std::string& path, const Who& who) {
 }
 
 // Every rof.v1 stub over one channel.
-struct Client {
-    explicit Client(const std::shared_ptr<grpc::Channel>& ch)
-        : control(v1::Control::NewStub(ch)),
-          tenants(v1::Tenants::NewStub(ch)),
-          policy(v1::Policy::NewStub(ch)),
-          regions(v1::Regions::NewStub(ch)),
-          programs(v1::Programs::NewStub(ch)),
-          sessions(v1::Sessions::NewStub(ch)),
-          audit(v1::Audit::NewStub(ch)),
-          metrics(v1::Metrics::NewStub(ch)),
-          channel(ch) {}
+struct Client : rof::internal::Stubs {
+    explicit Client(const std::shared_ptr<grpc::Channel>& ch) : Stubs(ch), channel(ch) {}
 
-    std::unique_ptr<v1::Control::Stub> control;
-    std::unique_ptr<v1::Tenants::Stub> tenants;
-    std::unique_ptr<v1::Policy::Stub> policy;
-    std::unique_ptr<v1::Regions::Stub> regions;
-    std::unique_ptr<v1::Programs::Stub> programs;
-    std::unique_ptr<v1::Sessions::Stub> sessions;
-    std::unique_ptr<v1::Audit::Stub> audit;
-    std::unique_ptr<v1::Metrics::Stub> metrics;
     std::shared_ptr<grpc::Channel> channel;
 };
 

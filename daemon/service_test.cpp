@@ -14,6 +14,7 @@
 #include <string>
 
 #include "service_harness.h"
+#include "test_tenants.h"
 
 namespace {
 
@@ -41,35 +42,10 @@ audit_streams_per_tenant = 1
 )";
 
 // kv owns "table" (granted read-only to analytics) and "log".
-const char* const kv_toml = R"(name = "kv"
-control_rate = 0
-
-[identity]
-uids = [1001]
-
-[quota]
-region_bytes = "64MiB"
-regions = 8
-
-[[regions]]
-name = "table"
-size = "16MiB"
-rights = ["read", "write", "atomic"]
-
-[[regions.freelists]]
-block_size = 64
-offset = 4096
-count = 1024
-
-[[regions]]
-name = "log"
-size = "4MiB"
-rights = ["read", "write"]
-
-[[grants]]
-region = "table"
-to = "analytics"
-)";
+const std::string kv_toml =
+    rofd::test::kv_toml({.head = "control_rate = 0\n",
+                         .quota = "regions = 8\n",
+                         .tail = "\n[[grants]]\nregion = \"table\"\nto = \"analytics\"\n"});
 
 // analytics owns nothing and may not use ST.
 const char* const analytics_toml = R"(name = "analytics"

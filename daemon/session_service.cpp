@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // rof.v1.Sessions.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
@@ -163,23 +164,23 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
         }
         if (req->regions_size() > ROF_SESSION_MAX_REGIONS) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                log::concat("regions: ", req->regions_size(), "; at most ",
+                                fmt::format("regions: {}; at most {}", req->regions_size(),
                                             ROF_SESSION_MAX_REGIONS));
         }
         if (req->ticket_ttl_s() > ticket_ttl_max_s) {
             return grpc::Status(
                 grpc::StatusCode::INVALID_ARGUMENT,
-                log::concat("ticket_ttl_s: ", req->ticket_ttl_s(), "; at most ", ticket_ttl_max_s));
+                fmt::format("ticket_ttl_s: {}; at most {}", req->ticket_ttl_s(), ticket_ttl_max_s));
         }
         if (req->idle_timeout_ms() > ROF_SESSION_IDLE_MAX_MS) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                log::concat("idle_timeout_ms: ", req->idle_timeout_ms(),
-                                            "; at most ", ROF_SESSION_IDLE_MAX_MS));
+                                fmt::format("idle_timeout_ms: {}; at most {}",
+                                            req->idle_timeout_ms(), ROF_SESSION_IDLE_MAX_MS));
         }
         if (req->rate().ops_per_sec() > ROF_RATE_MAX ||
             req->rate().bytes_per_sec() > ROF_RATE_MAX) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                log::concat("rate: at most ", ROF_RATE_MAX, " per second"));
+                                fmt::format("rate: at most {} per second", ROF_RATE_MAX));
         }
         const auto id = Manager::idempotency(p, "OpenSession", *req, req->idempotency_key());
         if (auto st = m_.replay(id, resp)) {
@@ -194,7 +195,7 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
         prep.nregions = static_cast<std::uint32_t>(req->regions_size());
         for (int i = 0; i < req->regions_size(); i++) {
             const auto& sr = req->regions(i);
-            check_name(log::concat("regions[", i, "].name"), sr.name());
+            check_name(fmt::format("regions[{}].name", i), sr.name());
             const auto r = m_.find_region(tid, sr.name());
             if (!r) {
                 return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -204,8 +205,8 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
             if ((access & ~r->rights) != 0) {
                 return grpc::Status(
                     grpc::StatusCode::PERMISSION_DENIED,
-                    log::concat(object_name(tenant, "region", sr.name()), ": access ", access,
-                                " exceeds its rights ", r->rights));
+                    fmt::format("{}: access {} exceeds its rights {}",
+                                object_name(tenant, "region", sr.name()), access, r->rights));
             }
             prep.regions[i] = rof_session_grant{r->id, access};
             auto* g = resp->add_regions();

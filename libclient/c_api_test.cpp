@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +21,7 @@
 #include "rof.h"
 #include "rof/error.h"
 #include "test_temp_dir.h"
+#include "unix_addr.h"
 
 namespace {
 
@@ -269,12 +269,9 @@ TEST(CApiClient, NoSocketIsUnavailableNamingTheSocket) {
 TEST(CApiClient, NobodyListeningIsUnavailableNamingTheSocket) {
     TempDir dir;
     const std::string sock = dir.file("rofd.sock");
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);  // not listening
+    ASSERT_EQ(rof::internal::UnixAddr(sock).bind(fd), 0);  // not listening
 
     rof_client* client = open_client(sock);
     ASSERT_NE(client, nullptr);

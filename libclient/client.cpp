@@ -3,7 +3,6 @@
 
 #include <grpcpp/grpcpp.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +23,8 @@
 #include "rof/v1/region.grpc.pb.h"
 #include "rof/v1/session.grpc.pb.h"
 #include "rof/v1/tenant.grpc.pb.h"
+#include "stubs.h"
+#include "unix_addr.h"
 
 namespace rof {
 namespace {
@@ -32,19 +33,16 @@ constexpr std::string_view unix_prefix = "unix:";
 
 // gRPC only says "failed to connect"; a plain connect() says why.
 std::string connect_reason(const std::string& path) {
-    sockaddr_un addr{};
+    const internal::UnixAddr addr(path);
 
-    if (path.size() >= sizeof(addr.sun_path)) {
-        return "socket path longer than " + std::to_string(sizeof(addr.sun_path) - 1) + " bytes";
+    if (!addr.ok()) {
+        return addr.error();
     }
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return std::generic_category().message(errno);
     }
-    const int ret = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+    const int ret = addr.connect(fd);
     const int err = errno;
     ::close(fd);
     if (ret == 0) {
@@ -125,16 +123,8 @@ void Endpoint::fail(std::string_view call, const grpc::Status& st) const {
 
 }  // namespace
 
-struct Client::Impl : Endpoint {
+struct Client::Impl : Endpoint, internal::Stubs {
     std::unique_ptr<grpc::health::v1::Health::Stub> health;
-    std::unique_ptr<v1::Control::Stub> control;
-    std::unique_ptr<v1::Tenants::Stub> tenants;
-    std::unique_ptr<v1::Policy::Stub> policy;
-    std::unique_ptr<v1::Regions::Stub> regions;
-    std::unique_ptr<v1::Programs::Stub> programs;
-    std::unique_ptr<v1::Sessions::Stub> sessions;
-    std::unique_ptr<v1::Audit::Stub> audit;
-    std::unique_ptr<v1::Metrics::Stub> metrics;
 
     explicit Impl(ClientOptions o);
 
@@ -189,9 +179,13 @@ struct Client::Impl : Endpoint {
     }
 };
 
-Client::Impl::Impl(ClientOptions o) {
-    options = std::move(o);
-    std::string t = options.target.empty() ? default_socket() : options.target;
+namespace {
+
+// The channel to the target @o names (the default socket when none).
+Endpoint open_endpoint(ClientOptions o) {
+    Endpoint e;
+    e.options = std::move(o);
+    std::string t = e.options.target.empty() ? Client::default_socket() : e.options.target;
     grpc::ChannelArguments args;
     std::shared_ptr<grpc::ChannelCredentials> creds;
 
@@ -199,8 +193,8 @@ Client::Impl::Impl(ClientOptions o) {
         t.erase(0, unix_prefix.size());
     }
     if (t.empty() || t.front() == '/' || t.front() == '.') {
-        unix_path = t;
-        target = "unix:" + t;
+        e.unix_path = t;
+        e.target = "unix:" + t;
         creds = grpc::InsecureChannelCredentials();
         // A restarted rofd is back within milliseconds; gRPC's default
         // backoff would leave the channel waiting for up to 120 s.  (Not
@@ -209,34 +203,33 @@ Client::Impl::Impl(ClientOptions o) {
         args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
         args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
     } else {
-        if (options.tls_ca.empty() || options.tls_cert.empty() || options.tls_key.empty()) {
+        if (e.options.tls_ca.empty() || e.options.tls_cert.empty() || e.options.tls_key.empty()) {
             throw Error(Code::invalid_argument,
                         "rofd at " + t +
                             ": TCP needs TLS with a client certificate: give the CA, "
                             "certificate and key files");
         }
         grpc::SslCredentialsOptions ssl;
-        ssl.pem_root_certs = read_file("TLS CA", options.tls_ca);
-        ssl.pem_cert_chain = read_file("TLS certificate", options.tls_cert);
-        ssl.pem_private_key = read_file("TLS key", options.tls_key);
+        ssl.pem_root_certs = read_file("TLS CA", e.options.tls_ca);
+        ssl.pem_cert_chain = read_file("TLS certificate", e.options.tls_cert);
+        ssl.pem_private_key = read_file("TLS key", e.options.tls_key);
         creds = grpc::SslCredentials(ssl);
-        if (!options.tls_server_name.empty()) {
-            args.SetSslTargetNameOverride(options.tls_server_name);
+        if (!e.options.tls_server_name.empty()) {
+            args.SetSslTargetNameOverride(e.options.tls_server_name);
         }
         args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-        target = t;
+        e.target = t;
     }
-    channel = grpc::CreateCustomChannel(target, creds, args);
-    health = grpc::health::v1::Health::NewStub(channel);
-    control = v1::Control::NewStub(channel);
-    tenants = v1::Tenants::NewStub(channel);
-    policy = v1::Policy::NewStub(channel);
-    regions = v1::Regions::NewStub(channel);
-    programs = v1::Programs::NewStub(channel);
-    sessions = v1::Sessions::NewStub(channel);
-    audit = v1::Audit::NewStub(channel);
-    metrics = v1::Metrics::NewStub(channel);
+    e.channel = grpc::CreateCustomChannel(e.target, creds, args);
+    return e;
 }
+
+}  // namespace
+
+Client::Impl::Impl(ClientOptions o)
+    : Endpoint(open_endpoint(std::move(o))),
+      Stubs(channel),
+      health(grpc::health::v1::Health::NewStub(channel)) {}
 
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Client::~Client() = default;

@@ -6,7 +6,6 @@
 // and a client outlives a rofd restart.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +17,8 @@
 
 #include "rof/client.h"
 #include "service_harness.h"
+#include "test_tenants.h"
+#include "unix_addr.h"
 
 namespace {
 
@@ -29,21 +30,11 @@ std::string admin_toml() {
            "]\n\n[sessions]\naddress = \"10.0.0.1\"\n";
 }
 
-const char* const kv_toml = R"(name = "kv"
-control_rate = 0
-
-[identity]
-uids = [4242]
-
-[quota]
-region_bytes = "64MiB"
-regions = 8
-
-[[regions]]
-name = "table"
-size = "1MiB"
-rights = ["read", "write", "atomic"]
-)";
+const std::string kv_toml = rofd::test::kv_toml({.head = "control_rate = 0\n",
+                                                 .uid = 4242,
+                                                 .quota = "regions = 8\n",
+                                                 .table_size = "1MiB",
+                                                 .table_only = true});
 
 const char* const prog_src = "exit 0\n";
 
@@ -216,11 +207,8 @@ TEST(ClientRofd, WaitsForARestartedRofd) {
     // While rofd is down, a socket that accepts and hangs up: the accept is
     // the proof that the call below is under way before rofd comes back.
     const int lfd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
     ::unlink(path.c_str());
-    ASSERT_EQ(::bind(lfd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(rof::internal::UnixAddr(path).bind(lfd), 0);
     ASSERT_EQ(::listen(lfd, 8), 0);
 
     std::optional<rof::Error> failed;

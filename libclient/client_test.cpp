@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +10,7 @@
 
 #include "rof/client.h"
 #include "test_temp_dir.h"
+#include "unix_addr.h"
 
 namespace {
 
@@ -18,12 +18,8 @@ using rof::test::TempDir;
 
 // A unix socket bound at @path; listening only if @listen.
 int bound_socket(const std::string& path, bool listen) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 ||
-        (listen && ::listen(fd, 8) < 0)) {
+    if (fd < 0 || rof::internal::UnixAddr(path).bind(fd) < 0 || (listen && ::listen(fd, 8) < 0)) {
         throw std::runtime_error("cannot set up " + path);
     }
     return fd;

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,8 +39,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "kprog.h"
-#include "rof/prog/asm.h"
 #include "rof/session.h"
+#include "test_programs.h"
 
 namespace {
 
@@ -89,7 +90,7 @@ rof::v1::OpenSessionResponse prepare(kprog::Dev& dev, std::uint32_t tenant,
     }
     p.expires_ns = realtime_ns() + 600ull * 1000000000ull;
     p.idle_timeout_ms = idle_ms;
-    dev.must(ROF_IOC_SESSION_PREPARE, &p, "session prepare");
+    dev.kmod().session_prepare(p);
     rof::v1::OpenSessionResponse r;
     r.set_session(p.session);
     r.set_ticket(std::string(reinterpret_cast<const char*>(&p.ticket), sizeof(p.ticket)));
@@ -109,56 +110,14 @@ rof::v1::OpenSessionResponse prepare(kprog::Dev& dev, std::uint32_t tenant,
 }
 
 std::uint32_t session_state(kprog::Dev& dev, std::uint32_t id) {
-    rof_session_info si{};
-    si.id = id;
-    if (dev.ioc(ROF_IOC_GET_SESSION, &si)) {
-        return 0;
-    }
-    return si.state;
+    const std::optional<rof_session_info> si = dev.kmod().get_session(id);
+    return si ? si->state : 0;
 }
 
 std::uint64_t load(kprog::Dev& dev, std::uint32_t tenant, const char* text, const char* name,
-                   std::vector<rof_prog_bind> binds) {
-    rof::prog::AsmResult a = rof::prog::assemble(text, name);
-    if (!a.ok()) {
-        throw kprog::Error(a.error_text());
-    }
-    std::vector<std::uint8_t> img = a.program->encode();
-    rof_prog_load l = kprog::load_req(tenant, img, binds, 1000, 4096, name);
-    dev.must(ROF_IOC_PROG_LOAD, &l, std::string("load ") + name);
-    return l.tag;
+                   const std::vector<rof_prog_bind>& binds) {
+    return kprog::load(dev, tenant, kprog::assemble(text, name), binds, 1000, 4096, name);
 }
-
-const char* kGet = R"(
-; The first 8 bytes of the table.
-.args 0, 8
-.resp 8
-.region data, rw, 4096
-        ld64  r2, data[0]
-        st64  resp[0], r2
-        exit  0
-)";
-
-const char* kFault = R"(
-; An indirect read through the pointer at table[16]: EPTR when it is wild.
-.args 0, 0
-.resp 8
-.region nodes, r, 4096
-        copy  resp[0], nodes[*nodes[16]], 8
-        exit  0
-)";
-
-const char* kCounter = R"(
-; Per-session scratch counter; exits 7 (a program result, not an error).
-.args 0, 0
-.scratch 8
-.resp 8
-        ld64  r2, scratch[0]
-        add64 r2, 1
-        st64  scratch[0], r2
-        st64  resp[0], r2
-        exit  7
-)";
 
 std::span<std::byte> bytes_of(std::uint64_t& v) {
     return std::as_writable_bytes(std::span<std::uint64_t>(&v, 1));
@@ -174,9 +133,9 @@ struct World {
         tenant = dev.tenant_create(tag);
         table = dev.region_create(tenant, tag + "-table", 65536, ROF_ACCESS_ALL);
         ro = dev.region_create(tenant, tag + "-ro", 4096, ROF_ACCESS_READ);
-        get = load(dev, tenant, kGet, "get", {{table, 0}});
-        fault = load(dev, tenant, kFault, "fault", {{table, 0}});
-        counter = load(dev, tenant, kCounter, "counter", {});
+        get = load(dev, tenant, kprog::kReadWordProgram, "get", {{table, 0}});
+        fault = load(dev, tenant, kprog::kFaultProgram, "fault", {{table, 0}});
+        counter = load(dev, tenant, kprog::kCounterProgram, "counter", {});
     }
     ~World() { dev.tenant_destroy(tenant); }
     std::vector<Grant> grants() const {
@@ -482,9 +441,7 @@ void closed(const std::string& addr) {
         rof::Session s = rof::Session::connect(prep, {});
         id = s.id();
         s.nop();
-        rof_session_close sc{};
-        sc.session = id;
-        w.dev.must(ROF_IOC_SESSION_CLOSE, &sc, "close session");
+        w.dev.kmod().session_close(id);
         // Until the close reaches us the verbs may still work; then every
         // verb reports unavailable.  A NOP needs the server: it fails.
         bool saw = false;

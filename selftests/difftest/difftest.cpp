@@ -138,16 +138,13 @@ int main(int argc, char** argv) {
             // The kernel's run.
             rof_prog_load l = kprog::load_req(tenant, image, {{data, 0}, {heap, fl}}, budget,
                                               kByteBudget, "diff");
-            dev.must(ROF_IOC_PROG_LOAD, &l, "load program " + std::to_string(i));
+            dev.kmod().prog_load(l, image);
             std::memcpy(mdata.data(), d0.data(), d0.size());
             std::memcpy(mheap.data(), h0.data(), h0.size());
             kprog::InvokeResult k = kprog::decode_invoke(client.invoke(l.tag, args));
             std::vector<uint8_t> dk(mdata.data(), mdata.data() + GenEnv::kData);
             std::vector<uint8_t> hk(mheap.data(), mheap.data() + GenEnv::kHeap);
-            rof_prog_id pid{};
-            pid.tenant = tenant;
-            pid.tag = l.tag;
-            dev.must(ROF_IOC_PROG_UNLOAD, &pid, "unload program " + std::to_string(i));
+            dev.kmod().prog_unload(tenant, l.tag);
 
             // The userspace run, from the same state.
             rof::prog::test::Env env(p, GenEnv::kArgs);

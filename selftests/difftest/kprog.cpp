@@ -34,19 +34,10 @@ static uint64_t realtime_ns() {
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
 }
 
-Dev::Dev() {
-    fd_ = open(ROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-    if (fd_ < 0)
-        throw Error(std::string("open " ROF_DEVICE_PATH ": ") + strerror(errno));
-}
-
-Dev::~Dev() {
-    if (fd_ >= 0)
-        close(fd_);
-}
+Dev::Dev() : kmod_(ROF_DEVICE_PATH) {}
 
 int Dev::ioc(unsigned long cmd, void* arg) const {
-    return ioctl(fd_, cmd, arg) ? errno : 0;
+    return ioctl(fd(), cmd, arg) ? errno : 0;
 }
 
 void Dev::must(unsigned long cmd, void* arg, const std::string& what) const {
@@ -55,67 +46,36 @@ void Dev::must(unsigned long cmd, void* arg, const std::string& what) const {
         throw Error(what + ": " + errno_name(e));
 }
 
-uint32_t Dev::tenant_create(const std::string& name) {
-    rof_tenant_create tc{};
-    snprintf(tc.name, sizeof(tc.name), "%s", name.c_str());
-    must(ROF_IOC_TENANT_CREATE, &tc, "tenant create " + name);
-    return tc.id;
-}
-
-void Dev::tenant_destroy(uint32_t id) {
-    rof_destroy d{};
-    d.id = id;
-    d.flags = ROF_DESTROY_FORCE;
-    ioc(ROF_IOC_TENANT_DESTROY, &d);
-}
-
-uint32_t Dev::region_create(uint32_t tenant, const std::string& name, uint64_t size,
-                            uint32_t rights) {
-    rof_region_create rc{};
-    snprintf(rc.name, sizeof(rc.name), "%s", name.c_str());
-    rc.size = size;
-    rc.tenant = tenant;
-    rc.rights = rights;
-    must(ROF_IOC_REGION_CREATE, &rc, "region create " + name);
-    return rc.id;
-}
-
-uint32_t Dev::freelist_create(uint32_t region, uint32_t block_size, uint64_t offset,
-                              uint32_t count) {
-    rof_freelist_create fc{};
-    fc.region = region;
-    fc.block_size = block_size;
-    fc.offset = offset;
-    fc.count = count;
-    must(ROF_IOC_FREELIST_CREATE, &fc, "free list create in region " + std::to_string(region));
-    return fc.id;
+void Dev::tenant_destroy(uint32_t id) noexcept {
+    try {
+        kmod_.tenant_destroy(id, true);
+    } catch (const rofd::KmodError&) {
+    }
 }
 
 void Dev::set_random_key() {
-    rof_ticket_key k{};
-    if (getrandom(k.key, sizeof(k.key), 0) != sizeof(k.key))
+    rofd::TicketKey k{};
+    if (getrandom(k.data(), k.size(), 0) != static_cast<ssize_t>(k.size()))
         throw Error("getrandom failed");
-    must(ROF_IOC_SET_TICKET_KEY, &k, "set ticket key");
+    kmod_.set_ticket_key(k);
 }
 
 rof_ticket Dev::prepare(uint32_t tenant) {
     rof_session_prepare p{};
     p.tenant = tenant;
     p.expires_ns = realtime_ns() + 600ull * 1000000000ull;
-    must(ROF_IOC_SESSION_PREPARE, &p, "session prepare for tenant " + std::to_string(tenant));
+    kmod_.session_prepare(p);
     return p.ticket;
 }
 
-Mapping::Mapping(const Dev& dev, uint32_t region) {
-    rof_region_token tok{};
-    tok.region = region;
-    tok.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
-    dev.must(ROF_IOC_REGION_TOKEN, &tok, "token for region " + std::to_string(region));
+Mapping::Mapping(Dev& dev, uint32_t region) {
+    const rofd::RegionToken tok =
+        dev.kmod().region_token(region, ROF_ACCESS_READ | ROF_ACCESS_WRITE, 0);
     fd_ = open(ROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
     if (fd_ < 0)
         throw Error(std::string("open " ROF_DEVICE_PATH ": ") + strerror(errno));
     rof_region_map m{};
-    std::memcpy(m.token, tok.token, sizeof(m.token));
+    std::memcpy(m.token, tok.data(), sizeof(m.token));
     if (ioctl(fd_, ROF_IOC_REGION_MAP, &m)) {
         int e = errno;
         close(fd_);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kmod.h"
 #include "uapi/rof.h"
 
 namespace kprog {
@@ -20,34 +21,39 @@ struct Error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// An open /dev/rof.  ioc() returns 0 or the errno; must() throws.
+// An open /dev/rof: rofd's Kmod (daemon/kmod.h) for what rofd asks too, its
+// errors rofd::KmodError; and raw ioctls for what the tests send on purpose
+// (ioc() returns 0 or the errno; must() throws).
 class Dev {
   public:
     Dev();
-    ~Dev();
-    Dev(const Dev&) = delete;
-    Dev& operator=(const Dev&) = delete;
-    int fd() const { return fd_; }
+    rofd::Kmod& kmod() { return kmod_; }
+    int fd() const { return kmod_.fd(); }
     int ioc(unsigned long cmd, void* arg) const;
     void must(unsigned long cmd, void* arg, const std::string& what) const;
 
-    uint32_t tenant_create(const std::string& name);
-    void tenant_destroy(uint32_t id);  // forced
+    uint32_t tenant_create(const std::string& name) { return kmod_.tenant_create(name, 0); }
+    void tenant_destroy(uint32_t id) noexcept;  // forced; a cleanup: errors ignored
     uint32_t region_create(uint32_t tenant, const std::string& name, uint64_t size,
-                           uint32_t rights);
-    uint32_t freelist_create(uint32_t region, uint32_t block_size, uint64_t offset, uint32_t count);
+                           uint32_t rights) {
+        return kmod_.region_create(tenant, name, size, rights);
+    }
+    uint32_t freelist_create(uint32_t region, uint32_t block_size, uint64_t offset,
+                             uint32_t count) {
+        return kmod_.freelist_create(region, block_size, offset, count);
+    }
     void set_random_key();
     rof_ticket prepare(uint32_t tenant);  // a session without grants, 10 min
 
   private:
-    int fd_ = -1;
+    rofd::Kmod kmod_;
 };
 
 // A region mapped read/write through a one-time token (REGION_TOKEN, then
 // REGION_MAP on a fresh fd, then mmap).
 class Mapping {
   public:
-    Mapping(const Dev& dev, uint32_t region);
+    Mapping(Dev& dev, uint32_t region);
     ~Mapping();
     Mapping(const Mapping&) = delete;
     Mapping& operator=(const Mapping&) = delete;

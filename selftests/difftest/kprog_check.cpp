@@ -38,8 +38,11 @@
 #include "kprog.h"
 #include "rof/prog/asm.h"
 #include "rof_exec.h"
+#include "test_programs.h"
 
 namespace {
+
+using kprog::assemble;
 
 int failed = 0;
 
@@ -66,13 +69,6 @@ void expect_errno(const kprog::Dev& dev, unsigned long cmd, void* arg, int want,
     check(got == want, what, "got " + kprog::errno_name(got) + ", want " + kprog::errno_name(want));
 }
 
-rof::prog::Program assemble(const std::string& text, const std::string& name) {
-    rof::prog::AsmResult a = rof::prog::assemble(text, name);
-    if (!a.ok())
-        throw kprog::Error(a.error_text());
-    return *a.program;
-}
-
 // The tag field is a CRC of the image with the field as 0: re-sign an
 // image edited on purpose, so that the module sees the edit, not the tag.
 void retag(std::vector<uint8_t>& img) {
@@ -96,15 +92,6 @@ void put64(uint8_t* p, uint64_t v) {
     std::memcpy(p, &v, 8);
 }
 
-const char* kSmall = R"(
-.args 0, 8
-.resp 8
-.region data, rw, 4096
-        ld64  r2, data[0]
-        st64  resp[0], r2
-        exit  0
-)";
-
 const char* kFreelist = R"(
 .resp 8
 .region heap, rwa, 8192, freelist
@@ -115,16 +102,9 @@ const char* kFreelist = R"(
 
 // ---- ioctls -------------------------------------------------------------
 
-bool tenant_has_programs(const kprog::Dev& dev, uint32_t t) {
-    rof_list li{};
-    li.elem_size = sizeof(rof_prog_info);
-    dev.must(ROF_IOC_LIST_PROGS, &li, "list programs");
-    std::vector<rof_prog_info> v(li.total + 8);
-    li.elems = reinterpret_cast<uintptr_t>(v.data());
-    li.capacity = static_cast<uint32_t>(v.size());
-    dev.must(ROF_IOC_LIST_PROGS, &li, "list programs");
-    for (uint32_t i = 0; i < li.count; i++)
-        if (v[i].tenant == t)
+bool tenant_has_programs(kprog::Dev& dev, uint32_t t) {
+    for (const rof_prog_info& p : dev.kmod().list_progs())
+        if (p.tenant == t)
             return true;
     return false;
 }
@@ -143,7 +123,7 @@ int cmd_ioctls() {
     uint32_t fl = dev.freelist_create(heap, 64, 0, 16);
     uint32_t fl2 = dev.freelist_create(heap2, 64, 0, 16);
 
-    rof::prog::Program small = assemble(kSmall, "small.rofs");
+    rof::prog::Program small = assemble(kprog::kReadWordProgram, "small.rofs");
     const std::vector<uint8_t> good = small.encode();
     auto req = [&](const std::vector<uint8_t>& img) {
         return kprog::load_req(t, img, {{rw, 0}}, 100, 4096, "small");
@@ -362,18 +342,15 @@ int cmd_ioctls() {
 
     // Quota: the free-list program counts; a quota of 1 refuses a second.
     {
-        rof_tenant_set_quota q{};
-        q.id = t;
-        q.quota.region_bytes = ROF_QUOTA_UNLIMITED;
-        q.quota.sessions = 0xffffffff;
-        q.quota.programs = 1;
-        q.quota.inflight = ROF_INFLIGHT_DEFAULT;
-        dev.must(ROF_IOC_TENANT_SET_QUOTA, &q, "set quota");
+        rof_tenant_quota q{};
+        q.region_bytes = ROF_QUOTA_UNLIMITED;
+        q.sessions = 0xffffffff;
+        q.programs = 1;
+        q.inflight = ROF_INFLIGHT_DEFAULT;
+        dev.kmod().tenant_set_quota(t, q);
         l = req(good);
         expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EDQUOT, "load beyond the program quota");
-        rof_tenant_info ti{};
-        ti.id = t;
-        dev.must(ROF_IOC_GET_TENANT, &ti, "get tenant");
+        const rof_tenant_info ti = dev.kmod().get_tenant(t).value();
         check(ti.usage.programs == 1, "tenant usage counts the program",
               std::to_string(ti.usage.programs));
         rof_destroy d{};
@@ -457,27 +434,6 @@ hit:    copy  resp[0], nodes[r3], 64
         exit  0
 )";
 
-const char* kFault = R"(
-; An indirect read through a pointer the tenant stored in its region.
-.args 0, 0
-.resp 8
-.region nodes, r, 65536
-        copy  resp[0], nodes[*nodes[16]], 8
-        exit  0
-)";
-
-const char* kCounter = R"(
-; Per-session scratch: a counter that survives between invocations.
-.args 0, 0
-.scratch 8
-.resp 8
-        ld64  r2, scratch[0]
-        add64 r2, 1
-        st64  scratch[0], r2
-        st64  resp[0], r2
-        exit  7
-)";
-
 const char* kSpin = R"(
 .args 0, 0
         mov64 r2, 0
@@ -487,10 +443,7 @@ top:    loop  r2, top, 100
 
 uint64_t load(kprog::Dev& dev, uint32_t t, const rof::prog::Program& p,
               const std::vector<rof_prog_bind>& b, uint64_t budget, const char* name) {
-    std::vector<uint8_t> img = p.encode();
-    rof_prog_load l = kprog::load_req(t, img, b, budget, 1 << 20, name);
-    dev.must(ROF_IOC_PROG_LOAD, &l, std::string("load ") + name);
-    return l.tag;
+    return kprog::load(dev, t, p, b, budget, 1 << 20, name);
 }
 
 std::string describe(const kprog::InvokeResult& r) {
@@ -510,11 +463,9 @@ int cmd_invoke() {
     uint32_t nodes = dev.region_create(t, tag + "-nodes", 65536, ROF_ACCESS_READ);
 
     // Open the audit ring first: the records of this test follow.
-    rof_audit_open ao{};
-    ao.flags = ROF_AUDIT_NONBLOCK;
-    dev.must(ROF_IOC_AUDIT_OPEN, &ao, "audit open");
+    rofd::UniqueFd audit = dev.kmod().audit_open(true);
     std::vector<rof_audit_record> old(256);
-    while (read(ao.fd, old.data(), old.size() * sizeof(old[0])) > 0) {
+    while (read(audit.get(), old.data(), old.size() * sizeof(old[0])) > 0) {
     }
 
     // Fill the regions through their mappings, as a tenant application would.
@@ -547,8 +498,8 @@ int cmd_invoke() {
 
     rof::prog::Program get = assemble(kHashGet, "hash_get.rofs");
     rof::prog::Program list = assemble(kList, "list.rofs");
-    rof::prog::Program fault = assemble(kFault, "fault.rofs");
-    rof::prog::Program counter = assemble(kCounter, "counter.rofs");
+    rof::prog::Program fault = assemble(kprog::kFaultProgram, "fault.rofs");
+    rof::prog::Program counter = assemble(kprog::kCounterProgram, "counter.rofs");
     rof::prog::Program spin = assemble(kSpin, "spin.rofs");
     uint64_t tget = load(dev, t, get, {{index, 0}, {heap, 0}}, 100, "hash-get");
     uint64_t tlist = load(dev, t, list, {{nodes, 0}}, 1000, "list");
@@ -617,17 +568,11 @@ int cmd_invoke() {
               describe(r));
 
         // A forced destroy of a bound region revokes the program only.
-        rof_destroy d{};
-        d.id = nodes;
-        d.flags = ROF_DESTROY_FORCE;
-        dev.must(ROF_IOC_REGION_DESTROY, &d, "force-destroy region nodes");
+        dev.kmod().region_destroy(nodes, true);
         r = kprog::decode_invoke(c.invoke(tlist, u64le({355, 64})));
         check(r.status == ROF_ST_PROG_REVOKED, "a program of a destroyed region: PROG_REVOKED",
               describe(r));
-        rof_prog_info pi{};
-        pi.tenant = t;
-        pi.tag = tlist;
-        dev.must(ROF_IOC_GET_PROG, &pi, "get list program");
+        const rof_prog_info pi = dev.kmod().get_prog(t, tlist).value();
         check(pi.flags & ROF_PROG_REVOKED, "get shows ROF_PROG_REVOKED");
         check(pi.invocations == 2 && pi.faults == 0, "get counts its runs",
               std::to_string(pi.invocations));
@@ -643,7 +588,7 @@ int cmd_invoke() {
 
     // The audit: one INVOKE record per run, with the tag and instructions.
     std::vector<rof_audit_record> recs(1024);
-    ssize_t n = read(ao.fd, recs.data(), recs.size() * sizeof(recs[0]));
+    ssize_t n = read(audit.get(), recs.data(), recs.size() * sizeof(recs[0]));
     bool ok_rec = false, fault_rec = false;
     for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof(recs[0])); i++) {
         const rof_audit_record& a = recs[i];
@@ -655,7 +600,7 @@ int cmd_invoke() {
     }
     check(ok_rec, "audit: INVOKE record of the GET with its instructions");
     check(fault_rec, "audit: INVOKE record of the fault, reason EPTR");
-    close(ao.fd);
+    audit.reset();
     printf("%d unexpected results\n", failed);
     return failed ? 1 : 0;
 }
@@ -740,7 +685,7 @@ int cmd_leave(const std::string& name) {
     kprog::Dev dev;
     uint32_t t = dev.tenant_create(name);
     uint32_t rw = dev.region_create(t, name + "-rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
-    rof::prog::Program small = assemble(kSmall, "small.rofs");
+    rof::prog::Program small = assemble(kprog::kReadWordProgram, "small.rofs");
     load(dev, t, small, {{rw, 0}}, 100, "left");
     printf("%u %016llx\n", t, static_cast<unsigned long long>(small.tag()));
     return 0;
@@ -749,10 +694,7 @@ int cmd_leave(const std::string& name) {
 // Prints how many programs are loaded (all tenants).
 int cmd_count() {
     kprog::Dev dev;
-    rof_list li{};
-    li.elem_size = sizeof(rof_prog_info);
-    dev.must(ROF_IOC_LIST_PROGS, &li, "list programs");
-    printf("%u\n", li.total);
+    printf("%zu\n", dev.kmod().list_progs().size());
     return 0;
 }
 
@@ -774,29 +716,23 @@ int cmd_cycles(int n) {
     uint32_t rw = dev.region_create(t, tag + "-rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
     uint32_t heap = dev.region_create(t, tag + "-heap", 8192, ROF_ACCESS_ALL);
     uint32_t fl = dev.freelist_create(heap, 64, 0, 16);
-    std::vector<uint8_t> small = assemble(kSmall, "small.rofs").encode();
+    std::vector<uint8_t> small = assemble(kprog::kReadWordProgram, "small.rofs").encode();
     std::vector<uint8_t> fimg = assemble(kFreelist, "fl.rofs").encode();
     for (int i = 0; i < n; i++) {
         rof_prog_load a = kprog::load_req(t, small, {{rw, 0}}, 100, 4096, "small");
         rof_prog_load b = kprog::load_req(t, fimg, {{heap, fl}}, 100, 4096, "fl");
-        dev.must(ROF_IOC_PROG_LOAD, &a, "load small");
-        dev.must(ROF_IOC_PROG_LOAD, &b, "load fl");
-        rof_prog_id id{};
-        id.tenant = t;
-        id.tag = a.tag;
-        dev.must(ROF_IOC_PROG_UNLOAD, &id, "unload small");
-        id.tag = b.tag;
-        dev.must(ROF_IOC_PROG_UNLOAD, &id, "unload fl");
+        const uint64_t ta = dev.kmod().prog_load(a, small);
+        const uint64_t tb = dev.kmod().prog_load(b, fimg);
+        dev.kmod().prog_unload(t, ta);
+        dev.kmod().prog_unload(t, tb);
     }
     // The last round stays loaded: the tenant's destroy must clean up.
     rof_prog_load a = kprog::load_req(t, small, {{rw, 0}}, 100, 4096, "small");
     rof_prog_load b = kprog::load_req(t, fimg, {{heap, fl}}, 100, 4096, "fl");
-    dev.must(ROF_IOC_PROG_LOAD, &a, "load small");
-    dev.must(ROF_IOC_PROG_LOAD, &b, "load fl");
+    dev.kmod().prog_load(a, small);
+    dev.kmod().prog_load(b, fimg);
     dev.tenant_destroy(t);
-    rof_tenant_info ti{};
-    ti.id = t;
-    check(dev.ioc(ROF_IOC_GET_TENANT, &ti) == ENOENT, "forced destroy removed the tenant");
+    check(!dev.kmod().get_tenant(t), "forced destroy removed the tenant");
     check(!tenant_has_programs(dev, t), "... and its programs");
     printf("%d load/unload cycles done\n", n);
     return failed ? 1 : 0;
