@@ -4,20 +4,17 @@
 #include <cstring>
 #include <map>
 
+#include "isa_table.h"
 #include "strf.h"
 
 namespace rof::prog {
 namespace {
 
+using isa::kCmp;
+
 using i128 = __int128;
 
 constexpr size_t kMaxErrors = 100;
-
-const char* const kAlu[ROF_ALU_COUNT] = {"add", "sub", "mul", "div",  "mod", "and", "or",
-                                         "xor", "lsh", "rsh", "arsh", "mov", "neg"};
-const char* const kJmp[ROF_JMP_COUNT] = {"jeq",  "jne",  "jgt",  "jge",  "jlt", "jle",
-                                         "jsgt", "jsge", "jslt", "jsle", "jset"};
-const char* const kCmp[ROF_CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
 
 struct Tok {
     enum Type { Ident, Num, Punct, End } type = End;
@@ -449,218 +446,180 @@ class Assembler {
         prog_.slot_lines.push_back(line_);
     }
 
-    // "add64" -> (ROF_ALU_ADD, false); also the jumps.
-    static bool split_width(const std::string& m, const char* const* names, int count, uint8_t& sub,
-                            bool& is32, bool need_width) {
-        for (int i = 0; i < count; i++) {
-            size_t n = std::strlen(names[i]);
-            if (m.compare(0, n, names[i]) != 0)
-                continue;
-            std::string rest = m.substr(n);
-            if (rest == "64" || (rest.empty() && !need_width)) {
-                sub = static_cast<uint8_t>(i);
-                is32 = false;
-                return true;
+    // Every mnemonic of the ISA table, with its instruction's fixed fields
+    // (kind, family member, width); a 64-bit jump may also say so ("jeq64").
+    static const std::map<std::string, Insn>& mnemonics() {
+        static const std::map<std::string, Insn> m = [] {
+            std::map<std::string, Insn> t;
+            for (const Insn& in : isa::mnemonic_templates()) {
+                t.emplace(isa::mnemonic(in), in);
+                if (in.kind == Kind::Jmp && !in.is32)
+                    t.emplace(isa::mnemonic(in) + "64", in);
             }
-            if (rest == "32") {
-                sub = static_cast<uint8_t>(i);
-                is32 = true;
-                return true;
-            }
-        }
-        return false;
+            return t;
+        }();
+        return m;
     }
 
-    void instruction(const Tok& m) {
-        Insn in;
-        const std::string& s = m.s;
-        if (s == "ldimm64") {
-            in.kind = Kind::LdImm64;
-            in.dst = reg();
-            expect(",");
-            in.imm64 = static_cast<uint64_t>(ranged(-(i128(1) << 63), UINT64_MAX, "immediate"));
-            add(in);
+    // A register or an immediate second operand of an ALU op or a jump.
+    void reg_or_imm(Insn& in) {
+        if (peek_reg()) {
+            in.src = reg();
+            in.use_imm = false;
             return;
         }
-        if (split_width(s, kAlu, ROF_ALU_COUNT, in.sub, in.is32, true)) {
-            in.kind = Kind::Alu;
-            in.dst = reg();
-            if (in.sub == ROF_ALU_NEG) {
-                in.use_imm = true;  // neg's one encoding
-                add(in);
+        in.use_imm = true;
+        const Tok& t = peek();
+        i128 v = value();
+        if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX)) {
+            if (in.kind == Kind::Jmp)
+                fail(t, strf("immediate %s out of range for a %s comparison", str128(v).c_str(),
+                             in.is32 ? "32-bit" : "64-bit (sign-extended 32-bit)"));
+            fail(t, in.is32 ? strf("immediate %s does not fit in 32 bits", str128(v).c_str())
+                            : strf("immediate %s out of range for a 64-bit "
+                                   "operation (a sign-extended 32-bit value); use "
+                                   "ldimm64",
+                                   str128(v).c_str()));
+        }
+        in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
+    }
+
+    // A memory operand that must be in a region.
+    Mem region_mem(const char* what) {
+        const Tok& t = peek();
+        Mem m = mem();
+        if (m.space >= ROF_ISA_MAX_SLOTS)
+            fail(t, strf("%s needs a region, not args, scratch or resp", what));
+        return m;
+    }
+
+    int32_t status() {
+        return static_cast<int32_t>(static_cast<uint32_t>(ranged(INT32_MIN, UINT32_MAX, "status")));
+    }
+
+    // The operands, by the instruction's form.
+    void instruction(const Tok& m) {
+        auto t = mnemonics().find(m.s);
+        if (t == mnemonics().end())
+            fail(m, strf("unknown mnemonic '%s'", m.s.c_str()));
+        Insn in = t->second;
+        switch (isa::row_of(in).form) {
+            case ROF_FORM_LDIMM64:
+                in.dst = reg();
+                expect(",");
+                in.imm64 = static_cast<uint64_t>(ranged(-(i128(1) << 63), UINT64_MAX, "immediate"));
+                break;
+            case ROF_FORM_ALU:
+                in.dst = reg();
+                if (in.sub == ROF_ALU_NEG)  // neg's one encoding: the immediate form
+                    break;
+                expect(",");
+                reg_or_imm(in);
+                break;
+            case ROF_FORM_JMP: {
+                in.dst = reg();
+                expect(",");
+                reg_or_imm(in);
+                expect(",");
+                add_with_label(in, next());
                 return;
             }
-            expect(",");
-            if (peek_reg()) {
-                in.src = reg();
-            } else {
-                in.use_imm = true;
-                const Tok& t = peek();
-                i128 v = value();
-                if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX))
-                    fail(t, in.is32
-                                ? strf("immediate %s does not fit in 32 bits", str128(v).c_str())
-                                : strf("immediate %s out of range for a 64-bit "
-                                       "operation (a sign-extended 32-bit value); use "
-                                       "ldimm64",
-                                       str128(v).c_str()));
-                in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
+            case ROF_FORM_JA:
+                add_with_label(in, next());
+                return;
+            case ROF_FORM_LOOP: {
+                in.dst = reg();
+                expect(",");
+                const Tok& label = next();
+                expect(",");
+                in.imm = static_cast<int32_t>(ranged(INT32_MIN, INT32_MAX, "trip limit"));
+                add_with_label(in, label);
+                return;
             }
-            add(in);
-            return;
-        }
-        if (s == "ja") {
-            in.kind = Kind::Ja;
-            add_with_label(in, next());
-            return;
-        }
-        if (split_width(s, kJmp, ROF_JMP_COUNT, in.sub, in.is32, false)) {
-            in.kind = Kind::Jmp;
-            in.dst = reg();
-            expect(",");
-            if (peek_reg()) {
+            case ROF_FORM_LD:
+                in.dst = reg();
+                expect(",");
+                in.mem = mem();
+                break;
+            case ROF_FORM_ST:
+                in.mem = mem();
+                expect(",");
                 in.src = reg();
-            } else {
-                in.use_imm = true;
-                const Tok& t = peek();
-                i128 v = value();
-                if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX))
-                    fail(t, strf("immediate %s out of range for a %s comparison", str128(v).c_str(),
-                                 in.is32 ? "32-bit" : "64-bit (sign-extended 32-bit)"));
-                in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
-            }
-            expect(",");
-            add_with_label(in, next());
-            return;
-        }
-        if (s == "loop") {
-            in.kind = Kind::Loop;
-            in.dst = reg();
-            expect(",");
-            const Tok& label = next();
-            expect(",");
-            in.imm = static_cast<int32_t>(ranged(INT32_MIN, INT32_MAX, "trip limit"));
-            add_with_label(in, label);
-            return;
-        }
-        if (s == "ld8" || s == "ld16" || s == "ld32" || s == "ld64") {
-            in.kind = Kind::Ld;
-            in.size = static_cast<uint32_t>(std::stoi(s.substr(2)) / 8);
-            in.dst = reg();
-            expect(",");
-            in.mem = mem();
-            add(in);
-            return;
-        }
-        if (s == "st8" || s == "st16" || s == "st32" || s == "st64") {
-            in.kind = Kind::St;
-            in.size = static_cast<uint32_t>(std::stoi(s.substr(2)) / 8);
-            in.mem = mem();
-            expect(",");
-            in.src = reg();
-            add(in);
-            return;
-        }
-        if (s == "faa") {
-            in.kind = Kind::Faa;
-            in.aux = reg();
-            expect(",");
-            const Tok& t = peek();
-            in.mem = mem();
-            if (in.mem.space >= ROF_ISA_MAX_SLOTS)
-                fail(t, "faa needs a region, not args, scratch or resp");
-            expect(",");
-            in.src = reg();
-            add(in);
-            return;
-        }
-        if (s == "crc64" || s == "hash") {
-            in.kind = s == "hash" ? Kind::Hash : Kind::Crc64;
-            in.dst = reg();
-            expect(",");
-            in.mem = mem();
-            expect(",");
-            in.aux = reg();
-            add(in);
-            return;
-        }
-        if (s == "alloc") {
-            in.kind = Kind::Alloc;
-            in.dst = reg();
-            expect(",");
-            in.slot = region();
-            add(in);
-            return;
-        }
-        if (s == "free") {
-            in.kind = Kind::Free;
-            in.slot = region();
-            expect(",");
-            in.src = reg();
-            add(in);
-            return;
-        }
-        if (s == "exit") {
-            if (peek_reg()) {
-                in.kind = Kind::ExitReg;
+                break;
+            case ROF_FORM_FAA:
+                in.aux = reg();
+                expect(",");
+                in.mem = region_mem("faa");
+                expect(",");
                 in.src = reg();
-            } else {
-                in.kind = Kind::Exit;
-                in.imm = static_cast<int32_t>(
-                    static_cast<uint32_t>(ranged(INT32_MIN, UINT32_MAX, "status")));
-            }
-            add(in);
-            return;
-        }
-        if (s == "respond") {
-            in.kind = Kind::Respond;
-            in.src = reg();
-            expect(",");
-            in.imm = static_cast<int32_t>(
-                static_cast<uint32_t>(ranged(INT32_MIN, UINT32_MAX, "status")));
-            add(in);
-            return;
-        }
-        if (s == "copy") {
-            copy(in);
-            return;
-        }
-        if (s == "cas64" || s == "cas128" || s == "cas192" || s == "cas256") {
-            in.kind = Kind::Cas;
-            in.width = static_cast<uint8_t>(std::stoi(s.substr(3)) / 8);
-            in.aux = reg();
-            expect(",");
-            const Tok& t = peek();
-            in.mem = mem();
-            if (in.mem.space >= ROF_ISA_MAX_SLOTS)
-                fail(t, "cas needs a region, not args, scratch or resp");
-            expect(",");
-            in.blk = mem();
-            expect(",");
-            const Tok& md = next();
-            bool found = false;
-            for (int i = 0; i < ROF_CMP_COUNT; i++)
-                if (md.type == Tok::Ident && md.s == kCmp[i]) {
-                    in.mode = static_cast<uint8_t>(i);
-                    found = true;
+                break;
+            case ROF_FORM_DIGEST:
+                in.dst = reg();
+                expect(",");
+                in.mem = mem();
+                expect(",");
+                in.aux = reg();
+                break;
+            case ROF_FORM_ALLOC:
+                in.dst = reg();
+                expect(",");
+                in.slot = region();
+                break;
+            case ROF_FORM_FREE:
+                in.slot = region();
+                expect(",");
+                in.src = reg();
+                break;
+            case ROF_FORM_EXIT:
+            case ROF_FORM_EXIT_REG:
+                if (peek_reg()) {
+                    in.kind = Kind::ExitReg;
+                    in.src = reg();
+                } else {
+                    in.kind = Kind::Exit;
+                    in.imm = status();
                 }
-            if (!found)
-                fail(md,
-                     strf("expected a compare mode (eq ne lt le gt ge)%s", describe(md).c_str()));
-            if (accept(",")) {
-                const Tok& o = next();
-                if (o.type != Tok::Ident || o.s != "old")
-                    fail(o, strf("expected 'old'%s", describe(o).c_str()));
-                in.old = true;
-            }
-            add(in);
-            return;
+                break;
+            case ROF_FORM_RESPOND:
+                in.src = reg();
+                expect(",");
+                in.imm = status();
+                break;
+            case ROF_FORM_COPY:
+                copy(in);
+                break;
+            case ROF_FORM_CAS:
+                cas(in);
+                break;
         }
-        fail(m, strf("unknown mnemonic '%s'", s.c_str()));
+        add(in);
+    }
+
+    void cas(Insn& in) {
+        in.aux = reg();
+        expect(",");
+        in.mem = region_mem("cas");
+        expect(",");
+        in.blk = mem();
+        expect(",");
+        const Tok& md = next();
+        bool found = false;
+        for (int i = 0; i < ROF_CMP_COUNT; i++)
+            if (md.type == Tok::Ident && md.s == kCmp[i]) {
+                in.mode = static_cast<uint8_t>(i);
+                found = true;
+            }
+        if (!found)
+            fail(md, strf("expected a compare mode (eq ne lt le gt ge)%s", describe(md).c_str()));
+        if (accept(",")) {
+            const Tok& o = next();
+            if (o.type != Tok::Ident || o.s != "old")
+                fail(o, strf("expected 'old'%s", describe(o).c_str()));
+            in.old = true;
+        }
     }
 
     void copy(Insn& in) {
-        in.kind = Kind::Copy;
         // destination
         const Tok& dt = peek();
         in.mem.space = space();
@@ -718,7 +677,6 @@ class Assembler {
             in.out = true;
             in.aux = reg();
         }
-        add(in);
     }
 
     void resolve() {
@@ -805,105 +763,94 @@ bool target_ok(const Program& p, uint32_t pc, int32_t off) {
     return t >= 0 && t < static_cast<int64_t>(p.insns.size()) && p.insns[t].op != ROF_OP_EXT;
 }
 
+std::optional<std::string> copy_str(const Program& p, const Insn& in) {
+    auto ds = space_name(p, in.mem.space);
+    auto ss = space_name(p, in.src_mem.space);
+    if (!ds || !ss)
+        return std::nullopt;
+    std::string d = in.dst_indirect ? *ds + "[*" + *ds + "[" + addr_str(in.mem) + "]]"
+                                    : *ds + "[" + addr_str(in.mem) + "]";
+    std::string s;
+    if (in.src_mode) {
+        auto ts = space_name(p, in.src_tspace);
+        if (!ts)
+            return std::nullopt;
+        s = *ts + "[*" + *ss + "[" + addr_str(in.src_mem) + "]" +
+            (in.src_mode == 2 ? ", bounded]" : "]");
+    } else {
+        s = *ss + "[" + addr_str(in.src_mem) + "]";
+    }
+    std::string l = in.len_reg ? strf("r%u max %u", in.len_r, in.len) : strf("%u", in.len);
+    std::string r = isa::mnemonic(in) + " " + d + ", " + s + ", " + l;
+    if (in.out)
+        r += strf(" -> r%u", in.aux);
+    return r;
+}
+
+// The instruction as text, by its form; nullopt when an operand cannot be
+// named (an undeclared slot, a jump target off an instruction).
 std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn& in) {
     auto label = [&](int32_t off) { return strf("L%d", int(pc) + 1 + off); };
-    switch (in.kind) {
-        case Kind::LdImm64:
-            return strf("ldimm64 r%u, 0x%" PRIx64, in.dst, in.imm64);
-        case Kind::Alu: {
-            std::string m = strf("%s%s r%u", kAlu[in.sub], in.is32 ? "32" : "64", in.dst);
+    auto src = [&] { return in.use_imm ? strf("%d", in.imm) : strf("r%u", in.src); };
+    std::string mn = isa::mnemonic(in);
+    const char* m = mn.c_str();
+    const isa::Row& row = isa::row_of(in);
+    if ((row.form == ROF_FORM_JMP || row.form == ROF_FORM_JA || row.form == ROF_FORM_LOOP) &&
+        !target_ok(p, pc, in.off))
+        return std::nullopt;
+    std::optional<std::string> mem;
+    if (row.form == ROF_FORM_LD || row.form == ROF_FORM_ST || row.form == ROF_FORM_FAA ||
+        row.form == ROF_FORM_DIGEST) {
+        mem = mem_str(p, in.mem);
+        if (!mem)
+            return std::nullopt;
+    }
+    std::optional<std::string> slot;
+    if (row.form == ROF_FORM_ALLOC || row.form == ROF_FORM_FREE) {
+        if (in.slot >= p.slots.size())
+            return std::nullopt;
+        slot = p.slots[in.slot].name;
+    }
+    switch (row.form) {
+        case ROF_FORM_LDIMM64:
+            return strf("%s r%u, 0x%" PRIx64, m, in.dst, in.imm64);
+        case ROF_FORM_ALU:
             if (in.sub == ROF_ALU_NEG)
-                return m;
-            if (in.use_imm)
-                return m + strf(", %d", in.imm);
-            return m + strf(", r%u", in.src);
-        }
-        case Kind::Jmp: {
-            if (!target_ok(p, pc, in.off))
-                return std::nullopt;
-            std::string m = strf("%s%s r%u, ", kJmp[in.sub], in.is32 ? "32" : "", in.dst);
-            m += in.use_imm ? strf("%d", in.imm) : strf("r%u", in.src);
-            return m + ", " + label(in.off);
-        }
-        case Kind::Ja:
-            if (!target_ok(p, pc, in.off))
-                return std::nullopt;
-            return "ja " + label(in.off);
-        case Kind::Loop:
-            if (!target_ok(p, pc, in.off))
-                return std::nullopt;
-            return strf("loop r%u, %s, %d", in.dst, label(in.off).c_str(), in.imm);
-        case Kind::Ld: {
-            auto m = mem_str(p, in.mem);
-            if (!m)
-                return std::nullopt;
-            return strf("ld%u r%u, %s", in.size * 8, in.dst, m->c_str());
-        }
-        case Kind::St: {
-            auto m = mem_str(p, in.mem);
-            if (!m)
-                return std::nullopt;
-            return strf("st%u %s, r%u", in.size * 8, m->c_str(), in.src);
-        }
-        case Kind::Faa: {
-            auto m = mem_str(p, in.mem);
-            if (!m)
-                return std::nullopt;
-            return strf("faa r%u, %s, r%u", in.aux, m->c_str(), in.src);
-        }
-        case Kind::Crc64:
-        case Kind::Hash: {
-            auto m = mem_str(p, in.mem);
-            if (!m)
-                return std::nullopt;
-            return strf("%s r%u, %s, r%u", in.kind == Kind::Hash ? "hash" : "crc64", in.dst,
-                        m->c_str(), in.aux);
-        }
-        case Kind::Alloc:
-        case Kind::Free: {
-            if (in.slot >= p.slots.size())
-                return std::nullopt;
-            const std::string& n = p.slots[in.slot].name;
-            if (in.kind == Kind::Alloc)
-                return strf("alloc r%u, %s", in.dst, n.c_str());
-            return strf("free %s, r%u", n.c_str(), in.src);
-        }
-        case Kind::Exit:
-            return strf("exit %d", in.imm);
-        case Kind::ExitReg:
-            return strf("exit r%u", in.src);
-        case Kind::Respond:
-            return strf("respond r%u, %d", in.src, in.imm);
-        case Kind::Copy: {
-            auto ds = space_name(p, in.mem.space);
-            auto ss = space_name(p, in.src_mem.space);
-            if (!ds || !ss)
-                return std::nullopt;
-            std::string d = in.dst_indirect ? *ds + "[*" + *ds + "[" + addr_str(in.mem) + "]]"
-                                            : *ds + "[" + addr_str(in.mem) + "]";
-            std::string s;
-            if (in.src_mode) {
-                auto ts = space_name(p, in.src_tspace);
-                if (!ts)
-                    return std::nullopt;
-                s = *ts + "[*" + *ss + "[" + addr_str(in.src_mem) + "]" +
-                    (in.src_mode == 2 ? ", bounded]" : "]");
-            } else {
-                s = *ss + "[" + addr_str(in.src_mem) + "]";
-            }
-            std::string l = in.len_reg ? strf("r%u max %u", in.len_r, in.len) : strf("%u", in.len);
-            std::string r = "copy " + d + ", " + s + ", " + l;
-            if (in.out)
-                r += strf(" -> r%u", in.aux);
-            return r;
-        }
-        case Kind::Cas: {
+                return strf("%s r%u", m, in.dst);
+            return strf("%s r%u, %s", m, in.dst, src().c_str());
+        case ROF_FORM_JMP:
+            return strf("%s r%u, %s, %s", m, in.dst, src().c_str(), label(in.off).c_str());
+        case ROF_FORM_JA:
+            return strf("%s %s", m, label(in.off).c_str());
+        case ROF_FORM_LOOP:
+            return strf("%s r%u, %s, %d", m, in.dst, label(in.off).c_str(), in.imm);
+        case ROF_FORM_LD:
+            return strf("%s r%u, %s", m, in.dst, mem->c_str());
+        case ROF_FORM_ST:
+            return strf("%s %s, r%u", m, mem->c_str(), in.src);
+        case ROF_FORM_FAA:
+            return strf("%s r%u, %s, r%u", m, in.aux, mem->c_str(), in.src);
+        case ROF_FORM_DIGEST:
+            return strf("%s r%u, %s, r%u", m, in.dst, mem->c_str(), in.aux);
+        case ROF_FORM_ALLOC:
+            return strf("%s r%u, %s", m, in.dst, slot->c_str());
+        case ROF_FORM_FREE:
+            return strf("%s %s, r%u", m, slot->c_str(), in.src);
+        case ROF_FORM_EXIT:
+            return strf("%s %d", m, in.imm);
+        case ROF_FORM_EXIT_REG:
+            return strf("%s r%u", m, in.src);
+        case ROF_FORM_RESPOND:
+            return strf("%s r%u, %d", m, in.src, in.imm);
+        case ROF_FORM_COPY:
+            return copy_str(p, in);
+        case ROF_FORM_CAS: {
             auto t = mem_str(p, in.mem);
             auto b = mem_str(p, in.blk);
             if (!t || !b)
                 return std::nullopt;
-            return strf("cas%u r%u, %s, %s, %s%s", in.width * 8u, in.aux, t->c_str(), b->c_str(),
-                        kCmp[in.mode], in.old ? ", old" : "");
+            return strf("%s r%u, %s, %s, %s%s", m, in.aux, t->c_str(), b->c_str(),
+                        kCmp[in.mode % ROF_CMP_COUNT], in.old ? ", old" : "");
         }
     }
     return std::nullopt;

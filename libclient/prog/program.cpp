@@ -271,9 +271,12 @@ std::vector<Insn> mnemonic_templates() {
         in.use_imm = r.flags & ROF_ISA_F_IMM;
         uint32_t variants = r.form == ROF_FORM_CAS ? ROF_ISA_MAX_CAS_WIDTH / 8 : r.count;
         for (uint32_t v = 0; v < variants; v++) {
-            in.sub = static_cast<uint8_t>(v);
-            in.size = 1u << v;
-            in.width = static_cast<uint8_t>(8 * (v + 1));
+            if (r.form == ROF_FORM_ALU || r.form == ROF_FORM_JMP)
+                in.sub = static_cast<uint8_t>(v);
+            else if (r.form == ROF_FORM_LD || r.form == ROF_FORM_ST)
+                in.size = 1u << v;
+            else if (r.form == ROF_FORM_CAS)
+                in.width = static_cast<uint8_t>(8 * (v + 1));
             out.push_back(in);
         }
     }
