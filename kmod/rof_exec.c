@@ -838,7 +838,7 @@ static int rof_do_free(struct rof_run *run, u32 slot, u64 off)
 	return ROF_ISA_ECONTENDED;
 }
 
-static int rof_alu(u32 aop, int is32, u64 *dst, u64 src)
+int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src)
 {
 	u64 d = *dst;
 
@@ -900,7 +900,7 @@ static int rof_alu(u32 aop, int is32, u64 *dst, u64 src)
 	return 0;
 }
 
-static int rof_jmp(u32 jop, int is32, u64 a, u64 b)
+int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
 {
 	s64 sa = (s64)a, sb = (s64)b;
 
@@ -1065,39 +1065,39 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		rof_st_le(p, r[src], size);
 		break;
 	case ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1:
-		err = rof_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
+		err = rof_exec_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1:
-		err = rof_alu(op & 0xf, 0, &r[dst], r[src]);
+		err = rof_exec_alu(op & 0xf, 0, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1:
-		err = rof_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
+		err = rof_exec_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1:
-		err = rof_alu(op & 0xf, 1, &r[dst], r[src]);
+		err = rof_exec_alu(op & 0xf, 1, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1:
-		if (rof_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
+		if (rof_exec_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1:
-		if (rof_jmp(op & 0xf, 0, r[dst], r[src]))
+		if (rof_exec_jmp(op & 0xf, 0, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1:
-		if (rof_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
+		if (rof_exec_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1:
-		if (rof_jmp(op & 0xf, 1, r[dst], r[src]))
+		if (rof_exec_jmp(op & 0xf, 1, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	default:

@@ -196,6 +196,15 @@ u32 rof_exec_insn_count(void);
 /* The row of opcode @op, or NULL when @op starts no instruction. */
 const struct rof_exec_insn_info *rof_exec_insn_info(u8 op);
 
+/*
+ * ALU op @aop (enum rof_alu) on *@dst and @src, 32-bit when @is32: 0, or
+ * ROF_ISA_EDIVZERO / ROF_ISA_EINSN.  The verifier folds constants with it.
+ */
+int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src);
+
+/* 1 when jump condition @jop (enum rof_jmp) holds for @a and @b. */
+int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b);
+
 /* CRC-64/XZ (ECMA-182 reflected); pass 0 to start, chainable. */
 u64 rof_exec_crc64(u64 crc, const void *buf, u64 len);
 

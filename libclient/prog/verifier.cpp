@@ -77,57 +77,10 @@ uint64_t mask_bits(uint64_t v) {  // smallest 2^k - 1 >= v
 
 // The executor's exact ALU semantics on constants (docs/isa.md §4).
 bool alu_exact(uint8_t op, bool is32, uint64_t d, uint64_t s, uint64_t& out) {
-    if (is32) {
-        d = static_cast<uint32_t>(d);
-        s = static_cast<uint32_t>(s);
-    }
-    switch (op) {
-        case ROF_ALU_ADD:
-            d += s;
-            break;
-        case ROF_ALU_SUB:
-            d -= s;
-            break;
-        case ROF_ALU_MUL:
-            d *= s;
-            break;
-        case ROF_ALU_DIV:
-            if (!s)
-                return false;
-            d /= s;
-            break;
-        case ROF_ALU_MOD:
-            if (!s)
-                return false;
-            d %= s;
-            break;
-        case ROF_ALU_AND:
-            d &= s;
-            break;
-        case ROF_ALU_OR:
-            d |= s;
-            break;
-        case ROF_ALU_XOR:
-            d ^= s;
-            break;
-        case ROF_ALU_LSH:
-            d <<= s & (is32 ? 31 : 63);
-            break;
-        case ROF_ALU_RSH:
-            d >>= s & (is32 ? 31 : 63);
-            break;
-        case ROF_ALU_ARSH:
-            d = is32 ? static_cast<uint32_t>(static_cast<int32_t>(d) >> (s & 31))
-                     : static_cast<uint64_t>(static_cast<int64_t>(d) >> (s & 63));
-            break;
-        case ROF_ALU_MOV:
-            d = s;
-            break;
-        case ROF_ALU_NEG:
-            d = -d;
-            break;
-    }
-    out = is32 ? static_cast<uint32_t>(d) : d;
+    u64 v = d;
+    if (rof_exec_alu(op, is32, &v, s) != 0)
+        return false;
+    out = v;
     return true;
 }
 
@@ -207,37 +160,7 @@ Range alu_range(uint8_t op, bool is32, Range a, Range b) {
 }
 
 bool jmp_exact(uint8_t op, bool is32, uint64_t a, uint64_t b) {
-    int64_t sa = static_cast<int64_t>(a), sb = static_cast<int64_t>(b);
-    if (is32) {
-        a = static_cast<uint32_t>(a);
-        b = static_cast<uint32_t>(b);
-        sa = static_cast<int32_t>(a);
-        sb = static_cast<int32_t>(b);
-    }
-    switch (op) {
-        case ROF_JMP_JEQ:
-            return a == b;
-        case ROF_JMP_JNE:
-            return a != b;
-        case ROF_JMP_JGT:
-            return a > b;
-        case ROF_JMP_JGE:
-            return a >= b;
-        case ROF_JMP_JLT:
-            return a < b;
-        case ROF_JMP_JLE:
-            return a <= b;
-        case ROF_JMP_JSGT:
-            return sa > sb;
-        case ROF_JMP_JSGE:
-            return sa >= sb;
-        case ROF_JMP_JSLT:
-            return sa < sb;
-        case ROF_JMP_JSLE:
-            return sa <= sb;
-        default:
-            return (a & b) != 0;
-    }
+    return rof_exec_jmp(op, is32, a, b) != 0;
 }
 
 // Refines a and b assuming "a OP b" holds for unsigned OP; false when it
