@@ -95,11 +95,11 @@ struct Insn {
     uint64_t imm64 = 0;    // ldimm64
     int32_t off = 0;       // jumps/loop: displacement in slots
     uint32_t size = 0;     // ld/st bytes
-    Mem mem;               // ld/st/faa/crc64/hash/cas target/copy dst
+    Mem mem{};             // ld/st/faa/crc64/hash/cas target/copy dst
     uint8_t aux = 0;       // faa old reg, crc64/hash length reg, cas/copy out
     uint8_t slot = 0;      // alloc/free
     // copy
-    Mem src_mem;
+    Mem src_mem{};
     uint8_t src_mode = 0;  // 0 direct, 1 indirect, 2 bounded
     uint8_t src_tspace = 0;
     bool dst_indirect = false;
@@ -108,7 +108,7 @@ struct Insn {
     uint32_t len = 0;
     bool out = false;
     // cas
-    Mem blk;
+    Mem blk{};
     uint8_t width = 0;  // bytes
     uint8_t mode = 0;   // enum rof_cmp
     bool old = false;
