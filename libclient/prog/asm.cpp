@@ -1,11 +1,12 @@
 #include "rof/prog/asm.h"
 
+#include <fmt/format.h>
+
 #include <cinttypes>
 #include <cstring>
 #include <map>
 
 #include "isa_table.h"
-#include "strf.h"
 
 namespace rof::prog {
 namespace {
@@ -75,8 +76,9 @@ std::vector<Tok> lex(std::string_view line) {
                 else if (base == 16 && d >= 'A' && d <= 'F')
                     dv = d - 'A' + 10;
                 else if (is_ident_char(d))
-                    throw LineError{col, strf("malformed number '%.*s'",
-                                              static_cast<int>(j + 1 - i), line.data() + i)};
+                    throw LineError{col,
+                                    fmt::format("malformed number '{}'",
+                                                std::string(line.substr(i, j + 1 - i)).c_str())};
                 else
                     break;
                 if (v > (UINT64_MAX - dv) / base)
@@ -100,7 +102,7 @@ std::vector<Tok> lex(std::string_view line) {
             i++;
             continue;
         }
-        throw LineError{col, strf("unexpected character '%c'", c)};
+        throw LineError{col, fmt::format("unexpected character '{}'", c)};
     }
     out.push_back({Tok::End, "", 0, static_cast<uint32_t>(line.size() + 1)});
     return out;
@@ -154,8 +156,8 @@ class Assembler {
         }
         if (prog_.insns.size() > ROF_ISA_MAX_INSNS) {
             error(items_.back().line, 1,
-                  strf("program has %zu instruction slots, more than %u", prog_.insns.size(),
-                       ROF_ISA_MAX_INSNS));
+                  fmt::format("program has {} instruction slots, more than {}", prog_.insns.size(),
+                              ROF_ISA_MAX_INSNS));
             res.errors = std::move(errors_);
             return res;
         }
@@ -189,12 +191,12 @@ class Assembler {
     }
     void expect(const char* p) {
         if (!accept(p))
-            fail(peek(), strf("expected '%s'%s", p, describe(peek()).c_str()));
+            fail(peek(), fmt::format("expected '{}'{}", p, describe(peek()).c_str()));
     }
     static std::string describe(const Tok& t) {
         if (t.type == Tok::End)
             return " at end of line";
-        return strf(", found '%s'", t.s.c_str());
+        return fmt::format(", found '{}'", t.s.c_str());
     }
     bool accept_word(const char* w) {
         if (peek().type == Tok::Ident && peek().s == w) {
@@ -205,7 +207,7 @@ class Assembler {
     }
     void end() {
         if (peek().type != Tok::End)
-            fail(peek(), strf("unexpected '%s' after the operands", peek().s.c_str()));
+            fail(peek(), fmt::format("unexpected '{}' after the operands", peek().s.c_str()));
     }
 
     static std::optional<uint8_t> reg_of(const std::string& s) {
@@ -230,9 +232,9 @@ class Assembler {
                 return *r;
             }
             if (t.s.size() >= 2 && t.s[0] == 'r' && t.s[1] >= '0' && t.s[1] <= '9')
-                fail(t, strf("no register '%s': registers are r0..r15", t.s.c_str()));
+                fail(t, fmt::format("no register '{}': registers are r0..r15", t.s.c_str()));
         }
-        fail(t, strf("expected a register%s", describe(t).c_str()));
+        fail(t, fmt::format("expected a register{}", describe(t).c_str()));
     }
 
     // A number, a constant name, optionally negated.
@@ -246,9 +248,9 @@ class Assembler {
         } else if (v.type == Tok::Ident && consts_.count(v.s)) {
             r = consts_[v.s];
         } else if (v.type == Tok::Ident) {
-            fail(v, strf("unknown constant '%s'", v.s.c_str()));
+            fail(v, fmt::format("unknown constant '{}'", v.s.c_str()));
         } else {
-            fail(t, strf("expected a number%s", describe(v).c_str()));
+            fail(t, fmt::format("expected a number{}", describe(v).c_str()));
         }
         return neg ? -r : r;
     }
@@ -256,8 +258,8 @@ class Assembler {
         const Tok& t = peek();
         i128 v = value();
         if (v < lo || v > hi) {
-            fail(t, strf("%s %s out of range %s..%s", what, str128(v).c_str(), str128(lo).c_str(),
-                         str128(hi).c_str()));
+            fail(t, fmt::format("{} {} out of range {}..{}", what, str128(v).c_str(),
+                                str128(lo).c_str(), str128(hi).c_str()));
         }
         return static_cast<int64_t>(v);
     }
@@ -266,14 +268,14 @@ class Assembler {
             return "-" + str128(-v);
         if (v > UINT64_MAX)
             return "huge";
-        return strf("%" PRIu64, static_cast<uint64_t>(v));
+        return fmt::format("{}", static_cast<uint64_t>(v));
     }
 
     // A space name: args, scratch, resp or a declared region.
     uint8_t space() {
         const Tok& t = next();
         if (t.type != Tok::Ident)
-            fail(t, strf("expected an address space%s", describe(t).c_str()));
+            fail(t, fmt::format("expected an address space{}", describe(t).c_str()));
         if (t.s == "args")
             return ROF_SPACE_ARGS;
         if (t.s == "scratch")
@@ -282,13 +284,13 @@ class Assembler {
             return ROF_SPACE_RESP;
         if (auto s = prog_.find_slot(t.s))
             return static_cast<uint8_t>(*s);
-        fail(t, strf("unknown region '%s' (declare it with .region first)", t.s.c_str()));
+        fail(t, fmt::format("unknown region '{}' (declare it with .region first)", t.s.c_str()));
     }
     uint8_t region() {
         const Tok& t = peek();
         uint8_t s = space();
         if (s >= ROF_ISA_MAX_SLOTS)
-            fail(t, strf("'%s' is not a region", t.s.c_str()));
+            fail(t, fmt::format("'{}' is not a region", t.s.c_str()));
         return s;
     }
 
@@ -305,7 +307,7 @@ class Assembler {
                 if (minus)
                     v = -v;
                 if (v < INT16_MIN || v > INT16_MAX)
-                    fail(t, strf("offset %s out of range -32768..32767", str128(v).c_str()));
+                    fail(t, fmt::format("offset {} out of range -32768..32767", str128(v).c_str()));
                 m.off = static_cast<int16_t>(v);
             }
         } else {
@@ -329,7 +331,7 @@ class Assembler {
     }
     void add_with_label(const Insn& in, const Tok& label) {
         if (label.type != Tok::Ident || reg_of(label.s))
-            fail(label, strf("expected a label%s", describe(label).c_str()));
+            fail(label, fmt::format("expected a label{}", describe(label).c_str()));
         fixups_.push_back(Fixup{items_.size(), label.s, line_, label.col});
         add(in);
     }
@@ -340,10 +342,10 @@ class Assembler {
             const Tok& t = next();
             at_++;
             if (t.s[0] == '.' || reg_of(t.s))
-                fail(t, strf("'%s' cannot be a label", t.s.c_str()));
+                fail(t, fmt::format("'{}' cannot be a label", t.s.c_str()));
             if (labels_.count(t.s))
-                fail(t,
-                     strf("label '%s' already defined on line %u", t.s.c_str(), label_lines_[t.s]));
+                fail(t, fmt::format("label '{}' already defined on line {}", t.s.c_str(),
+                                    label_lines_[t.s]));
             labels_[t.s] = static_cast<uint32_t>(prog_.insns.size());
             label_lines_[t.s] = line_;
         }
@@ -351,7 +353,7 @@ class Assembler {
             return;
         const Tok& m = next();
         if (m.type != Tok::Ident)
-            fail(m, strf("expected a mnemonic or directive, found '%s'", m.s.c_str()));
+            fail(m, fmt::format("expected a mnemonic or directive, found '{}'", m.s.c_str()));
         if (m.s[0] == '.')
             directive(m);
         else
@@ -379,7 +381,7 @@ class Assembler {
             if (n.type != Tok::Ident || n.s[0] == '.' || reg_of(n.s))
                 fail(n, "expected a constant name");
             if (consts_.count(n.s))
-                fail(n, strf("constant '%s' already defined", n.s.c_str()));
+                fail(n, fmt::format("constant '{}' already defined", n.s.c_str()));
             expect(",");
             consts_[n.s] = value();
         } else if (d.s == ".raw") {
@@ -393,23 +395,23 @@ class Assembler {
         } else if (d.s == ".region") {
             region_directive();
         } else {
-            fail(d, strf("unknown directive '%s'", d.s.c_str()));
+            fail(d, fmt::format("unknown directive '{}'", d.s.c_str()));
         }
     }
 
     void region_directive() {
         const Tok& n = next();
         if (n.type != Tok::Ident || n.s[0] == '.')
-            fail(n, strf("expected a region name%s", describe(n).c_str()));
+            fail(n, fmt::format("expected a region name{}", describe(n).c_str()));
         if (n.s == "args" || n.s == "scratch" || n.s == "resp" || reg_of(n.s))
-            fail(n, strf("'%s' is reserved and cannot name a region", n.s.c_str()));
+            fail(n, fmt::format("'{}' is reserved and cannot name a region", n.s.c_str()));
         if (n.s.size() >= ROF_ISA_NAME_MAX)
-            fail(n, strf("region name '%s' is longer than %u characters", n.s.c_str(),
-                         ROF_ISA_NAME_MAX - 1));
+            fail(n, fmt::format("region name '{}' is longer than {} characters", n.s.c_str(),
+                                ROF_ISA_NAME_MAX - 1));
         if (prog_.find_slot(n.s))
-            fail(n, strf("region '%s' already declared", n.s.c_str()));
+            fail(n, fmt::format("region '{}' already declared", n.s.c_str()));
         if (prog_.slots.size() >= ROF_ISA_MAX_SLOTS)
-            fail(n, strf("more than %u regions", ROF_ISA_MAX_SLOTS));
+            fail(n, fmt::format("more than {} regions", ROF_ISA_MAX_SLOTS));
         Slot s;
         s.name = n.s;
         expect(",");
@@ -424,7 +426,8 @@ class Assembler {
                                : c == 'a' ? ROF_ACCESS_ATOMIC
                                           : 0;
                 if (!bit || (s.rights & bit))
-                    fail(r, strf("rights '%s': use each of r, w, a at most once", r.s.c_str()));
+                    fail(r,
+                         fmt::format("rights '{}': use each of r, w, a at most once", r.s.c_str()));
                 s.rights |= bit;
             }
         } else {
@@ -439,7 +442,7 @@ class Assembler {
             else if (f.type == Tok::Num)
                 s.flags |= static_cast<uint32_t>(f.num);
             else
-                fail(f, strf("unknown region flag '%s'", f.s.c_str()));
+                fail(f, fmt::format("unknown region flag '{}'", f.s.c_str()));
         }
         prog_.slots.push_back(s);
         prog_.slot_lines.resize(prog_.slots.size() - 1);
@@ -473,13 +476,14 @@ class Assembler {
         i128 v = value();
         if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX)) {
             if (in.kind == Kind::Jmp)
-                fail(t, strf("immediate %s out of range for a %s comparison", str128(v).c_str(),
-                             in.is32 ? "32-bit" : "64-bit (sign-extended 32-bit)"));
-            fail(t, in.is32 ? strf("immediate %s does not fit in 32 bits", str128(v).c_str())
-                            : strf("immediate %s out of range for a 64-bit "
-                                   "operation (a sign-extended 32-bit value); use "
-                                   "ldimm64",
-                                   str128(v).c_str()));
+                fail(t,
+                     fmt::format("immediate {} out of range for a {} comparison", str128(v).c_str(),
+                                 in.is32 ? "32-bit" : "64-bit (sign-extended 32-bit)"));
+            fail(t, in.is32 ? fmt::format("immediate {} does not fit in 32 bits", str128(v).c_str())
+                            : fmt::format("immediate {} out of range for a 64-bit "
+                                          "operation (a sign-extended 32-bit value); use "
+                                          "ldimm64",
+                                          str128(v).c_str()));
         }
         in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
     }
@@ -489,7 +493,7 @@ class Assembler {
         const Tok& t = peek();
         Mem m = mem();
         if (m.space >= ROF_ISA_MAX_SLOTS)
-            fail(t, strf("%s needs a region, not args, scratch or resp", what));
+            fail(t, fmt::format("{} needs a region, not args, scratch or resp", what));
         return m;
     }
 
@@ -501,7 +505,7 @@ class Assembler {
     void instruction(const Tok& m) {
         auto t = mnemonics().find(m.s);
         if (t == mnemonics().end())
-            fail(m, strf("unknown mnemonic '%s'", m.s.c_str()));
+            fail(m, fmt::format("unknown mnemonic '{}'", m.s.c_str()));
         Insn in = t->second;
         switch (isa::row_of(in).form) {
             case ROF_FORM_LDIMM64:
@@ -610,11 +614,12 @@ class Assembler {
                 found = true;
             }
         if (!found)
-            fail(md, strf("expected a compare mode (eq ne lt le gt ge)%s", describe(md).c_str()));
+            fail(md, fmt::format("expected a compare mode (eq ne lt le gt ge){}",
+                                 describe(md).c_str()));
         if (accept(",")) {
             const Tok& o = next();
             if (o.type != Tok::Ident || o.s != "old")
-                fail(o, strf("expected 'old'%s", describe(o).c_str()));
+                fail(o, fmt::format("expected 'old'{}", describe(o).c_str()));
             in.old = true;
         }
     }
@@ -655,7 +660,7 @@ class Assembler {
             if (accept(",")) {
                 const Tok& b = next();
                 if (b.type != Tok::Ident || b.s != "bounded")
-                    fail(b, strf("expected 'bounded'%s", describe(b).c_str()));
+                    fail(b, fmt::format("expected 'bounded'{}", describe(b).c_str()));
                 in.src_mode = 2;
             }
         } else {
@@ -669,8 +674,8 @@ class Assembler {
             in.len_reg = true;
             in.len_r = reg();
             if (!accept_word("max"))
-                fail(peek(), strf("expected 'max CAP' after a length register%s",
-                                  describe(peek()).c_str()));
+                fail(peek(), fmt::format("expected 'max CAP' after a length register{}",
+                                         describe(peek()).c_str()));
         }
         in.len = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_BULK, "copy length"));
         if (accept("->")) {
@@ -684,15 +689,15 @@ class Assembler {
             Item& it = items_[f.insn];
             auto l = labels_.find(f.label);
             if (l == labels_.end()) {
-                error(f.line, f.col, strf("undefined label '%s'", f.label.c_str()));
+                error(f.line, f.col, fmt::format("undefined label '{}'", f.label.c_str()));
                 continue;
             }
             int64_t off = int64_t{l->second} - (int64_t{it.pc} + 1);
             if (off < INT16_MIN || off > INT16_MAX) {
                 error(f.line, f.col,
-                      strf("label '%s' is %" PRId64 " slots away, beyond the 16-bit "
-                           "jump offset",
-                           f.label.c_str(), off));
+                      fmt::format("label '{}' is {} slots away, beyond the 16-bit "
+                                  "jump offset",
+                                  f.label.c_str(), off));
                 continue;
             }
             it.in.off = static_cast<int32_t>(off);
@@ -717,7 +722,7 @@ class Assembler {
 
 std::string rights_str(uint32_t r) {
     if (r == 0 || (r & ~ROF_ACCESS_ALL))
-        return strf("%u", r);
+        return fmt::format("{}", r);
     std::string s;
     if (r & ROF_ACCESS_READ)
         s += 'r';
@@ -743,12 +748,12 @@ std::optional<std::string> space_name(const Program& p, uint8_t s) {
 
 std::string addr_str(const Mem& m) {
     if (!m.has_base)
-        return strf("%d", m.off);
+        return fmt::format("{}", m.off);
     if (m.off > 0)
-        return strf("r%u+%d", m.base, m.off);
+        return fmt::format("r{}+{}", m.base, m.off);
     if (m.off < 0)
-        return strf("r%u-%d", m.base, -int{m.off});
-    return strf("r%u", m.base);
+        return fmt::format("r{}-{}", m.base, -int{m.off});
+    return fmt::format("r{}", m.base);
 }
 
 std::optional<std::string> mem_str(const Program& p, const Mem& m) {
@@ -780,18 +785,19 @@ std::optional<std::string> copy_str(const Program& p, const Insn& in) {
     } else {
         s = *ss + "[" + addr_str(in.src_mem) + "]";
     }
-    std::string l = in.len_reg ? strf("r%u max %u", in.len_r, in.len) : strf("%u", in.len);
+    std::string l =
+        in.len_reg ? fmt::format("r{} max {}", in.len_r, in.len) : fmt::format("{}", in.len);
     std::string r = isa::mnemonic(in) + " " + d + ", " + s + ", " + l;
     if (in.out)
-        r += strf(" -> r%u", in.aux);
+        r += fmt::format(" -> r{}", in.aux);
     return r;
 }
 
 // The instruction as text, by its form; nullopt when an operand cannot be
 // named (an undeclared slot, a jump target off an instruction).
 std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn& in) {
-    auto label = [&](int32_t off) { return strf("L%d", int(pc) + 1 + off); };
-    auto src = [&] { return in.use_imm ? strf("%d", in.imm) : strf("r%u", in.src); };
+    auto label = [&](int32_t off) { return fmt::format("L{}", int(pc) + 1 + off); };
+    auto src = [&] { return in.use_imm ? fmt::format("{}", in.imm) : fmt::format("r{}", in.src); };
     std::string mn = isa::mnemonic(in);
     const char* m = mn.c_str();
     const isa::Row& row = isa::row_of(in);
@@ -813,35 +819,35 @@ std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn&
     }
     switch (row.form) {
         case ROF_FORM_LDIMM64:
-            return strf("%s r%u, 0x%" PRIx64, m, in.dst, in.imm64);
+            return fmt::format("{} r{}, 0x{:x}", m, in.dst, in.imm64);
         case ROF_FORM_ALU:
             if (in.sub == ROF_ALU_NEG)
-                return strf("%s r%u", m, in.dst);
-            return strf("%s r%u, %s", m, in.dst, src().c_str());
+                return fmt::format("{} r{}", m, in.dst);
+            return fmt::format("{} r{}, {}", m, in.dst, src().c_str());
         case ROF_FORM_JMP:
-            return strf("%s r%u, %s, %s", m, in.dst, src().c_str(), label(in.off).c_str());
+            return fmt::format("{} r{}, {}, {}", m, in.dst, src().c_str(), label(in.off).c_str());
         case ROF_FORM_JA:
-            return strf("%s %s", m, label(in.off).c_str());
+            return fmt::format("{} {}", m, label(in.off).c_str());
         case ROF_FORM_LOOP:
-            return strf("%s r%u, %s, %d", m, in.dst, label(in.off).c_str(), in.imm);
+            return fmt::format("{} r{}, {}, {}", m, in.dst, label(in.off).c_str(), in.imm);
         case ROF_FORM_LD:
-            return strf("%s r%u, %s", m, in.dst, mem->c_str());
+            return fmt::format("{} r{}, {}", m, in.dst, mem->c_str());
         case ROF_FORM_ST:
-            return strf("%s %s, r%u", m, mem->c_str(), in.src);
+            return fmt::format("{} {}, r{}", m, mem->c_str(), in.src);
         case ROF_FORM_FAA:
-            return strf("%s r%u, %s, r%u", m, in.aux, mem->c_str(), in.src);
+            return fmt::format("{} r{}, {}, r{}", m, in.aux, mem->c_str(), in.src);
         case ROF_FORM_DIGEST:
-            return strf("%s r%u, %s, r%u", m, in.dst, mem->c_str(), in.aux);
+            return fmt::format("{} r{}, {}, r{}", m, in.dst, mem->c_str(), in.aux);
         case ROF_FORM_ALLOC:
-            return strf("%s r%u, %s", m, in.dst, slot->c_str());
+            return fmt::format("{} r{}, {}", m, in.dst, slot->c_str());
         case ROF_FORM_FREE:
-            return strf("%s %s, r%u", m, slot->c_str(), in.src);
+            return fmt::format("{} {}, r{}", m, slot->c_str(), in.src);
         case ROF_FORM_EXIT:
-            return strf("%s %d", m, in.imm);
+            return fmt::format("{} {}", m, in.imm);
         case ROF_FORM_EXIT_REG:
-            return strf("%s r%u", m, in.src);
+            return fmt::format("{} r{}", m, in.src);
         case ROF_FORM_RESPOND:
-            return strf("%s r%u, %d", m, in.src, in.imm);
+            return fmt::format("{} r{}, {}", m, in.src, in.imm);
         case ROF_FORM_COPY:
             return copy_str(p, in);
         case ROF_FORM_CAS: {
@@ -849,8 +855,8 @@ std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn&
             auto b = mem_str(p, in.blk);
             if (!t || !b)
                 return std::nullopt;
-            return strf("%s r%u, %s, %s, %s%s", m, in.aux, t->c_str(), b->c_str(),
-                        kCmp[in.mode % ROF_CMP_COUNT], in.old ? ", old" : "");
+            return fmt::format("{} r{}, {}, {}, {}{}", m, in.aux, t->c_str(), b->c_str(),
+                               kCmp[in.mode % ROF_CMP_COUNT], in.old ? ", old" : "");
         }
     }
     return std::nullopt;
@@ -859,7 +865,7 @@ std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn&
 }  // namespace
 
 std::string Diagnostic::str() const {
-    return strf("%s:%u:%u: %s", file.c_str(), line, col, message.c_str());
+    return fmt::format("{}:{}:{}: {}", file.c_str(), line, col, message.c_str());
 }
 
 std::string AsmResult::error_text() const {
@@ -880,16 +886,16 @@ std::string format_insn(const Program& p, uint32_t pc, const Insn& in) {
 
 std::string disassemble(const Program& p) {
     std::string out;
-    out += strf(".args %u, %u\n", p.args_min, p.args_max);
-    out += strf(".scratch %u\n", p.scratch_size);
-    out += strf(".resp %u\n", p.resp_max);
+    out += fmt::format(".args {}, {}\n", p.args_min, p.args_max);
+    out += fmt::format(".scratch {}\n", p.scratch_size);
+    out += fmt::format(".resp {}\n", p.resp_max);
     for (const Slot& s : p.slots) {
         out +=
-            strf(".region %s, %s, %" PRIu64, s.name.c_str(), rights_str(s.rights).c_str(), s.len);
+            fmt::format(".region {}, {}, {}", s.name.c_str(), rights_str(s.rights).c_str(), s.len);
         if (s.flags & ROF_SLOT_FREELIST)
             out += ", freelist";
         if (s.flags & ~ROF_SLOT_FREELIST)
-            out += strf(", %u", s.flags & ~ROF_SLOT_FREELIST);
+            out += fmt::format(", {}", s.flags & ~ROF_SLOT_FREELIST);
         out += "\n";
     }
     // First pass: what prints as an instruction, and which slots are targets.
@@ -910,13 +916,13 @@ std::string disassemble(const Program& p) {
         } else {
             uint64_t v;
             std::memcpy(&v, &p.insns[pc], 8);
-            text[pc] = strf("\t.raw 0x%016" PRIx64, v);
+            text[pc] = fmt::format("\t.raw 0x{:016x}", v);
         }
         pc += width[pc];
     }
     for (uint32_t pc = 0; pc < p.insns.size(); pc += width[pc]) {
         if (target[pc])
-            out += strf("L%u:\n", pc);
+            out += fmt::format("L{}:\n", pc);
         out += text[pc] + "\n";
     }
     return out;

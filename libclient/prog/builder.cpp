@@ -1,6 +1,6 @@
 #include "rof/prog/builder.h"
 
-#include "strf.h"
+#include <fmt/format.h>
 
 namespace rof::prog {
 
@@ -188,14 +188,14 @@ std::optional<Program> Builder::build(std::string& err) const {
     std::vector<Insn> ins = insns_;
     for (const Fix& f : fixes_) {
         if (f.label >= bound_.size() || bound_[f.label] < 0) {
-            err =
-                strf("instruction %u jumps to label %u, which is never bound", pcs_[f.at], f.label);
+            err = fmt::format("instruction {} jumps to label {}, which is never bound", pcs_[f.at],
+                              f.label);
             return std::nullopt;
         }
         int64_t off = bound_[f.label] - (int64_t{pcs_[f.at]} + 1);
         if (off < INT16_MIN || off > INT16_MAX) {
-            err = strf("instruction %u: jump of %lld slots does not fit 16 bits", pcs_[f.at],
-                       static_cast<long long>(off));
+            err = fmt::format("instruction {}: jump of {} slots does not fit 16 bits", pcs_[f.at],
+                              static_cast<long long>(off));
             return std::nullopt;
         }
         ins[f.at].off = static_cast<int32_t>(off);

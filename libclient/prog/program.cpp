@@ -1,12 +1,13 @@
 #include "rof/prog/program.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cinttypes>
 #include <cstring>
 
 #include "isa_table.h"
 #include "rof_exec.h"
-#include "strf.h"
 
 namespace rof::prog {
 namespace {
@@ -27,11 +28,11 @@ bool decode_memref(int32_t imm, uint8_t base, bool aux_used, Mem& m, uint8_t& au
                    std::string& err) {
     uint32_t v = static_cast<uint32_t>(imm);
     if (v & ~ROF_MEM_MASK) {
-        err = strf("reserved bits set in memory reference 0x%x", v);
+        err = fmt::format("reserved bits set in memory reference 0x{:x}", v);
         return false;
     }
     if (!space_valid(ROF_MEM_SPACE(v))) {
-        err = strf("invalid address space 0x%x", ROF_MEM_SPACE(v));
+        err = fmt::format("invalid address space 0x{:x}", ROF_MEM_SPACE(v));
         return false;
     }
     m.space = static_cast<uint8_t>(ROF_MEM_SPACE(v));
@@ -101,7 +102,7 @@ std::string Program::where(uint32_t pc) const {
 std::string Program::where_line(uint32_t line) const {
     if (line == 0)
         return "";
-    return strf("%s:%u", file.empty() ? "<input>" : file.c_str(), line);
+    return fmt::format("{}:{}", file.empty() ? "<input>" : file.c_str(), line);
 }
 
 std::optional<uint32_t> Program::find_slot(std::string_view name) const {
@@ -113,22 +114,23 @@ std::optional<uint32_t> Program::find_slot(std::string_view name) const {
 
 std::optional<Program> decode_image(std::span<const uint8_t> image, std::string& err) {
     if (image.size() < kHdrSize) {
-        err =
-            strf("image of %zu bytes is shorter than its %zu-byte header", image.size(), kHdrSize);
+        err = fmt::format("image of {} bytes is shorter than its {}-byte header", image.size(),
+                          kHdrSize);
         return std::nullopt;
     }
     rof_isa_hdr h;
     std::memcpy(&h, image.data(), kHdrSize);
     if (h.magic != ROF_ISA_MAGIC) {
-        err = strf("bad magic 0x%08x (want 0x%08x)", h.magic, ROF_ISA_MAGIC);
+        err = fmt::format("bad magic 0x{:08x} (want 0x{:08x})", h.magic, ROF_ISA_MAGIC);
         return std::nullopt;
     }
     if (h.version != ROF_ISA_VERSION) {
-        err = strf("unsupported ISA version %u (this is version %u)", h.version, ROF_ISA_VERSION);
+        err = fmt::format("unsupported ISA version {} (this is version {})", h.version,
+                          ROF_ISA_VERSION);
         return std::nullopt;
     }
     if (h.hdr_size != kHdrSize) {
-        err = strf("header size %u (want %zu)", h.hdr_size, kHdrSize);
+        err = fmt::format("header size {} (want {})", h.hdr_size, kHdrSize);
         return std::nullopt;
     }
     if (h.flags || h.reserved0 || h.reserved[0] || h.reserved[1]) {
@@ -136,22 +138,22 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
         return std::nullopt;
     }
     if (h.insn_cnt < 1 || h.insn_cnt > ROF_ISA_MAX_INSNS) {
-        err = strf("instruction count %u outside 1..%u", h.insn_cnt, ROF_ISA_MAX_INSNS);
+        err = fmt::format("instruction count {} outside 1..{}", h.insn_cnt, ROF_ISA_MAX_INSNS);
         return std::nullopt;
     }
     if (h.slot_cnt > ROF_ISA_MAX_SLOTS) {
-        err = strf("region slot count %u above %u", h.slot_cnt, ROF_ISA_MAX_SLOTS);
+        err = fmt::format("region slot count {} above {}", h.slot_cnt, ROF_ISA_MAX_SLOTS);
         return std::nullopt;
     }
     uint64_t want =
         kHdrSize + uint64_t{h.slot_cnt} * kSlotSize + uint64_t{h.insn_cnt} * sizeof(rof_insn);
     if (image.size() != want) {
-        err = strf("image is %zu bytes, its header says %" PRIu64, image.size(), want);
+        err = fmt::format("image is {} bytes, its header says {}", image.size(), want);
         return std::nullopt;
     }
     if (h.args_min > h.args_max || h.args_max > ROF_ISA_MAX_ARGS) {
-        err =
-            strf("args range [%u, %u] invalid (max %u)", h.args_min, h.args_max, ROF_ISA_MAX_ARGS);
+        err = fmt::format("args range [{}, {}] invalid (max {})", h.args_min, h.args_max,
+                          ROF_ISA_MAX_ARGS);
         return std::nullopt;
     }
     if (h.scratch_size > ROF_ISA_MAX_SCRATCH || h.resp_max > ROF_ISA_MAX_RESP) {
@@ -160,8 +162,8 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
     }
     uint64_t tag = rof_exec_image_tag(image.data(), image.size());
     if (h.tag != tag) {
-        err = strf("tag 0x%016" PRIx64 " does not match the content (0x%016" PRIx64 ")",
-                   static_cast<uint64_t>(h.tag), tag);
+        err = fmt::format("tag 0x{:016x} does not match the content (0x{:016x})",
+                          static_cast<uint64_t>(h.tag), tag);
         return std::nullopt;
     }
     Program p;
@@ -175,12 +177,12 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
         std::memcpy(&e, image.data() + o, kSlotSize);
         size_t n = strnlen(e.name, sizeof(e.name));
         if (n == sizeof(e.name)) {
-            err = strf("slot %u: name is not NUL-terminated", i);
+            err = fmt::format("slot {}: name is not NUL-terminated", i);
             return std::nullopt;
         }
         for (size_t k = n; k < sizeof(e.name); k++)
             if (e.name[k]) {
-                err = strf("slot %u: name padding is not zero", i);
+                err = fmt::format("slot {}: name padding is not zero", i);
                 return std::nullopt;
             }
         p.slots.push_back(Slot{std::string(e.name, n), e.rights, e.flags, e.len});
@@ -290,7 +292,7 @@ namespace {
 // The fields a form does not use must be zero; these name them.
 bool zero(bool cond, const char* what, std::string& err) {
     if (!cond)
-        err = strf("%s must be 0", what);
+        err = fmt::format("{} must be 0", what);
     return cond;
 }
 
@@ -298,7 +300,7 @@ bool decode_copy(const rof_insn& r, Insn& in, std::string& err) {
     rof_insn_copy c;
     std::memcpy(&c, &r, sizeof(c));
     if (c.mode & ~ROF_COPY_MODE_MASK) {
-        err = strf("copy mode 0x%x has reserved bits", c.mode);
+        err = fmt::format("copy mode 0x{:x} has reserved bits", c.mode);
         return false;
     }
     in.src_mode = (c.mode & ROF_COPY_SRC_MASK) >> 2;
@@ -335,7 +337,7 @@ bool decode_copy(const rof_insn& r, Insn& in, std::string& err) {
         return false;
     }
     if (c.len > ROF_ISA_MAX_BULK) {
-        err = strf("copy length %u above the ISA limit %u", c.len, ROF_ISA_MAX_BULK);
+        err = fmt::format("copy length {} above the ISA limit {}", c.len, ROF_ISA_MAX_BULK);
         return false;
     }
     return true;
@@ -345,15 +347,15 @@ bool decode_cas(const rof_insn& r, Insn& in, std::string& err) {
     rof_insn_cas c;
     std::memcpy(&c, &r, sizeof(c));
     if (c.flags & ~ROF_CAS_FLAGS_MASK) {
-        err = strf("cas flags 0x%x have reserved bits", c.flags);
+        err = fmt::format("cas flags 0x{:x} have reserved bits", c.flags);
         return false;
     }
     if (c.mode >= ROF_CMP_COUNT) {
-        err = strf("cas mode %u is invalid", c.mode);
+        err = fmt::format("cas mode {} is invalid", c.mode);
         return false;
     }
     if (c.width != 8 && c.width != 16 && c.width != 24 && c.width != 32) {
-        err = strf("cas width %u is not 8, 16, 24 or 32 bytes", c.width);
+        err = fmt::format("cas width {} is not 8, 16, 24 or 32 bytes", c.width);
         return false;
     }
     if (c.space >= ROF_ISA_MAX_SLOTS) {
@@ -427,8 +429,8 @@ bool decode_form(const isa::Row& row, std::span<const rof_insn> insns, uint32_t 
                 !zero(r.off == 0, "offset", err))
                 return false;
             if (static_cast<uint32_t>(r.imm) >= ROF_ISA_MAX_SLOTS) {
-                err = strf("slot number %u above %u", static_cast<uint32_t>(r.imm),
-                           ROF_ISA_MAX_SLOTS - 1);
+                err = fmt::format("slot number {} above {}", static_cast<uint32_t>(r.imm),
+                                  ROF_ISA_MAX_SLOTS - 1);
                 return false;
             }
             in.slot = static_cast<uint8_t>(r.imm);
@@ -490,7 +492,7 @@ std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, st
     if (!row) {
         err = r.op == ROF_OP_EXT
                   ? "opcode 0x00 is the second slot of a wide instruction, not an instruction"
-                  : strf("unknown opcode 0x%02x", r.op);
+                  : fmt::format("unknown opcode 0x{:02x}", r.op);
         return std::nullopt;
     }
     if (row->slots == 2) {
