@@ -903,8 +903,7 @@ std::string disassemble(const Program& p) {
     std::vector<uint32_t> width(p.insns.size(), 1);
     std::vector<bool> target(p.insns.size() + 1, false);
     for (uint32_t pc = 0; pc < p.insns.size();) {
-        std::string err;
-        auto in = decode_insn(p.insns, pc, err);
+        auto in = decode_insn(p.insns, pc);
         std::optional<std::string> s;
         if (in)
             s = format_opt(p, pc, *in);

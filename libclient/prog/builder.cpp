@@ -184,26 +184,28 @@ Builder& Builder::insn(const Insn& in) {
     return add(in);
 }
 
-std::optional<Program> Builder::build(std::string& err) const {
+Result<Program> Builder::build() const {
+    Result<Program> res;
     std::vector<Insn> ins = insns_;
     for (const Fix& f : fixes_) {
         if (f.label >= bound_.size() || bound_[f.label] < 0) {
-            err = fmt::format("instruction {} jumps to label {}, which is never bound", pcs_[f.at],
-                              f.label);
-            return std::nullopt;
+            res.error = fmt::format("instruction {} jumps to label {}, which is never bound",
+                                    pcs_[f.at], f.label);
+            return res;
         }
         int64_t off = bound_[f.label] - (int64_t{pcs_[f.at]} + 1);
         if (off < INT16_MIN || off > INT16_MAX) {
-            err = fmt::format("instruction {}: jump of {} slots does not fit 16 bits", pcs_[f.at],
-                              static_cast<long long>(off));
-            return std::nullopt;
+            res.error = fmt::format("instruction {}: jump of {} slots does not fit 16 bits",
+                                    pcs_[f.at], static_cast<long long>(off));
+            return res;
         }
         ins[f.at].off = static_cast<int32_t>(off);
     }
     Program p = prog_;
     for (const Insn& in : ins)
         encode_insn(in, p.insns);
-    return p;
+    res.value = std::move(p);
+    return res;
 }
 
 }  // namespace rof::prog

@@ -112,6 +112,8 @@ std::optional<uint32_t> Program::find_slot(std::string_view name) const {
     return std::nullopt;
 }
 
+namespace {
+
 std::optional<Program> decode_image(std::span<const uint8_t> image, std::string& err) {
     if (image.size() < kHdrSize) {
         err = fmt::format("image of {} bytes is shorter than its {}-byte header", image.size(),
@@ -190,6 +192,14 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
     p.insns.resize(h.insn_cnt);
     std::memcpy(p.insns.data(), image.data() + o, h.insn_cnt * sizeof(rof_insn));
     return p;
+}
+
+}  // namespace
+
+Result<Program> decode_image(std::span<const uint8_t> image) {
+    Result<Program> r;
+    r.value = decode_image(image, r.error);
+    return r;
 }
 
 namespace isa {
@@ -478,6 +488,8 @@ bool decode_form(const isa::Row& row, std::span<const rof_insn> insns, uint32_t 
 
 }  // namespace
 
+namespace {
+
 std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, std::string& err) {
     if (pc >= insns.size()) {
         err = "instruction index out of range";
@@ -514,6 +526,14 @@ std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, st
     if (!decode_form(*row, insns, pc, in, err))
         return std::nullopt;
     return in;
+}
+
+}  // namespace
+
+Result<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc) {
+    Result<Insn> r;
+    r.value = decode_insn(insns, pc, r.error);
+    return r;
 }
 
 namespace {

@@ -455,11 +455,10 @@ class Verifier {
     bool decode_all() {
         insn_.assign(n_, std::nullopt);
         for (uint32_t pc = 0; pc < n_;) {
-            std::string err;
-            auto in = decode_insn(p_.insns, pc, err);
+            auto in = decode_insn(p_.insns, pc);
             if (!in)
-                return reject(pc, err);
-            insn_[pc] = in;
+                return reject(pc, in.error);
+            insn_[pc] = in.value;
             if (!rules(pc, *in))
                 return false;
             uint32_t nx = pc + in->slots();
@@ -1146,11 +1145,10 @@ VerifyResult verify(const Program& p, const VerifyOptions& opt) {
 }
 
 VerifyResult verify_image(std::span<const uint8_t> image, const VerifyOptions& opt) {
-    std::string err;
-    auto p = decode_image(image, err);
+    auto p = decode_image(image);
     if (!p) {
         VerifyResult r;
-        r.error = "image: " + err;
+        r.error = "image: " + p.error;
         r.log = r.error + "\nprocessed 0 insns (limit " + std::to_string(opt.limits.max_processed) +
                 "), worst-case path unknown\n";
         return r;

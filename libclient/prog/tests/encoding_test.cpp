@@ -80,11 +80,10 @@ TEST(Encoding, SlotPatternsDecodeAsBefore) {
         b[16] = ROF_OP_EXIT;
         p.insns.resize(3);
         std::memcpy(p.insns.data(), b, 24);
-        std::string err;
-        auto in = decode_insn(p.insns, 0, err);
+        auto in = decode_insn(p.insns, 0);
         dump += std::to_string(rof_exec_check_insn(p.insns.data(), 3, 0)) + " ";
         if (!in) {
-            dump += "E " + err + "\n";
+            dump += "E " + in.error + "\n";
             continue;
         }
         std::vector<rof_insn> enc;
@@ -121,9 +120,8 @@ TEST(Encoding, BuilderImagesKeepTheirBytes) {
     b.copy_indirect(at(t, 1, 0), ROF_SPACE_SCRATCH, at(ROF_SPACE_ARGS, 8), true, 16);
     b.crc64(11, at(t, 0), 12).hash(11, at(ROF_SPACE_ARGS, 1, 0), 12).alloc(13, h).free(h, 13);
     b.ja(out).bind(out).exit(3).exit_reg(4).respond(5, 6);
-    std::string err;
-    auto prog = b.build(err);
-    ASSERT_TRUE(prog) << err;
+    auto prog = b.build();
+    ASSERT_TRUE(prog) << prog.error;
     EXPECT_EQ(hex(prog->tag()), "1832f8cc6293b73d");
 }
 

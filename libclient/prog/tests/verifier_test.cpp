@@ -316,30 +316,6 @@ const VCase kCases[] = {
 };
 // clang-format on
 
-// A case's name as a test name: [A-Za-z0-9_], runs of anything else as one
-// '_'; a name already taken by an earlier case gets its index appended.
-std::string test_name(size_t index) {
-    auto clean = [](const char* s) {
-        std::string out;
-        for (const char* p = s; *p; p++) {
-            bool ok =
-                (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
-            if (ok)
-                out += *p;
-            else if (!out.empty() && out.back() != '_')
-                out += '_';
-        }
-        while (!out.empty() && out.back() == '_')
-            out.pop_back();
-        return out.empty() ? std::string("case") : out;
-    };
-    std::string name = clean(kCases[index].name);
-    for (size_t i = 0; i < index; i++)
-        if (clean(kCases[i].name) == name)
-            return name + "_" + std::to_string(index);
-    return name;
-}
-
 class VerifierTable : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(VerifierTable, Case) {
@@ -393,7 +369,9 @@ TEST_P(VerifierTable, Case) {
 
 INSTANTIATE_TEST_SUITE_P(Verifier, VerifierTable, ::testing::Range(size_t{0}, std::size(kCases)),
                          [](const ::testing::TestParamInfo<size_t>& i) {
-                             return test_name(i.param);
+                             return test::case_name(
+                                 [](size_t k) { return std::string_view(kCases[k].name); },
+                                 i.param);
                          });
 
 // The table keeps its breadth.
@@ -567,9 +545,8 @@ TEST(Verifier, ReasonsOnlyReachableFromBuiltPrograms) {
     for (int i = 3; i >= 0; i--)
         b.loop(static_cast<uint8_t>(2 + i), l[i], ROF_ISA_MAX_TRIP);
     b.exit(0);
-    std::string err;
-    auto big = b.build(err);
-    ASSERT_TRUE(big) << err;
+    auto big = b.build();
+    ASSERT_TRUE(big) << big.error;
     VerifyOptions o;
     o.limits.max_trip = ROF_ISA_MAX_TRIP;
     o.limits.max_worst_case = UINT64_MAX;
