@@ -77,11 +77,10 @@ rof::prog::Program local_program(const std::string& file) {
         }
         return *r.program;
     }
-    std::string err;
     auto p = rof::prog::decode_image(
-        std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()), err);
+        std::span(reinterpret_cast<const std::uint8_t*>(body.data()), body.size()));
     if (!p) {
-        throw rof::Error(rof::Code::invalid_argument, file + ": " + err);
+        throw rof::Error(rof::Code::invalid_argument, file + ": " + p.error);
     }
     return *p;
 }

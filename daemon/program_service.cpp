@@ -90,11 +90,10 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
                             fmt::format("program.image: {} bytes; at most {}", src.image().size(),
                                         ROF_PROG_IMAGE_MAX));
         }
-        std::string err;
         const auto* b = reinterpret_cast<const std::uint8_t*>(src.image().data());
-        auto p = prog::decode_image({b, src.image().size()}, err);
+        auto p = prog::decode_image({b, src.image().size()});
         if (!p) {
-            out.error = file + ": " + err;
+            out.error = file + ": " + p.error;
             return out;
         }
         out.program = std::move(*p);

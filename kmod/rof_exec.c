@@ -103,9 +103,30 @@ const char *rof_exec_status_name(int status)
 	return names[status];
 }
 
+#define ROF_INSN_ROW(id, mn, op, count, form, slots, flags)		\
+	[ROF_INSN_##id] = { mn, ROF_INSN_##id, op, count, form, slots, flags },
+const struct rof_exec_insn_info rof_exec_insns[] = ROF_ISA_INSNS(ROF_INSN_ROW);
+
+u32 rof_exec_insn_count(void)
+{
+	return ARRAY_SIZE(rof_exec_insns);
+}
+
+/* Opcode -> its row + 1; 0 where no instruction starts. */
+#define ROF_INSN_OPS(id, mn, op, count, form, slots, flags)		\
+	[(op) ... (op) + (count) - 1] = ROF_INSN_##id + 1,
+static const u8 rof_op_row[256] = ROF_ISA_INSNS(ROF_INSN_OPS);
+
+const struct rof_exec_insn_info *rof_exec_insn_info(u8 op)
+{
+	return rof_op_row[op] ? &rof_exec_insns[rof_op_row[op] - 1] : NULL;
+}
+
 int rof_exec_insn_wide(u8 op)
 {
-	return op == ROF_OP_LDIMM64 || op == ROF_OP_COPY || op == ROF_OP_CAS;
+	const struct rof_exec_insn_info *ii = rof_exec_insn_info(op);
+
+	return ii && ii->slots == 2;
 }
 
 static int rof_space_valid(u32 space)
@@ -136,130 +157,128 @@ static int rof_target_ok(const struct rof_insn *insns, u32 cnt, s64 t)
 	return t >= 0 && t < cnt && insns[t].op != ROF_OP_EXT;
 }
 
+static int rof_check_copy(const struct rof_insn_copy *c)
+{
+	u32 sm = c->mode & ROF_COPY_SRC_MASK;
+
+	if (c->mode & ~ROF_COPY_MODE_MASK || sm == (3U << 2))
+		return -EINVAL;
+	if (!rof_space_valid(c->dst_space) || !rof_space_valid(c->src_space))
+		return -EINVAL;
+	if (sm == ROF_COPY_SRC_DIRECT ? c->src_tspace != 0 :
+	    !rof_space_valid(c->src_tspace))
+		return -EINVAL;
+	if (!(c->mode & ROF_COPY_DST_BASE) && (c->regs & 0xf))
+		return -EINVAL;
+	if (!(c->mode & ROF_COPY_SRC_BASE) && (c->regs >> 4))
+		return -EINVAL;
+	if (!(c->mode & ROF_COPY_LEN_REG) && (c->lregs & 0xf))
+		return -EINVAL;
+	if (!(c->mode & ROF_COPY_OUT) && (c->lregs >> 4))
+		return -EINVAL;
+	if (c->len > ROF_ISA_MAX_BULK)
+		return -EINVAL;
+	return 0;
+}
+
+static int rof_check_cas(const struct rof_insn_cas *c)
+{
+	if (c->flags & ~ROF_CAS_FLAGS_MASK || c->mode >= ROF_CMP_COUNT)
+		return -EINVAL;
+	if (c->width != 8 && c->width != 16 && c->width != 24 &&
+	    c->width != 32)
+		return -EINVAL;
+	if (c->space >= ROF_ISA_MAX_SLOTS || !rof_space_valid(c->op_space))
+		return -EINVAL;
+	if (!(c->flags & ROF_CAS_BASE) && (c->regs & 0xf))
+		return -EINVAL;
+	if ((c->oregs >> 4) ||
+	    (!(c->flags & ROF_CAS_OPBASE) && (c->oregs & 0xf)))
+		return -EINVAL;
+	if (c->reserved[0] || c->reserved[1] || c->reserved[2])
+		return -EINVAL;
+	return 0;
+}
+
 int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
 {
+	const struct rof_exec_insn_info *ii;
 	const struct rof_insn *in;
-	u8 op, dst, src;
+	u8 dst, src;
 	s64 target;
 
 	if (pc >= cnt)
 		return -EINVAL;
 	in = &insns[pc];
-	op = in->op;
+	ii = rof_exec_insn_info(in->op);
+	if (!ii)
+		return -EINVAL;
 	dst = ROF_INSN_DST(in);
 	src = ROF_INSN_SRC(in);
-	if (rof_exec_insn_wide(op) &&
+	if (ii->slots == 2 &&
 	    (pc + 1 >= cnt || insns[pc + 1].op != ROF_OP_EXT))
 		return -EINVAL;
 	target = (s64)pc + 1 + in->off;
 
-	switch (op) {
-	case ROF_OP_LDIMM64:
+	switch (ii->form) {
+	case ROF_FORM_LDIMM64:
 		if (src || in->off || insns[pc + 1].regs || insns[pc + 1].off)
 			return -EINVAL;
 		return 0;
-	case ROF_OP_COPY: {
-		const struct rof_insn_copy *c = (const void *)in;
-		u32 sm = c->mode & ROF_COPY_SRC_MASK;
-
-		if (c->mode & ~ROF_COPY_MODE_MASK || sm == (3U << 2))
-			return -EINVAL;
-		if (!rof_space_valid(c->dst_space) ||
-		    !rof_space_valid(c->src_space))
-			return -EINVAL;
-		if (sm == ROF_COPY_SRC_DIRECT ? c->src_tspace != 0 :
-		    !rof_space_valid(c->src_tspace))
-			return -EINVAL;
-		if (!(c->mode & ROF_COPY_DST_BASE) && (c->regs & 0xf))
-			return -EINVAL;
-		if (!(c->mode & ROF_COPY_SRC_BASE) && (c->regs >> 4))
-			return -EINVAL;
-		if (!(c->mode & ROF_COPY_LEN_REG) && (c->lregs & 0xf))
-			return -EINVAL;
-		if (!(c->mode & ROF_COPY_OUT) && (c->lregs >> 4))
-			return -EINVAL;
-		if (c->len > ROF_ISA_MAX_BULK)
-			return -EINVAL;
-		return 0;
-	}
-	case ROF_OP_CAS: {
-		const struct rof_insn_cas *c = (const void *)in;
-
-		if (c->flags & ~ROF_CAS_FLAGS_MASK || c->mode >= ROF_CMP_COUNT)
-			return -EINVAL;
-		if (c->width != 8 && c->width != 16 && c->width != 24 &&
-		    c->width != 32)
-			return -EINVAL;
-		if (c->space >= ROF_ISA_MAX_SLOTS || !rof_space_valid(c->op_space))
-			return -EINVAL;
-		if (!(c->flags & ROF_CAS_BASE) && (c->regs & 0xf))
-			return -EINVAL;
-		if ((c->oregs >> 4) ||
-		    (!(c->flags & ROF_CAS_OPBASE) && (c->oregs & 0xf)))
-			return -EINVAL;
-		if (c->reserved[0] || c->reserved[1] || c->reserved[2])
-			return -EINVAL;
-		return 0;
-	}
-	case ROF_OP_FAA:
+	case ROF_FORM_COPY:
+		return rof_check_copy((const void *)in);
+	case ROF_FORM_CAS:
+		return rof_check_cas((const void *)in);
+	case ROF_FORM_FAA:
 		if (!rof_memref_ok(in->imm, dst, 1) ||
 		    ROF_MEM_SPACE(in->imm) >= ROF_ISA_MAX_SLOTS)
 			return -EINVAL;
 		return 0;
-	case ROF_OP_CRC64:
-	case ROF_OP_HASH:
+	case ROF_FORM_DIGEST:
 		return rof_memref_ok(in->imm, src, 1) ? 0 : -EINVAL;
-	case ROF_OP_ALLOC:
+	case ROF_FORM_ALLOC:
 		if (src || in->off || (u32)in->imm >= ROF_ISA_MAX_SLOTS)
 			return -EINVAL;
 		return 0;
-	case ROF_OP_FREE:
+	case ROF_FORM_FREE:
 		if (dst || in->off || (u32)in->imm >= ROF_ISA_MAX_SLOTS)
 			return -EINVAL;
 		return 0;
-	case ROF_OP_EXIT:
+	case ROF_FORM_EXIT:
 		return (in->regs || in->off) ? -EINVAL : 0;
-	case ROF_OP_EXIT_REG:
+	case ROF_FORM_EXIT_REG:
 		return (dst || in->off || in->imm) ? -EINVAL : 0;
-	case ROF_OP_RESPOND:
+	case ROF_FORM_RESPOND:
 		return (dst || in->off) ? -EINVAL : 0;
-	case ROF_OP_LOOP:
+	case ROF_FORM_LOOP:
 		if (src || in->imm < 1 || (u32)in->imm > ROF_ISA_MAX_TRIP)
 			return -EINVAL;
 		if (in->off >= 0 || !rof_target_ok(insns, cnt, target))
 			return -EINVAL;
 		return 0;
-	case ROF_OP_JA:
+	case ROF_FORM_JA:
 		if (in->regs || in->imm || in->off < 0 ||
 		    !rof_target_ok(insns, cnt, target))
 			return -EINVAL;
 		return 0;
-	case ROF_OP_LD ... ROF_OP_LD + 3:
-		return (rof_memref_ok(in->imm, src, 0)) ? 0 : -EINVAL;
-	case ROF_OP_ST ... ROF_OP_ST + 3:
-		return (rof_memref_ok(in->imm, dst, 0)) ? 0 : -EINVAL;
-	case ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1:
-	case ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1:
-		if (src || in->off)
+	case ROF_FORM_LD:
+		return rof_memref_ok(in->imm, src, 0) ? 0 : -EINVAL;
+	case ROF_FORM_ST:
+		return rof_memref_ok(in->imm, dst, 0) ? 0 : -EINVAL;
+	case ROF_FORM_ALU:
+		if (in->off)
 			return -EINVAL;
-		if ((op & 0xf) == ROF_ALU_NEG && in->imm)
-			return -EINVAL;
-		return 0;
-	case ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1:
-	case ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1:
-		/* neg has one encoding: the immediate form */
-		if (in->imm || in->off || (op & 0xf) == ROF_ALU_NEG)
+		if (!(ii->flags & ROF_ISA_F_IMM))
+			/* neg has one encoding: the immediate form */
+			return (in->imm || in->op - ii->op == ROF_ALU_NEG) ?
+			       -EINVAL : 0;
+		if (src || (in->op - ii->op == ROF_ALU_NEG && in->imm))
 			return -EINVAL;
 		return 0;
-	case ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1:
-	case ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1:
-		if (src || in->off < 0 || !rof_target_ok(insns, cnt, target))
+	case ROF_FORM_JMP:
+		if ((ii->flags & ROF_ISA_F_IMM) ? src : in->imm)
 			return -EINVAL;
-		return 0;
-	case ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1:
-	case ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1:
-		if (in->imm || in->off < 0 ||
-		    !rof_target_ok(insns, cnt, target))
+		if (in->off < 0 || !rof_target_ok(insns, cnt, target))
 			return -EINVAL;
 		return 0;
 	default:
@@ -819,7 +838,7 @@ static int rof_do_free(struct rof_run *run, u32 slot, u64 off)
 	return ROF_ISA_ECONTENDED;
 }
 
-static int rof_alu(u32 aop, int is32, u64 *dst, u64 src)
+int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src)
 {
 	u64 d = *dst;
 
@@ -881,7 +900,7 @@ static int rof_alu(u32 aop, int is32, u64 *dst, u64 src)
 	return 0;
 }
 
-static int rof_jmp(u32 jop, int is32, u64 a, u64 b)
+int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
 {
 	s64 sa = (s64)a, sb = (s64)b;
 
@@ -1046,39 +1065,39 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		rof_st_le(p, r[src], size);
 		break;
 	case ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1:
-		err = rof_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
+		err = rof_exec_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1:
-		err = rof_alu(op & 0xf, 0, &r[dst], r[src]);
+		err = rof_exec_alu(op & 0xf, 0, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1:
-		err = rof_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
+		err = rof_exec_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1:
-		err = rof_alu(op & 0xf, 1, &r[dst], r[src]);
+		err = rof_exec_alu(op & 0xf, 1, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1:
-		if (rof_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
+		if (rof_exec_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1:
-		if (rof_jmp(op & 0xf, 0, r[dst], r[src]))
+		if (rof_exec_jmp(op & 0xf, 0, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1:
-		if (rof_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
+		if (rof_exec_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1:
-		if (rof_jmp(op & 0xf, 1, r[dst], r[src]))
+		if (rof_exec_jmp(op & 0xf, 1, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	default:

@@ -71,6 +71,10 @@ typedef __s16 s16;
 typedef __s32 s32;
 typedef __s64 s64;
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
 /* A test-and-set spinlock; wide CAS holds it for a few dozen bytes. */
 struct rof_exec_lock {
 	int locked;
@@ -173,6 +177,33 @@ int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc);
 
 /* 1 when @op takes two slots. */
 int rof_exec_insn_wide(u8 op);
+
+/* One row of the instruction table ROF_ISA_INSNS of uapi/rof_isa.h. */
+struct rof_exec_insn_info {
+	const char *mnemonic;
+	u8 id;		/* enum rof_isa_insn */
+	u8 op;		/* the row's first opcode */
+	u8 count;	/* opcodes of the family: op .. op + count - 1 */
+	u8 form;	/* enum rof_isa_form */
+	u8 slots;	/* 1, or 2 for a wide instruction */
+	u8 flags;	/* ROF_ISA_F_* */
+};
+
+/* The rows, indexed by enum rof_isa_insn; rof_exec_insn_count() of them. */
+extern const struct rof_exec_insn_info rof_exec_insns[];
+u32 rof_exec_insn_count(void);
+
+/* The row of opcode @op, or NULL when @op starts no instruction. */
+const struct rof_exec_insn_info *rof_exec_insn_info(u8 op);
+
+/*
+ * ALU op @aop (enum rof_alu) on *@dst and @src, 32-bit when @is32: 0, or
+ * ROF_ISA_EDIVZERO / ROF_ISA_EINSN.  The verifier folds constants with it.
+ */
+int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src);
+
+/* 1 when jump condition @jop (enum rof_jmp) holds for @a and @b. */
+int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b);
 
 /* CRC-64/XZ (ECMA-182 reflected); pass 0 to start, chainable. */
 u64 rof_exec_crc64(u64 crc, const void *buf, u64 len);

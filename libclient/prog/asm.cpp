@@ -1,23 +1,21 @@
 #include "rof/prog/asm.h"
 
+#include <fmt/format.h>
+
 #include <cinttypes>
 #include <cstring>
 #include <map>
 
-#include "strf.h"
+#include "isa_table.h"
 
 namespace rof::prog {
 namespace {
 
+using isa::kCmp;
+
 using i128 = __int128;
 
 constexpr size_t kMaxErrors = 100;
-
-const char* const kAlu[ROF_ALU_COUNT] = {"add", "sub", "mul", "div",  "mod", "and", "or",
-                                         "xor", "lsh", "rsh", "arsh", "mov", "neg"};
-const char* const kJmp[ROF_JMP_COUNT] = {"jeq",  "jne",  "jgt",  "jge",  "jlt", "jle",
-                                         "jsgt", "jsge", "jslt", "jsle", "jset"};
-const char* const kCmp[ROF_CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
 
 struct Tok {
     enum Type { Ident, Num, Punct, End } type = End;
@@ -78,8 +76,9 @@ std::vector<Tok> lex(std::string_view line) {
                 else if (base == 16 && d >= 'A' && d <= 'F')
                     dv = d - 'A' + 10;
                 else if (is_ident_char(d))
-                    throw LineError{col, strf("malformed number '%.*s'",
-                                              static_cast<int>(j + 1 - i), line.data() + i)};
+                    throw LineError{col,
+                                    fmt::format("malformed number '{}'",
+                                                std::string(line.substr(i, j + 1 - i)).c_str())};
                 else
                     break;
                 if (v > (UINT64_MAX - dv) / base)
@@ -103,7 +102,7 @@ std::vector<Tok> lex(std::string_view line) {
             i++;
             continue;
         }
-        throw LineError{col, strf("unexpected character '%c'", c)};
+        throw LineError{col, fmt::format("unexpected character '{}'", c)};
     }
     out.push_back({Tok::End, "", 0, static_cast<uint32_t>(line.size() + 1)});
     return out;
@@ -157,8 +156,8 @@ class Assembler {
         }
         if (prog_.insns.size() > ROF_ISA_MAX_INSNS) {
             error(items_.back().line, 1,
-                  strf("program has %zu instruction slots, more than %u", prog_.insns.size(),
-                       ROF_ISA_MAX_INSNS));
+                  fmt::format("program has {} instruction slots, more than {}", prog_.insns.size(),
+                              ROF_ISA_MAX_INSNS));
             res.errors = std::move(errors_);
             return res;
         }
@@ -192,12 +191,12 @@ class Assembler {
     }
     void expect(const char* p) {
         if (!accept(p))
-            fail(peek(), strf("expected '%s'%s", p, describe(peek()).c_str()));
+            fail(peek(), fmt::format("expected '{}'{}", p, describe(peek()).c_str()));
     }
     static std::string describe(const Tok& t) {
         if (t.type == Tok::End)
             return " at end of line";
-        return strf(", found '%s'", t.s.c_str());
+        return fmt::format(", found '{}'", t.s.c_str());
     }
     bool accept_word(const char* w) {
         if (peek().type == Tok::Ident && peek().s == w) {
@@ -208,7 +207,7 @@ class Assembler {
     }
     void end() {
         if (peek().type != Tok::End)
-            fail(peek(), strf("unexpected '%s' after the operands", peek().s.c_str()));
+            fail(peek(), fmt::format("unexpected '{}' after the operands", peek().s.c_str()));
     }
 
     static std::optional<uint8_t> reg_of(const std::string& s) {
@@ -233,9 +232,9 @@ class Assembler {
                 return *r;
             }
             if (t.s.size() >= 2 && t.s[0] == 'r' && t.s[1] >= '0' && t.s[1] <= '9')
-                fail(t, strf("no register '%s': registers are r0..r15", t.s.c_str()));
+                fail(t, fmt::format("no register '{}': registers are r0..r15", t.s.c_str()));
         }
-        fail(t, strf("expected a register%s", describe(t).c_str()));
+        fail(t, fmt::format("expected a register{}", describe(t).c_str()));
     }
 
     // A number, a constant name, optionally negated.
@@ -249,9 +248,9 @@ class Assembler {
         } else if (v.type == Tok::Ident && consts_.count(v.s)) {
             r = consts_[v.s];
         } else if (v.type == Tok::Ident) {
-            fail(v, strf("unknown constant '%s'", v.s.c_str()));
+            fail(v, fmt::format("unknown constant '{}'", v.s.c_str()));
         } else {
-            fail(t, strf("expected a number%s", describe(v).c_str()));
+            fail(t, fmt::format("expected a number{}", describe(v).c_str()));
         }
         return neg ? -r : r;
     }
@@ -259,8 +258,8 @@ class Assembler {
         const Tok& t = peek();
         i128 v = value();
         if (v < lo || v > hi) {
-            fail(t, strf("%s %s out of range %s..%s", what, str128(v).c_str(), str128(lo).c_str(),
-                         str128(hi).c_str()));
+            fail(t, fmt::format("{} {} out of range {}..{}", what, str128(v).c_str(),
+                                str128(lo).c_str(), str128(hi).c_str()));
         }
         return static_cast<int64_t>(v);
     }
@@ -269,14 +268,14 @@ class Assembler {
             return "-" + str128(-v);
         if (v > UINT64_MAX)
             return "huge";
-        return strf("%" PRIu64, static_cast<uint64_t>(v));
+        return fmt::format("{}", static_cast<uint64_t>(v));
     }
 
     // A space name: args, scratch, resp or a declared region.
     uint8_t space() {
         const Tok& t = next();
         if (t.type != Tok::Ident)
-            fail(t, strf("expected an address space%s", describe(t).c_str()));
+            fail(t, fmt::format("expected an address space{}", describe(t).c_str()));
         if (t.s == "args")
             return ROF_SPACE_ARGS;
         if (t.s == "scratch")
@@ -285,13 +284,13 @@ class Assembler {
             return ROF_SPACE_RESP;
         if (auto s = prog_.find_slot(t.s))
             return static_cast<uint8_t>(*s);
-        fail(t, strf("unknown region '%s' (declare it with .region first)", t.s.c_str()));
+        fail(t, fmt::format("unknown region '{}' (declare it with .region first)", t.s.c_str()));
     }
     uint8_t region() {
         const Tok& t = peek();
         uint8_t s = space();
         if (s >= ROF_ISA_MAX_SLOTS)
-            fail(t, strf("'%s' is not a region", t.s.c_str()));
+            fail(t, fmt::format("'{}' is not a region", t.s.c_str()));
         return s;
     }
 
@@ -308,7 +307,7 @@ class Assembler {
                 if (minus)
                     v = -v;
                 if (v < INT16_MIN || v > INT16_MAX)
-                    fail(t, strf("offset %s out of range -32768..32767", str128(v).c_str()));
+                    fail(t, fmt::format("offset {} out of range -32768..32767", str128(v).c_str()));
                 m.off = static_cast<int16_t>(v);
             }
         } else {
@@ -332,7 +331,7 @@ class Assembler {
     }
     void add_with_label(const Insn& in, const Tok& label) {
         if (label.type != Tok::Ident || reg_of(label.s))
-            fail(label, strf("expected a label%s", describe(label).c_str()));
+            fail(label, fmt::format("expected a label{}", describe(label).c_str()));
         fixups_.push_back(Fixup{items_.size(), label.s, line_, label.col});
         add(in);
     }
@@ -343,10 +342,10 @@ class Assembler {
             const Tok& t = next();
             at_++;
             if (t.s[0] == '.' || reg_of(t.s))
-                fail(t, strf("'%s' cannot be a label", t.s.c_str()));
+                fail(t, fmt::format("'{}' cannot be a label", t.s.c_str()));
             if (labels_.count(t.s))
-                fail(t,
-                     strf("label '%s' already defined on line %u", t.s.c_str(), label_lines_[t.s]));
+                fail(t, fmt::format("label '{}' already defined on line {}", t.s.c_str(),
+                                    label_lines_[t.s]));
             labels_[t.s] = static_cast<uint32_t>(prog_.insns.size());
             label_lines_[t.s] = line_;
         }
@@ -354,7 +353,7 @@ class Assembler {
             return;
         const Tok& m = next();
         if (m.type != Tok::Ident)
-            fail(m, strf("expected a mnemonic or directive, found '%s'", m.s.c_str()));
+            fail(m, fmt::format("expected a mnemonic or directive, found '{}'", m.s.c_str()));
         if (m.s[0] == '.')
             directive(m);
         else
@@ -382,7 +381,7 @@ class Assembler {
             if (n.type != Tok::Ident || n.s[0] == '.' || reg_of(n.s))
                 fail(n, "expected a constant name");
             if (consts_.count(n.s))
-                fail(n, strf("constant '%s' already defined", n.s.c_str()));
+                fail(n, fmt::format("constant '{}' already defined", n.s.c_str()));
             expect(",");
             consts_[n.s] = value();
         } else if (d.s == ".raw") {
@@ -396,23 +395,23 @@ class Assembler {
         } else if (d.s == ".region") {
             region_directive();
         } else {
-            fail(d, strf("unknown directive '%s'", d.s.c_str()));
+            fail(d, fmt::format("unknown directive '{}'", d.s.c_str()));
         }
     }
 
     void region_directive() {
         const Tok& n = next();
         if (n.type != Tok::Ident || n.s[0] == '.')
-            fail(n, strf("expected a region name%s", describe(n).c_str()));
+            fail(n, fmt::format("expected a region name{}", describe(n).c_str()));
         if (n.s == "args" || n.s == "scratch" || n.s == "resp" || reg_of(n.s))
-            fail(n, strf("'%s' is reserved and cannot name a region", n.s.c_str()));
+            fail(n, fmt::format("'{}' is reserved and cannot name a region", n.s.c_str()));
         if (n.s.size() >= ROF_ISA_NAME_MAX)
-            fail(n, strf("region name '%s' is longer than %u characters", n.s.c_str(),
-                         ROF_ISA_NAME_MAX - 1));
+            fail(n, fmt::format("region name '{}' is longer than {} characters", n.s.c_str(),
+                                ROF_ISA_NAME_MAX - 1));
         if (prog_.find_slot(n.s))
-            fail(n, strf("region '%s' already declared", n.s.c_str()));
+            fail(n, fmt::format("region '{}' already declared", n.s.c_str()));
         if (prog_.slots.size() >= ROF_ISA_MAX_SLOTS)
-            fail(n, strf("more than %u regions", ROF_ISA_MAX_SLOTS));
+            fail(n, fmt::format("more than {} regions", ROF_ISA_MAX_SLOTS));
         Slot s;
         s.name = n.s;
         expect(",");
@@ -427,7 +426,8 @@ class Assembler {
                                : c == 'a' ? ROF_ACCESS_ATOMIC
                                           : 0;
                 if (!bit || (s.rights & bit))
-                    fail(r, strf("rights '%s': use each of r, w, a at most once", r.s.c_str()));
+                    fail(r,
+                         fmt::format("rights '{}': use each of r, w, a at most once", r.s.c_str()));
                 s.rights |= bit;
             }
         } else {
@@ -442,225 +442,189 @@ class Assembler {
             else if (f.type == Tok::Num)
                 s.flags |= static_cast<uint32_t>(f.num);
             else
-                fail(f, strf("unknown region flag '%s'", f.s.c_str()));
+                fail(f, fmt::format("unknown region flag '{}'", f.s.c_str()));
         }
         prog_.slots.push_back(s);
         prog_.slot_lines.resize(prog_.slots.size() - 1);
         prog_.slot_lines.push_back(line_);
     }
 
-    // "add64" -> (ROF_ALU_ADD, false); also the jumps.
-    static bool split_width(const std::string& m, const char* const* names, int count, uint8_t& sub,
-                            bool& is32, bool need_width) {
-        for (int i = 0; i < count; i++) {
-            size_t n = std::strlen(names[i]);
-            if (m.compare(0, n, names[i]) != 0)
-                continue;
-            std::string rest = m.substr(n);
-            if (rest == "64" || (rest.empty() && !need_width)) {
-                sub = static_cast<uint8_t>(i);
-                is32 = false;
-                return true;
+    // Every mnemonic of the ISA table, with its instruction's fixed fields
+    // (kind, family member, width); a 64-bit jump may also say so ("jeq64").
+    static const std::map<std::string, Insn>& mnemonics() {
+        static const std::map<std::string, Insn> m = [] {
+            std::map<std::string, Insn> t;
+            for (const Insn& in : isa::mnemonic_templates()) {
+                t.emplace(isa::mnemonic(in), in);
+                if (in.kind == Kind::Jmp && !in.is32)
+                    t.emplace(isa::mnemonic(in) + "64", in);
             }
-            if (rest == "32") {
-                sub = static_cast<uint8_t>(i);
-                is32 = true;
-                return true;
-            }
-        }
-        return false;
+            return t;
+        }();
+        return m;
     }
 
-    void instruction(const Tok& m) {
-        Insn in;
-        const std::string& s = m.s;
-        if (s == "ldimm64") {
-            in.kind = Kind::LdImm64;
-            in.dst = reg();
-            expect(",");
-            in.imm64 = static_cast<uint64_t>(ranged(-(i128(1) << 63), UINT64_MAX, "immediate"));
-            add(in);
+    // A register or an immediate second operand of an ALU op or a jump.
+    void reg_or_imm(Insn& in) {
+        if (peek_reg()) {
+            in.src = reg();
+            in.use_imm = false;
             return;
         }
-        if (split_width(s, kAlu, ROF_ALU_COUNT, in.sub, in.is32, true)) {
-            in.kind = Kind::Alu;
-            in.dst = reg();
-            if (in.sub == ROF_ALU_NEG) {
-                in.use_imm = true;  // neg's one encoding
-                add(in);
+        in.use_imm = true;
+        const Tok& t = peek();
+        i128 v = value();
+        if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX)) {
+            if (in.kind == Kind::Jmp)
+                fail(t,
+                     fmt::format("immediate {} out of range for a {} comparison", str128(v).c_str(),
+                                 in.is32 ? "32-bit" : "64-bit (sign-extended 32-bit)"));
+            fail(t, in.is32 ? fmt::format("immediate {} does not fit in 32 bits", str128(v).c_str())
+                            : fmt::format("immediate {} out of range for a 64-bit "
+                                          "operation (a sign-extended 32-bit value); use "
+                                          "ldimm64",
+                                          str128(v).c_str()));
+        }
+        in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
+    }
+
+    // A memory operand that must be in a region.
+    Mem region_mem(const char* what) {
+        const Tok& t = peek();
+        Mem m = mem();
+        if (m.space >= ROF_ISA_MAX_SLOTS)
+            fail(t, fmt::format("{} needs a region, not args, scratch or resp", what));
+        return m;
+    }
+
+    int32_t status() {
+        return static_cast<int32_t>(static_cast<uint32_t>(ranged(INT32_MIN, UINT32_MAX, "status")));
+    }
+
+    // The operands, by the instruction's form.
+    void instruction(const Tok& m) {
+        auto t = mnemonics().find(m.s);
+        if (t == mnemonics().end())
+            fail(m, fmt::format("unknown mnemonic '{}'", m.s.c_str()));
+        Insn in = t->second;
+        switch (isa::row_of(in).form) {
+            case ROF_FORM_LDIMM64:
+                in.dst = reg();
+                expect(",");
+                in.imm64 = static_cast<uint64_t>(ranged(-(i128(1) << 63), UINT64_MAX, "immediate"));
+                break;
+            case ROF_FORM_ALU:
+                in.dst = reg();
+                if (in.sub == ROF_ALU_NEG)  // neg's one encoding: the immediate form
+                    break;
+                expect(",");
+                reg_or_imm(in);
+                break;
+            case ROF_FORM_JMP: {
+                in.dst = reg();
+                expect(",");
+                reg_or_imm(in);
+                expect(",");
+                add_with_label(in, next());
                 return;
             }
-            expect(",");
-            if (peek_reg()) {
-                in.src = reg();
-            } else {
-                in.use_imm = true;
-                const Tok& t = peek();
-                i128 v = value();
-                if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX))
-                    fail(t, in.is32
-                                ? strf("immediate %s does not fit in 32 bits", str128(v).c_str())
-                                : strf("immediate %s out of range for a 64-bit "
-                                       "operation (a sign-extended 32-bit value); use "
-                                       "ldimm64",
-                                       str128(v).c_str()));
-                in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
+            case ROF_FORM_JA:
+                add_with_label(in, next());
+                return;
+            case ROF_FORM_LOOP: {
+                in.dst = reg();
+                expect(",");
+                const Tok& label = next();
+                expect(",");
+                in.imm = static_cast<int32_t>(ranged(INT32_MIN, INT32_MAX, "trip limit"));
+                add_with_label(in, label);
+                return;
             }
-            add(in);
-            return;
-        }
-        if (s == "ja") {
-            in.kind = Kind::Ja;
-            add_with_label(in, next());
-            return;
-        }
-        if (split_width(s, kJmp, ROF_JMP_COUNT, in.sub, in.is32, false)) {
-            in.kind = Kind::Jmp;
-            in.dst = reg();
-            expect(",");
-            if (peek_reg()) {
+            case ROF_FORM_LD:
+                in.dst = reg();
+                expect(",");
+                in.mem = mem();
+                break;
+            case ROF_FORM_ST:
+                in.mem = mem();
+                expect(",");
                 in.src = reg();
-            } else {
-                in.use_imm = true;
-                const Tok& t = peek();
-                i128 v = value();
-                if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX))
-                    fail(t, strf("immediate %s out of range for a %s comparison", str128(v).c_str(),
-                                 in.is32 ? "32-bit" : "64-bit (sign-extended 32-bit)"));
-                in.imm = static_cast<int32_t>(static_cast<uint32_t>(v));
-            }
-            expect(",");
-            add_with_label(in, next());
-            return;
-        }
-        if (s == "loop") {
-            in.kind = Kind::Loop;
-            in.dst = reg();
-            expect(",");
-            const Tok& label = next();
-            expect(",");
-            in.imm = static_cast<int32_t>(ranged(INT32_MIN, INT32_MAX, "trip limit"));
-            add_with_label(in, label);
-            return;
-        }
-        if (s == "ld8" || s == "ld16" || s == "ld32" || s == "ld64") {
-            in.kind = Kind::Ld;
-            in.size = static_cast<uint32_t>(std::stoi(s.substr(2)) / 8);
-            in.dst = reg();
-            expect(",");
-            in.mem = mem();
-            add(in);
-            return;
-        }
-        if (s == "st8" || s == "st16" || s == "st32" || s == "st64") {
-            in.kind = Kind::St;
-            in.size = static_cast<uint32_t>(std::stoi(s.substr(2)) / 8);
-            in.mem = mem();
-            expect(",");
-            in.src = reg();
-            add(in);
-            return;
-        }
-        if (s == "faa") {
-            in.kind = Kind::Faa;
-            in.aux = reg();
-            expect(",");
-            const Tok& t = peek();
-            in.mem = mem();
-            if (in.mem.space >= ROF_ISA_MAX_SLOTS)
-                fail(t, "faa needs a region, not args, scratch or resp");
-            expect(",");
-            in.src = reg();
-            add(in);
-            return;
-        }
-        if (s == "crc64" || s == "hash") {
-            in.kind = s == "hash" ? Kind::Hash : Kind::Crc64;
-            in.dst = reg();
-            expect(",");
-            in.mem = mem();
-            expect(",");
-            in.aux = reg();
-            add(in);
-            return;
-        }
-        if (s == "alloc") {
-            in.kind = Kind::Alloc;
-            in.dst = reg();
-            expect(",");
-            in.slot = region();
-            add(in);
-            return;
-        }
-        if (s == "free") {
-            in.kind = Kind::Free;
-            in.slot = region();
-            expect(",");
-            in.src = reg();
-            add(in);
-            return;
-        }
-        if (s == "exit") {
-            if (peek_reg()) {
-                in.kind = Kind::ExitReg;
+                break;
+            case ROF_FORM_FAA:
+                in.aux = reg();
+                expect(",");
+                in.mem = region_mem("faa");
+                expect(",");
                 in.src = reg();
-            } else {
-                in.kind = Kind::Exit;
-                in.imm = static_cast<int32_t>(
-                    static_cast<uint32_t>(ranged(INT32_MIN, UINT32_MAX, "status")));
-            }
-            add(in);
-            return;
-        }
-        if (s == "respond") {
-            in.kind = Kind::Respond;
-            in.src = reg();
-            expect(",");
-            in.imm = static_cast<int32_t>(
-                static_cast<uint32_t>(ranged(INT32_MIN, UINT32_MAX, "status")));
-            add(in);
-            return;
-        }
-        if (s == "copy") {
-            copy(in);
-            return;
-        }
-        if (s == "cas64" || s == "cas128" || s == "cas192" || s == "cas256") {
-            in.kind = Kind::Cas;
-            in.width = static_cast<uint8_t>(std::stoi(s.substr(3)) / 8);
-            in.aux = reg();
-            expect(",");
-            const Tok& t = peek();
-            in.mem = mem();
-            if (in.mem.space >= ROF_ISA_MAX_SLOTS)
-                fail(t, "cas needs a region, not args, scratch or resp");
-            expect(",");
-            in.blk = mem();
-            expect(",");
-            const Tok& md = next();
-            bool found = false;
-            for (int i = 0; i < ROF_CMP_COUNT; i++)
-                if (md.type == Tok::Ident && md.s == kCmp[i]) {
-                    in.mode = static_cast<uint8_t>(i);
-                    found = true;
+                break;
+            case ROF_FORM_DIGEST:
+                in.dst = reg();
+                expect(",");
+                in.mem = mem();
+                expect(",");
+                in.aux = reg();
+                break;
+            case ROF_FORM_ALLOC:
+                in.dst = reg();
+                expect(",");
+                in.slot = region();
+                break;
+            case ROF_FORM_FREE:
+                in.slot = region();
+                expect(",");
+                in.src = reg();
+                break;
+            case ROF_FORM_EXIT:
+            case ROF_FORM_EXIT_REG:
+                if (peek_reg()) {
+                    in.kind = Kind::ExitReg;
+                    in.src = reg();
+                } else {
+                    in.kind = Kind::Exit;
+                    in.imm = status();
                 }
-            if (!found)
-                fail(md,
-                     strf("expected a compare mode (eq ne lt le gt ge)%s", describe(md).c_str()));
-            if (accept(",")) {
-                const Tok& o = next();
-                if (o.type != Tok::Ident || o.s != "old")
-                    fail(o, strf("expected 'old'%s", describe(o).c_str()));
-                in.old = true;
-            }
-            add(in);
-            return;
+                break;
+            case ROF_FORM_RESPOND:
+                in.src = reg();
+                expect(",");
+                in.imm = status();
+                break;
+            case ROF_FORM_COPY:
+                copy(in);
+                break;
+            case ROF_FORM_CAS:
+                cas(in);
+                break;
         }
-        fail(m, strf("unknown mnemonic '%s'", s.c_str()));
+        add(in);
+    }
+
+    void cas(Insn& in) {
+        in.aux = reg();
+        expect(",");
+        in.mem = region_mem("cas");
+        expect(",");
+        in.blk = mem();
+        expect(",");
+        const Tok& md = next();
+        bool found = false;
+        for (int i = 0; i < ROF_CMP_COUNT; i++)
+            if (md.type == Tok::Ident && md.s == kCmp[i]) {
+                in.mode = static_cast<uint8_t>(i);
+                found = true;
+            }
+        if (!found)
+            fail(md, fmt::format("expected a compare mode (eq ne lt le gt ge){}",
+                                 describe(md).c_str()));
+        if (accept(",")) {
+            const Tok& o = next();
+            if (o.type != Tok::Ident || o.s != "old")
+                fail(o, fmt::format("expected 'old'{}", describe(o).c_str()));
+            in.old = true;
+        }
     }
 
     void copy(Insn& in) {
-        in.kind = Kind::Copy;
         // destination
         const Tok& dt = peek();
         in.mem.space = space();
@@ -696,7 +660,7 @@ class Assembler {
             if (accept(",")) {
                 const Tok& b = next();
                 if (b.type != Tok::Ident || b.s != "bounded")
-                    fail(b, strf("expected 'bounded'%s", describe(b).c_str()));
+                    fail(b, fmt::format("expected 'bounded'{}", describe(b).c_str()));
                 in.src_mode = 2;
             }
         } else {
@@ -710,15 +674,14 @@ class Assembler {
             in.len_reg = true;
             in.len_r = reg();
             if (!accept_word("max"))
-                fail(peek(), strf("expected 'max CAP' after a length register%s",
-                                  describe(peek()).c_str()));
+                fail(peek(), fmt::format("expected 'max CAP' after a length register{}",
+                                         describe(peek()).c_str()));
         }
         in.len = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_BULK, "copy length"));
         if (accept("->")) {
             in.out = true;
             in.aux = reg();
         }
-        add(in);
     }
 
     void resolve() {
@@ -726,15 +689,15 @@ class Assembler {
             Item& it = items_[f.insn];
             auto l = labels_.find(f.label);
             if (l == labels_.end()) {
-                error(f.line, f.col, strf("undefined label '%s'", f.label.c_str()));
+                error(f.line, f.col, fmt::format("undefined label '{}'", f.label.c_str()));
                 continue;
             }
             int64_t off = int64_t{l->second} - (int64_t{it.pc} + 1);
             if (off < INT16_MIN || off > INT16_MAX) {
                 error(f.line, f.col,
-                      strf("label '%s' is %" PRId64 " slots away, beyond the 16-bit "
-                           "jump offset",
-                           f.label.c_str(), off));
+                      fmt::format("label '{}' is {} slots away, beyond the 16-bit "
+                                  "jump offset",
+                                  f.label.c_str(), off));
                 continue;
             }
             it.in.off = static_cast<int32_t>(off);
@@ -759,7 +722,7 @@ class Assembler {
 
 std::string rights_str(uint32_t r) {
     if (r == 0 || (r & ~ROF_ACCESS_ALL))
-        return strf("%u", r);
+        return fmt::format("{}", r);
     std::string s;
     if (r & ROF_ACCESS_READ)
         s += 'r';
@@ -785,12 +748,12 @@ std::optional<std::string> space_name(const Program& p, uint8_t s) {
 
 std::string addr_str(const Mem& m) {
     if (!m.has_base)
-        return strf("%d", m.off);
+        return fmt::format("{}", m.off);
     if (m.off > 0)
-        return strf("r%u+%d", m.base, m.off);
+        return fmt::format("r{}+{}", m.base, m.off);
     if (m.off < 0)
-        return strf("r%u-%d", m.base, -int{m.off});
-    return strf("r%u", m.base);
+        return fmt::format("r{}-{}", m.base, -int{m.off});
+    return fmt::format("r{}", m.base);
 }
 
 std::optional<std::string> mem_str(const Program& p, const Mem& m) {
@@ -805,105 +768,95 @@ bool target_ok(const Program& p, uint32_t pc, int32_t off) {
     return t >= 0 && t < static_cast<int64_t>(p.insns.size()) && p.insns[t].op != ROF_OP_EXT;
 }
 
+std::optional<std::string> copy_str(const Program& p, const Insn& in) {
+    auto ds = space_name(p, in.mem.space);
+    auto ss = space_name(p, in.src_mem.space);
+    if (!ds || !ss)
+        return std::nullopt;
+    std::string d = in.dst_indirect ? *ds + "[*" + *ds + "[" + addr_str(in.mem) + "]]"
+                                    : *ds + "[" + addr_str(in.mem) + "]";
+    std::string s;
+    if (in.src_mode) {
+        auto ts = space_name(p, in.src_tspace);
+        if (!ts)
+            return std::nullopt;
+        s = *ts + "[*" + *ss + "[" + addr_str(in.src_mem) + "]" +
+            (in.src_mode == 2 ? ", bounded]" : "]");
+    } else {
+        s = *ss + "[" + addr_str(in.src_mem) + "]";
+    }
+    std::string l =
+        in.len_reg ? fmt::format("r{} max {}", in.len_r, in.len) : fmt::format("{}", in.len);
+    std::string r = isa::mnemonic(in) + " " + d + ", " + s + ", " + l;
+    if (in.out)
+        r += fmt::format(" -> r{}", in.aux);
+    return r;
+}
+
+// The instruction as text, by its form; nullopt when an operand cannot be
+// named (an undeclared slot, a jump target off an instruction).
 std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn& in) {
-    auto label = [&](int32_t off) { return strf("L%d", int(pc) + 1 + off); };
-    switch (in.kind) {
-        case Kind::LdImm64:
-            return strf("ldimm64 r%u, 0x%" PRIx64, in.dst, in.imm64);
-        case Kind::Alu: {
-            std::string m = strf("%s%s r%u", kAlu[in.sub], in.is32 ? "32" : "64", in.dst);
+    auto label = [&](int32_t off) { return fmt::format("L{}", int(pc) + 1 + off); };
+    auto src = [&] { return in.use_imm ? fmt::format("{}", in.imm) : fmt::format("r{}", in.src); };
+    std::string mn = isa::mnemonic(in);
+    const char* m = mn.c_str();
+    const isa::Row& row = isa::row_of(in);
+    if ((row.form == ROF_FORM_JMP || row.form == ROF_FORM_JA || row.form == ROF_FORM_LOOP) &&
+        !target_ok(p, pc, in.off))
+        return std::nullopt;
+    std::optional<std::string> mem;
+    if (row.form == ROF_FORM_LD || row.form == ROF_FORM_ST || row.form == ROF_FORM_FAA ||
+        row.form == ROF_FORM_DIGEST) {
+        mem = mem_str(p, in.mem);
+        if (!mem)
+            return std::nullopt;
+    }
+    std::optional<std::string> slot;
+    if (row.form == ROF_FORM_ALLOC || row.form == ROF_FORM_FREE) {
+        if (in.slot >= p.slots.size())
+            return std::nullopt;
+        slot = p.slots[in.slot].name;
+    }
+    switch (row.form) {
+        case ROF_FORM_LDIMM64:
+            return fmt::format("{} r{}, 0x{:x}", m, in.dst, in.imm64);
+        case ROF_FORM_ALU:
             if (in.sub == ROF_ALU_NEG)
-                return m;
-            if (in.use_imm)
-                return m + strf(", %d", in.imm);
-            return m + strf(", r%u", in.src);
-        }
-        case Kind::Jmp: {
-            if (!target_ok(p, pc, in.off))
-                return std::nullopt;
-            std::string m = strf("%s%s r%u, ", kJmp[in.sub], in.is32 ? "32" : "", in.dst);
-            m += in.use_imm ? strf("%d", in.imm) : strf("r%u", in.src);
-            return m + ", " + label(in.off);
-        }
-        case Kind::Ja:
-            if (!target_ok(p, pc, in.off))
-                return std::nullopt;
-            return "ja " + label(in.off);
-        case Kind::Loop:
-            if (!target_ok(p, pc, in.off))
-                return std::nullopt;
-            return strf("loop r%u, %s, %d", in.dst, label(in.off).c_str(), in.imm);
-        case Kind::Ld: {
-            auto m = mem_str(p, in.mem);
-            if (!m)
-                return std::nullopt;
-            return strf("ld%u r%u, %s", in.size * 8, in.dst, m->c_str());
-        }
-        case Kind::St: {
-            auto m = mem_str(p, in.mem);
-            if (!m)
-                return std::nullopt;
-            return strf("st%u %s, r%u", in.size * 8, m->c_str(), in.src);
-        }
-        case Kind::Faa: {
-            auto m = mem_str(p, in.mem);
-            if (!m)
-                return std::nullopt;
-            return strf("faa r%u, %s, r%u", in.aux, m->c_str(), in.src);
-        }
-        case Kind::Crc64:
-        case Kind::Hash: {
-            auto m = mem_str(p, in.mem);
-            if (!m)
-                return std::nullopt;
-            return strf("%s r%u, %s, r%u", in.kind == Kind::Hash ? "hash" : "crc64", in.dst,
-                        m->c_str(), in.aux);
-        }
-        case Kind::Alloc:
-        case Kind::Free: {
-            if (in.slot >= p.slots.size())
-                return std::nullopt;
-            const std::string& n = p.slots[in.slot].name;
-            if (in.kind == Kind::Alloc)
-                return strf("alloc r%u, %s", in.dst, n.c_str());
-            return strf("free %s, r%u", n.c_str(), in.src);
-        }
-        case Kind::Exit:
-            return strf("exit %d", in.imm);
-        case Kind::ExitReg:
-            return strf("exit r%u", in.src);
-        case Kind::Respond:
-            return strf("respond r%u, %d", in.src, in.imm);
-        case Kind::Copy: {
-            auto ds = space_name(p, in.mem.space);
-            auto ss = space_name(p, in.src_mem.space);
-            if (!ds || !ss)
-                return std::nullopt;
-            std::string d = in.dst_indirect ? *ds + "[*" + *ds + "[" + addr_str(in.mem) + "]]"
-                                            : *ds + "[" + addr_str(in.mem) + "]";
-            std::string s;
-            if (in.src_mode) {
-                auto ts = space_name(p, in.src_tspace);
-                if (!ts)
-                    return std::nullopt;
-                s = *ts + "[*" + *ss + "[" + addr_str(in.src_mem) + "]" +
-                    (in.src_mode == 2 ? ", bounded]" : "]");
-            } else {
-                s = *ss + "[" + addr_str(in.src_mem) + "]";
-            }
-            std::string l = in.len_reg ? strf("r%u max %u", in.len_r, in.len) : strf("%u", in.len);
-            std::string r = "copy " + d + ", " + s + ", " + l;
-            if (in.out)
-                r += strf(" -> r%u", in.aux);
-            return r;
-        }
-        case Kind::Cas: {
+                return fmt::format("{} r{}", m, in.dst);
+            return fmt::format("{} r{}, {}", m, in.dst, src().c_str());
+        case ROF_FORM_JMP:
+            return fmt::format("{} r{}, {}, {}", m, in.dst, src().c_str(), label(in.off).c_str());
+        case ROF_FORM_JA:
+            return fmt::format("{} {}", m, label(in.off).c_str());
+        case ROF_FORM_LOOP:
+            return fmt::format("{} r{}, {}, {}", m, in.dst, label(in.off).c_str(), in.imm);
+        case ROF_FORM_LD:
+            return fmt::format("{} r{}, {}", m, in.dst, mem->c_str());
+        case ROF_FORM_ST:
+            return fmt::format("{} {}, r{}", m, mem->c_str(), in.src);
+        case ROF_FORM_FAA:
+            return fmt::format("{} r{}, {}, r{}", m, in.aux, mem->c_str(), in.src);
+        case ROF_FORM_DIGEST:
+            return fmt::format("{} r{}, {}, r{}", m, in.dst, mem->c_str(), in.aux);
+        case ROF_FORM_ALLOC:
+            return fmt::format("{} r{}, {}", m, in.dst, slot->c_str());
+        case ROF_FORM_FREE:
+            return fmt::format("{} {}, r{}", m, slot->c_str(), in.src);
+        case ROF_FORM_EXIT:
+            return fmt::format("{} {}", m, in.imm);
+        case ROF_FORM_EXIT_REG:
+            return fmt::format("{} r{}", m, in.src);
+        case ROF_FORM_RESPOND:
+            return fmt::format("{} r{}, {}", m, in.src, in.imm);
+        case ROF_FORM_COPY:
+            return copy_str(p, in);
+        case ROF_FORM_CAS: {
             auto t = mem_str(p, in.mem);
             auto b = mem_str(p, in.blk);
             if (!t || !b)
                 return std::nullopt;
-            return strf("cas%u r%u, %s, %s, %s%s", in.width * 8u, in.aux, t->c_str(), b->c_str(),
-                        kCmp[in.mode], in.old ? ", old" : "");
+            return fmt::format("{} r{}, {}, {}, {}{}", m, in.aux, t->c_str(), b->c_str(),
+                               kCmp[in.mode % ROF_CMP_COUNT], in.old ? ", old" : "");
         }
     }
     return std::nullopt;
@@ -912,7 +865,7 @@ std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn&
 }  // namespace
 
 std::string Diagnostic::str() const {
-    return strf("%s:%u:%u: %s", file.c_str(), line, col, message.c_str());
+    return fmt::format("{}:{}:{}: {}", file.c_str(), line, col, message.c_str());
 }
 
 std::string AsmResult::error_text() const {
@@ -933,16 +886,16 @@ std::string format_insn(const Program& p, uint32_t pc, const Insn& in) {
 
 std::string disassemble(const Program& p) {
     std::string out;
-    out += strf(".args %u, %u\n", p.args_min, p.args_max);
-    out += strf(".scratch %u\n", p.scratch_size);
-    out += strf(".resp %u\n", p.resp_max);
+    out += fmt::format(".args {}, {}\n", p.args_min, p.args_max);
+    out += fmt::format(".scratch {}\n", p.scratch_size);
+    out += fmt::format(".resp {}\n", p.resp_max);
     for (const Slot& s : p.slots) {
         out +=
-            strf(".region %s, %s, %" PRIu64, s.name.c_str(), rights_str(s.rights).c_str(), s.len);
+            fmt::format(".region {}, {}, {}", s.name.c_str(), rights_str(s.rights).c_str(), s.len);
         if (s.flags & ROF_SLOT_FREELIST)
             out += ", freelist";
         if (s.flags & ~ROF_SLOT_FREELIST)
-            out += strf(", %u", s.flags & ~ROF_SLOT_FREELIST);
+            out += fmt::format(", {}", s.flags & ~ROF_SLOT_FREELIST);
         out += "\n";
     }
     // First pass: what prints as an instruction, and which slots are targets.
@@ -950,8 +903,7 @@ std::string disassemble(const Program& p) {
     std::vector<uint32_t> width(p.insns.size(), 1);
     std::vector<bool> target(p.insns.size() + 1, false);
     for (uint32_t pc = 0; pc < p.insns.size();) {
-        std::string err;
-        auto in = decode_insn(p.insns, pc, err);
+        auto in = decode_insn(p.insns, pc);
         std::optional<std::string> s;
         if (in)
             s = format_opt(p, pc, *in);
@@ -963,13 +915,13 @@ std::string disassemble(const Program& p) {
         } else {
             uint64_t v;
             std::memcpy(&v, &p.insns[pc], 8);
-            text[pc] = strf("\t.raw 0x%016" PRIx64, v);
+            text[pc] = fmt::format("\t.raw 0x{:016x}", v);
         }
         pc += width[pc];
     }
     for (uint32_t pc = 0; pc < p.insns.size(); pc += width[pc]) {
         if (target[pc])
-            out += strf("L%u:\n", pc);
+            out += fmt::format("L{}:\n", pc);
         out += text[pc] + "\n";
     }
     return out;

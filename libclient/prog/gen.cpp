@@ -22,8 +22,7 @@ class Gen {
             b_.ldimm64(r, rng_());
         block(o_.max_items, 0, nullptr);
         b_.exit_reg(pick());
-        std::string err;
-        return *b_.build(err);  // labels are always bound below
+        return *b_.build();  // labels are always bound below
     }
 
   private:

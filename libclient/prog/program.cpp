@@ -1,11 +1,13 @@
 #include "rof/prog/program.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cinttypes>
 #include <cstring>
 
+#include "isa_table.h"
 #include "rof_exec.h"
-#include "strf.h"
 
 namespace rof::prog {
 namespace {
@@ -26,11 +28,11 @@ bool decode_memref(int32_t imm, uint8_t base, bool aux_used, Mem& m, uint8_t& au
                    std::string& err) {
     uint32_t v = static_cast<uint32_t>(imm);
     if (v & ~ROF_MEM_MASK) {
-        err = strf("reserved bits set in memory reference 0x%x", v);
+        err = fmt::format("reserved bits set in memory reference 0x{:x}", v);
         return false;
     }
     if (!space_valid(ROF_MEM_SPACE(v))) {
-        err = strf("invalid address space 0x%x", ROF_MEM_SPACE(v));
+        err = fmt::format("invalid address space 0x{:x}", ROF_MEM_SPACE(v));
         return false;
     }
     m.space = static_cast<uint8_t>(ROF_MEM_SPACE(v));
@@ -100,7 +102,7 @@ std::string Program::where(uint32_t pc) const {
 std::string Program::where_line(uint32_t line) const {
     if (line == 0)
         return "";
-    return strf("%s:%u", file.empty() ? "<input>" : file.c_str(), line);
+    return fmt::format("{}:{}", file.empty() ? "<input>" : file.c_str(), line);
 }
 
 std::optional<uint32_t> Program::find_slot(std::string_view name) const {
@@ -110,24 +112,27 @@ std::optional<uint32_t> Program::find_slot(std::string_view name) const {
     return std::nullopt;
 }
 
+namespace {
+
 std::optional<Program> decode_image(std::span<const uint8_t> image, std::string& err) {
     if (image.size() < kHdrSize) {
-        err =
-            strf("image of %zu bytes is shorter than its %zu-byte header", image.size(), kHdrSize);
+        err = fmt::format("image of {} bytes is shorter than its {}-byte header", image.size(),
+                          kHdrSize);
         return std::nullopt;
     }
     rof_isa_hdr h;
     std::memcpy(&h, image.data(), kHdrSize);
     if (h.magic != ROF_ISA_MAGIC) {
-        err = strf("bad magic 0x%08x (want 0x%08x)", h.magic, ROF_ISA_MAGIC);
+        err = fmt::format("bad magic 0x{:08x} (want 0x{:08x})", h.magic, ROF_ISA_MAGIC);
         return std::nullopt;
     }
     if (h.version != ROF_ISA_VERSION) {
-        err = strf("unsupported ISA version %u (this is version %u)", h.version, ROF_ISA_VERSION);
+        err = fmt::format("unsupported ISA version {} (this is version {})", h.version,
+                          ROF_ISA_VERSION);
         return std::nullopt;
     }
     if (h.hdr_size != kHdrSize) {
-        err = strf("header size %u (want %zu)", h.hdr_size, kHdrSize);
+        err = fmt::format("header size {} (want {})", h.hdr_size, kHdrSize);
         return std::nullopt;
     }
     if (h.flags || h.reserved0 || h.reserved[0] || h.reserved[1]) {
@@ -135,22 +140,22 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
         return std::nullopt;
     }
     if (h.insn_cnt < 1 || h.insn_cnt > ROF_ISA_MAX_INSNS) {
-        err = strf("instruction count %u outside 1..%u", h.insn_cnt, ROF_ISA_MAX_INSNS);
+        err = fmt::format("instruction count {} outside 1..{}", h.insn_cnt, ROF_ISA_MAX_INSNS);
         return std::nullopt;
     }
     if (h.slot_cnt > ROF_ISA_MAX_SLOTS) {
-        err = strf("region slot count %u above %u", h.slot_cnt, ROF_ISA_MAX_SLOTS);
+        err = fmt::format("region slot count {} above {}", h.slot_cnt, ROF_ISA_MAX_SLOTS);
         return std::nullopt;
     }
     uint64_t want =
         kHdrSize + uint64_t{h.slot_cnt} * kSlotSize + uint64_t{h.insn_cnt} * sizeof(rof_insn);
     if (image.size() != want) {
-        err = strf("image is %zu bytes, its header says %" PRIu64, image.size(), want);
+        err = fmt::format("image is {} bytes, its header says {}", image.size(), want);
         return std::nullopt;
     }
     if (h.args_min > h.args_max || h.args_max > ROF_ISA_MAX_ARGS) {
-        err =
-            strf("args range [%u, %u] invalid (max %u)", h.args_min, h.args_max, ROF_ISA_MAX_ARGS);
+        err = fmt::format("args range [{}, {}] invalid (max {})", h.args_min, h.args_max,
+                          ROF_ISA_MAX_ARGS);
         return std::nullopt;
     }
     if (h.scratch_size > ROF_ISA_MAX_SCRATCH || h.resp_max > ROF_ISA_MAX_RESP) {
@@ -159,8 +164,8 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
     }
     uint64_t tag = rof_exec_image_tag(image.data(), image.size());
     if (h.tag != tag) {
-        err = strf("tag 0x%016" PRIx64 " does not match the content (0x%016" PRIx64 ")",
-                   static_cast<uint64_t>(h.tag), tag);
+        err = fmt::format("tag 0x{:016x} does not match the content (0x{:016x})",
+                          static_cast<uint64_t>(h.tag), tag);
         return std::nullopt;
     }
     Program p;
@@ -174,12 +179,12 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
         std::memcpy(&e, image.data() + o, kSlotSize);
         size_t n = strnlen(e.name, sizeof(e.name));
         if (n == sizeof(e.name)) {
-            err = strf("slot %u: name is not NUL-terminated", i);
+            err = fmt::format("slot {}: name is not NUL-terminated", i);
             return std::nullopt;
         }
         for (size_t k = n; k < sizeof(e.name); k++)
             if (e.name[k]) {
-                err = strf("slot %u: name padding is not zero", i);
+                err = fmt::format("slot {}: name padding is not zero", i);
                 return std::nullopt;
             }
         p.slots.push_back(Slot{std::string(e.name, n), e.rights, e.flags, e.len});
@@ -189,22 +194,320 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
     return p;
 }
 
+}  // namespace
+
+Result<Program> decode_image(std::span<const uint8_t> image) {
+    Result<Program> r;
+    r.value = decode_image(image, r.error);
+    return r;
+}
+
+namespace isa {
+
+Kind kind_of(const Row& r) {
+    switch (r.form) {
+        case ROF_FORM_LDIMM64:
+            return Kind::LdImm64;
+        case ROF_FORM_COPY:
+            return Kind::Copy;
+        case ROF_FORM_CAS:
+            return Kind::Cas;
+        case ROF_FORM_FAA:
+            return Kind::Faa;
+        case ROF_FORM_DIGEST:
+            return r.op == ROF_OP_CRC64 ? Kind::Crc64 : Kind::Hash;
+        case ROF_FORM_ALLOC:
+            return Kind::Alloc;
+        case ROF_FORM_FREE:
+            return Kind::Free;
+        case ROF_FORM_EXIT:
+            return Kind::Exit;
+        case ROF_FORM_EXIT_REG:
+            return Kind::ExitReg;
+        case ROF_FORM_RESPOND:
+            return Kind::Respond;
+        case ROF_FORM_LOOP:
+            return Kind::Loop;
+        case ROF_FORM_JA:
+            return Kind::Ja;
+        case ROF_FORM_LD:
+            return Kind::Ld;
+        case ROF_FORM_ST:
+            return Kind::St;
+        case ROF_FORM_ALU:
+            return Kind::Alu;
+        default:
+            return Kind::Jmp;
+    }
+}
+
+const Row& row_of(const Insn& in) {
+    // neg has one encoding: the immediate form
+    bool imm = in.use_imm || (in.kind == Kind::Alu && in.sub == ROF_ALU_NEG);
+    uint8_t flags = static_cast<uint8_t>((imm ? ROF_ISA_F_IMM : 0) | (in.is32 ? ROF_ISA_F_32 : 0));
+    uint32_t n = rof_exec_insn_count();
+    for (uint32_t i = 0; i < n; i++) {
+        const Row& r = rof_exec_insns[i];
+        bool family = r.form == ROF_FORM_ALU || r.form == ROF_FORM_JMP;
+        if (kind_of(r) == in.kind && (!family || r.flags == flags))
+            return r;
+    }
+    return rof_exec_insns[ROF_INSN_EXIT];  // unreachable: every Kind has a row
+}
+
+std::string mnemonic(const Insn& in) {
+    const Row& r = row_of(in);
+    switch (r.form) {
+        case ROF_FORM_ALU:
+            return std::string(kAlu[in.sub % ROF_ALU_COUNT]) + (in.is32 ? "32" : "64");
+        case ROF_FORM_JMP:
+            return std::string(kJmp[in.sub % ROF_JMP_COUNT]) + (in.is32 ? "32" : "");
+        case ROF_FORM_LD:
+        case ROF_FORM_ST:
+            return r.mnemonic + std::to_string(in.size * 8);
+        case ROF_FORM_CAS:
+            return r.mnemonic + std::to_string(in.width * 8);
+        default:
+            return r.mnemonic;
+    }
+}
+
+std::vector<Insn> mnemonic_templates() {
+    std::vector<Insn> out;
+    uint32_t n = rof_exec_insn_count();
+    for (uint32_t i = 0; i < n; i++) {
+        const Row& r = rof_exec_insns[i];
+        Insn in;
+        in.kind = kind_of(r);
+        in.is32 = r.flags & ROF_ISA_F_32;
+        in.use_imm = r.flags & ROF_ISA_F_IMM;
+        uint32_t variants = r.form == ROF_FORM_CAS ? ROF_ISA_MAX_CAS_WIDTH / 8 : r.count;
+        for (uint32_t v = 0; v < variants; v++) {
+            if (r.form == ROF_FORM_ALU || r.form == ROF_FORM_JMP)
+                in.sub = static_cast<uint8_t>(v);
+            else if (r.form == ROF_FORM_LD || r.form == ROF_FORM_ST)
+                in.size = 1u << v;
+            else if (r.form == ROF_FORM_CAS)
+                in.width = static_cast<uint8_t>(8 * (v + 1));
+            out.push_back(in);
+        }
+    }
+    return out;
+}
+
+}  // namespace isa
+
+namespace {
+
+// The fields a form does not use must be zero; these name them.
+bool zero(bool cond, const char* what, std::string& err) {
+    if (!cond)
+        err = fmt::format("{} must be 0", what);
+    return cond;
+}
+
+bool decode_copy(const rof_insn& r, Insn& in, std::string& err) {
+    rof_insn_copy c;
+    std::memcpy(&c, &r, sizeof(c));
+    if (c.mode & ~ROF_COPY_MODE_MASK) {
+        err = fmt::format("copy mode 0x{:x} has reserved bits", c.mode);
+        return false;
+    }
+    in.src_mode = (c.mode & ROF_COPY_SRC_MASK) >> 2;
+    if (in.src_mode == 3) {
+        err = "copy source mode 3 is invalid";
+        return false;
+    }
+    if (!space_valid(c.dst_space) || !space_valid(c.src_space) ||
+        (in.src_mode && !space_valid(c.src_tspace))) {
+        err = "copy names an invalid address space";
+        return false;
+    }
+    if (!in.src_mode && c.src_tspace) {
+        err = "copy target space must be 0 for a direct source";
+        return false;
+    }
+    in.mem = Mem{c.dst_space, bool(c.mode & ROF_COPY_DST_BASE), static_cast<uint8_t>(c.regs & 0xf),
+                 c.dst_off};
+    in.src_mem = Mem{c.src_space, bool(c.mode & ROF_COPY_SRC_BASE),
+                     static_cast<uint8_t>(c.regs >> 4), c.src_off};
+    if ((!in.mem.has_base && in.mem.base) || (!in.src_mem.has_base && in.src_mem.base)) {
+        err = "copy base register field must be 0 without a base register";
+        return false;
+    }
+    in.src_tspace = c.src_tspace;
+    in.dst_indirect = c.mode & ROF_COPY_DST_INDIRECT;
+    in.len_reg = c.mode & ROF_COPY_LEN_REG;
+    in.out = c.mode & ROF_COPY_OUT;
+    in.len_r = c.lregs & 0xf;
+    in.aux = c.lregs >> 4;
+    in.len = c.len;
+    if ((!in.len_reg && in.len_r) || (!in.out && in.aux)) {
+        err = "copy length/out register field must be 0 when unused";
+        return false;
+    }
+    if (c.len > ROF_ISA_MAX_BULK) {
+        err = fmt::format("copy length {} above the ISA limit {}", c.len, ROF_ISA_MAX_BULK);
+        return false;
+    }
+    return true;
+}
+
+bool decode_cas(const rof_insn& r, Insn& in, std::string& err) {
+    rof_insn_cas c;
+    std::memcpy(&c, &r, sizeof(c));
+    if (c.flags & ~ROF_CAS_FLAGS_MASK) {
+        err = fmt::format("cas flags 0x{:x} have reserved bits", c.flags);
+        return false;
+    }
+    if (c.mode >= ROF_CMP_COUNT) {
+        err = fmt::format("cas mode {} is invalid", c.mode);
+        return false;
+    }
+    if (c.width != 8 && c.width != 16 && c.width != 24 && c.width != 32) {
+        err = fmt::format("cas width {} is not 8, 16, 24 or 32 bytes", c.width);
+        return false;
+    }
+    if (c.space >= ROF_ISA_MAX_SLOTS) {
+        err = "cas target must be a region slot";
+        return false;
+    }
+    if (!space_valid(c.op_space)) {
+        err = "cas operand block names an invalid address space";
+        return false;
+    }
+    if (c.reserved[0] || c.reserved[1] || c.reserved[2] || (c.oregs >> 4)) {
+        err = "cas reserved fields must be 0";
+        return false;
+    }
+    in.mem = Mem{c.space, bool(c.flags & ROF_CAS_BASE), static_cast<uint8_t>(c.regs & 0xf), c.off};
+    in.blk = Mem{c.op_space, bool(c.flags & ROF_CAS_OPBASE), static_cast<uint8_t>(c.oregs & 0xf),
+                 c.op_off};
+    if ((!in.mem.has_base && in.mem.base) || (!in.blk.has_base && in.blk.base)) {
+        err = "cas base register field must be 0 without a base register";
+        return false;
+    }
+    in.aux = c.regs >> 4;
+    in.width = c.width;
+    in.mode = c.mode;
+    in.old = c.flags & ROF_CAS_OLD;
+    return true;
+}
+
+// A memory operand in imm and off, its base register in the slot's base.
+bool decode_mem(const rof_insn& r, uint8_t base, bool aux_used, Insn& in, std::string& err) {
+    if (!decode_memref(r.imm, base, aux_used, in.mem, in.aux, err))
+        return false;
+    in.mem.off = r.off;
+    return true;
+}
+
+// By form: the operands of one instruction, its row found and its second
+// slot (if wide) present.
+bool decode_form(const isa::Row& row, std::span<const rof_insn> insns, uint32_t pc, Insn& in,
+                 std::string& err) {
+    const rof_insn& r = insns[pc];
+    uint8_t sub = static_cast<uint8_t>(r.op - row.op);
+    switch (row.form) {
+        case ROF_FORM_LDIMM64:
+            if (!zero(in.src == 0, "ldimm64 src register", err) ||
+                !zero(r.off == 0, "ldimm64 offset", err) ||
+                !zero(insns[pc + 1].regs == 0 && insns[pc + 1].off == 0,
+                      "ldimm64 second slot regs/off", err))
+                return false;
+            in.imm64 = static_cast<uint32_t>(r.imm) |
+                       (uint64_t{static_cast<uint32_t>(insns[pc + 1].imm)} << 32);
+            return true;
+        case ROF_FORM_COPY:
+            return decode_copy(r, in, err);
+        case ROF_FORM_CAS:
+            return decode_cas(r, in, err);
+        case ROF_FORM_FAA:
+            if (!decode_mem(r, in.dst, true, in, err))
+                return false;
+            if (in.mem.space >= ROF_ISA_MAX_SLOTS) {
+                err = "faa target must be a region slot";
+                return false;
+            }
+            return true;
+        case ROF_FORM_DIGEST:
+            return decode_mem(r, in.src, true, in, err);
+        case ROF_FORM_ALLOC:
+        case ROF_FORM_FREE:
+            if (!zero(row.form == ROF_FORM_ALLOC ? in.src == 0 : in.dst == 0,
+                      "unused register field", err) ||
+                !zero(r.off == 0, "offset", err))
+                return false;
+            if (static_cast<uint32_t>(r.imm) >= ROF_ISA_MAX_SLOTS) {
+                err = fmt::format("slot number {} above {}", static_cast<uint32_t>(r.imm),
+                                  ROF_ISA_MAX_SLOTS - 1);
+                return false;
+            }
+            in.slot = static_cast<uint8_t>(r.imm);
+            return true;
+        case ROF_FORM_EXIT:
+            in.imm = r.imm;
+            return zero(r.regs == 0, "exit register fields", err) &&
+                   zero(r.off == 0, "exit offset", err);
+        case ROF_FORM_EXIT_REG:
+            return zero(in.dst == 0, "exit dst register", err) &&
+                   zero(r.off == 0 && r.imm == 0, "exit offset/imm", err);
+        case ROF_FORM_RESPOND:
+            in.imm = r.imm;
+            return zero(in.dst == 0, "respond dst register", err) &&
+                   zero(r.off == 0, "respond offset", err);
+        case ROF_FORM_LOOP:
+            in.off = r.off;
+            in.imm = r.imm;
+            return zero(in.src == 0, "loop src register", err);
+        case ROF_FORM_JA:
+            in.off = r.off;
+            return zero(r.regs == 0 && r.imm == 0, "ja registers/imm", err);
+        case ROF_FORM_LD:
+        case ROF_FORM_ST:
+            in.size = 1u << sub;
+            return decode_mem(r, row.form == ROF_FORM_LD ? in.src : in.dst, false, in, err);
+        case ROF_FORM_ALU:
+            in.sub = sub;
+            in.imm = r.imm;
+            if (!zero(r.off == 0, "alu offset", err))
+                return false;
+            if (in.use_imm)
+                return zero(in.src == 0, "alu src register with an immediate", err) &&
+                       (sub != ROF_ALU_NEG || zero(r.imm == 0, "neg immediate", err));
+            return zero(r.imm == 0, "alu immediate with a register operand", err);
+        default:  // ROF_FORM_JMP
+            in.sub = sub;
+            in.imm = r.imm;
+            in.off = r.off;
+            if (in.use_imm)
+                return zero(in.src == 0, "jump src register with an immediate", err);
+            return zero(r.imm == 0, "jump immediate with a register operand", err);
+    }
+}
+
+}  // namespace
+
+namespace {
+
 std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, std::string& err) {
     if (pc >= insns.size()) {
         err = "instruction index out of range";
         return std::nullopt;
     }
     const rof_insn& r = insns[pc];
-    Insn in;
-    uint8_t op = r.op;
-    in.dst = ROF_INSN_DST(&r);
-    in.src = ROF_INSN_SRC(&r);
-    auto zero = [&](bool cond, const char* what) {
-        if (!cond)
-            err = strf("%s must be 0", what);
-        return cond;
-    };
-    if (rof_exec_insn_wide(op)) {
+    const isa::Row* row = rof_exec_insn_info(r.op);
+    // neg has one encoding: the immediate form
+    if (row && row->form == ROF_FORM_ALU && !(row->flags & ROF_ISA_F_IMM) &&
+        r.op - row->op == ROF_ALU_NEG)
+        row = nullptr;
+    if (!row) {
+        err = r.op == ROF_OP_EXT
+                  ? "opcode 0x00 is the second slot of a wide instruction, not an instruction"
+                  : fmt::format("unknown opcode 0x{:02x}", r.op);
+        return std::nullopt;
+    }
+    if (row->slots == 2) {
         if (pc + 1 >= insns.size()) {
             err = "wide instruction truncated by the end of the program";
             return std::nullopt;
@@ -214,365 +517,137 @@ std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, st
             return std::nullopt;
         }
     }
-    switch (op) {
-        case ROF_OP_EXT:
-            err =
-                "opcode 0x00 is the second slot of a wide instruction, not an "
-                "instruction";
-            return std::nullopt;
-        case ROF_OP_LDIMM64:
-            in.kind = Kind::LdImm64;
-            if (!zero(in.src == 0, "ldimm64 src register") || !zero(r.off == 0, "ldimm64 offset") ||
-                !zero(insns[pc + 1].regs == 0 && insns[pc + 1].off == 0,
-                      "ldimm64 second slot regs/off"))
-                return std::nullopt;
-            in.imm64 = static_cast<uint32_t>(r.imm) |
-                       (uint64_t{static_cast<uint32_t>(insns[pc + 1].imm)} << 32);
-            return in;
-        case ROF_OP_COPY: {
-            rof_insn_copy c;
-            std::memcpy(&c, &r, sizeof(c));
-            in.kind = Kind::Copy;
-            if (c.mode & ~ROF_COPY_MODE_MASK) {
-                err = strf("copy mode 0x%x has reserved bits", c.mode);
-                return std::nullopt;
-            }
-            in.src_mode = (c.mode & ROF_COPY_SRC_MASK) >> 2;
-            if (in.src_mode == 3) {
-                err = "copy source mode 3 is invalid";
-                return std::nullopt;
-            }
-            if (!space_valid(c.dst_space) || !space_valid(c.src_space) ||
-                (in.src_mode && !space_valid(c.src_tspace))) {
-                err = "copy names an invalid address space";
-                return std::nullopt;
-            }
-            if (!in.src_mode && c.src_tspace) {
-                err = "copy target space must be 0 for a direct source";
-                return std::nullopt;
-            }
-            in.mem = Mem{c.dst_space, bool(c.mode & ROF_COPY_DST_BASE),
-                         static_cast<uint8_t>(c.regs & 0xf), c.dst_off};
-            in.src_mem = Mem{c.src_space, bool(c.mode & ROF_COPY_SRC_BASE),
-                             static_cast<uint8_t>(c.regs >> 4), c.src_off};
-            if ((!in.mem.has_base && in.mem.base) || (!in.src_mem.has_base && in.src_mem.base)) {
-                err = "copy base register field must be 0 without a base register";
-                return std::nullopt;
-            }
-            in.src_tspace = c.src_tspace;
-            in.dst_indirect = c.mode & ROF_COPY_DST_INDIRECT;
-            in.len_reg = c.mode & ROF_COPY_LEN_REG;
-            in.out = c.mode & ROF_COPY_OUT;
-            in.len_r = c.lregs & 0xf;
-            in.aux = c.lregs >> 4;
-            in.len = c.len;
-            if ((!in.len_reg && in.len_r) || (!in.out && in.aux)) {
-                err = "copy length/out register field must be 0 when unused";
-                return std::nullopt;
-            }
-            if (c.len > ROF_ISA_MAX_BULK) {
-                err = strf("copy length %u above the ISA limit %u", c.len, ROF_ISA_MAX_BULK);
-                return std::nullopt;
-            }
-            return in;
-        }
-        case ROF_OP_CAS: {
-            rof_insn_cas c;
-            std::memcpy(&c, &r, sizeof(c));
-            in.kind = Kind::Cas;
-            if (c.flags & ~ROF_CAS_FLAGS_MASK) {
-                err = strf("cas flags 0x%x have reserved bits", c.flags);
-                return std::nullopt;
-            }
-            if (c.mode >= ROF_CMP_COUNT) {
-                err = strf("cas mode %u is invalid", c.mode);
-                return std::nullopt;
-            }
-            if (c.width != 8 && c.width != 16 && c.width != 24 && c.width != 32) {
-                err = strf("cas width %u is not 8, 16, 24 or 32 bytes", c.width);
-                return std::nullopt;
-            }
-            if (c.space >= ROF_ISA_MAX_SLOTS) {
-                err = "cas target must be a region slot";
-                return std::nullopt;
-            }
-            if (!space_valid(c.op_space)) {
-                err = "cas operand block names an invalid address space";
-                return std::nullopt;
-            }
-            if (c.reserved[0] || c.reserved[1] || c.reserved[2] || (c.oregs >> 4)) {
-                err = "cas reserved fields must be 0";
-                return std::nullopt;
-            }
-            in.mem = Mem{c.space, bool(c.flags & ROF_CAS_BASE), static_cast<uint8_t>(c.regs & 0xf),
-                         c.off};
-            in.blk = Mem{c.op_space, bool(c.flags & ROF_CAS_OPBASE),
-                         static_cast<uint8_t>(c.oregs & 0xf), c.op_off};
-            if ((!in.mem.has_base && in.mem.base) || (!in.blk.has_base && in.blk.base)) {
-                err = "cas base register field must be 0 without a base register";
-                return std::nullopt;
-            }
-            in.aux = c.regs >> 4;
-            in.width = c.width;
-            in.mode = c.mode;
-            in.old = c.flags & ROF_CAS_OLD;
-            return in;
-        }
-        case ROF_OP_FAA:
-            in.kind = Kind::Faa;
-            if (!decode_memref(r.imm, in.dst, true, in.mem, in.aux, err))
-                return std::nullopt;
-            if (in.mem.space >= ROF_ISA_MAX_SLOTS) {
-                err = "faa target must be a region slot";
-                return std::nullopt;
-            }
-            in.mem.off = r.off;
-            return in;
-        case ROF_OP_CRC64:
-        case ROF_OP_HASH:
-            in.kind = op == ROF_OP_CRC64 ? Kind::Crc64 : Kind::Hash;
-            if (!decode_memref(r.imm, in.src, true, in.mem, in.aux, err))
-                return std::nullopt;
-            in.mem.off = r.off;
-            return in;
-        case ROF_OP_ALLOC:
-        case ROF_OP_FREE:
-            in.kind = op == ROF_OP_ALLOC ? Kind::Alloc : Kind::Free;
-            if (!zero(op == ROF_OP_ALLOC ? in.src == 0 : in.dst == 0, "unused register field") ||
-                !zero(r.off == 0, "offset"))
-                return std::nullopt;
-            if (static_cast<uint32_t>(r.imm) >= ROF_ISA_MAX_SLOTS) {
-                err = strf("slot number %u above %u", static_cast<uint32_t>(r.imm),
-                           ROF_ISA_MAX_SLOTS - 1);
-                return std::nullopt;
-            }
-            in.slot = static_cast<uint8_t>(r.imm);
-            return in;
-        case ROF_OP_EXIT:
-            in.kind = Kind::Exit;
-            if (!zero(r.regs == 0, "exit register fields") || !zero(r.off == 0, "exit offset"))
-                return std::nullopt;
-            in.imm = r.imm;
-            return in;
-        case ROF_OP_EXIT_REG:
-            in.kind = Kind::ExitReg;
-            if (!zero(in.dst == 0, "exit dst register") ||
-                !zero(r.off == 0 && r.imm == 0, "exit offset/imm"))
-                return std::nullopt;
-            return in;
-        case ROF_OP_RESPOND:
-            in.kind = Kind::Respond;
-            if (!zero(in.dst == 0, "respond dst register") || !zero(r.off == 0, "respond offset"))
-                return std::nullopt;
-            in.imm = r.imm;
-            return in;
-        case ROF_OP_LOOP:
-            in.kind = Kind::Loop;
-            if (!zero(in.src == 0, "loop src register"))
-                return std::nullopt;
-            in.off = r.off;
-            in.imm = r.imm;
-            return in;
-        case ROF_OP_JA:
-            in.kind = Kind::Ja;
-            if (!zero(r.regs == 0 && r.imm == 0, "ja registers/imm"))
-                return std::nullopt;
-            in.off = r.off;
-            return in;
-        default:
-            break;
-    }
-    if (op >= ROF_OP_LD && op < ROF_OP_LD + 4) {
-        in.kind = Kind::Ld;
-        in.size = 1u << (op - ROF_OP_LD);
-        if (!decode_memref(r.imm, in.src, false, in.mem, in.aux, err))
-            return std::nullopt;
-        in.mem.off = r.off;
-        return in;
-    }
-    if (op >= ROF_OP_ST && op < ROF_OP_ST + 4) {
-        in.kind = Kind::St;
-        in.size = 1u << (op - ROF_OP_ST);
-        if (!decode_memref(r.imm, in.dst, false, in.mem, in.aux, err))
-            return std::nullopt;
-        in.mem.off = r.off;
-        return in;
-    }
-    uint8_t cls = op & 0xf0, sub = op & 0x0f;
-    bool neg_reg = sub == ROF_ALU_NEG && (cls == ROF_OP_ALU64_REG || cls == ROF_OP_ALU32_REG);
-    if ((cls == ROF_OP_ALU64_IMM || cls == ROF_OP_ALU64_REG || cls == ROF_OP_ALU32_IMM ||
-         cls == ROF_OP_ALU32_REG) &&
-        sub < ROF_ALU_COUNT && !neg_reg) {
-        in.kind = Kind::Alu;
-        in.sub = sub;
-        in.is32 = cls == ROF_OP_ALU32_IMM || cls == ROF_OP_ALU32_REG;
-        in.use_imm = cls == ROF_OP_ALU64_IMM || cls == ROF_OP_ALU32_IMM;
-        if (!zero(r.off == 0, "alu offset"))
-            return std::nullopt;
-        if (in.use_imm) {
-            if (!zero(in.src == 0, "alu src register with an immediate"))
-                return std::nullopt;
-            if (sub == ROF_ALU_NEG && !zero(r.imm == 0, "neg immediate"))
-                return std::nullopt;
-        } else if (!zero(r.imm == 0, "alu immediate with a register operand")) {
-            return std::nullopt;
-        }
-        in.imm = r.imm;
-        return in;
-    }
-    if ((cls == ROF_OP_JMP64_IMM || cls == ROF_OP_JMP64_REG || cls == ROF_OP_JMP32_IMM ||
-         cls == ROF_OP_JMP32_REG) &&
-        sub < ROF_JMP_COUNT) {
-        in.kind = Kind::Jmp;
-        in.sub = sub;
-        in.is32 = cls == ROF_OP_JMP32_IMM || cls == ROF_OP_JMP32_REG;
-        in.use_imm = cls == ROF_OP_JMP64_IMM || cls == ROF_OP_JMP32_IMM;
-        if (in.use_imm && !zero(in.src == 0, "jump src register with an immediate"))
-            return std::nullopt;
-        if (!in.use_imm && !zero(r.imm == 0, "jump immediate with a register operand"))
-            return std::nullopt;
-        in.imm = r.imm;
-        in.off = r.off;
-        return in;
-    }
-    err = strf("unknown opcode 0x%02x", op);
-    return std::nullopt;
+    Insn in;
+    in.kind = isa::kind_of(*row);
+    in.dst = ROF_INSN_DST(&r);
+    in.src = ROF_INSN_SRC(&r);
+    in.is32 = row->flags & ROF_ISA_F_32;
+    in.use_imm = row->flags & ROF_ISA_F_IMM;
+    if (!decode_form(*row, insns, pc, in, err))
+        return std::nullopt;
+    return in;
 }
 
+}  // namespace
+
+Result<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc) {
+    Result<Insn> r;
+    r.value = decode_insn(insns, pc, r.error);
+    return r;
+}
+
+namespace {
+
+void encode_copy(const Insn& in, rof_insn* r) {
+    rof_insn_copy c{};
+    c.op = ROF_OP_COPY;
+    c.regs = ROF_REGS(in.mem.has_base ? in.mem.base : 0, in.src_mem.has_base ? in.src_mem.base : 0);
+    c.dst_off = in.mem.off;
+    c.dst_space = in.mem.space;
+    c.src_space = in.src_mem.space;
+    c.mode = static_cast<uint8_t>(
+        (in.mem.has_base ? ROF_COPY_DST_BASE : 0) | (in.src_mem.has_base ? ROF_COPY_SRC_BASE : 0) |
+        ((in.src_mode & 3u) << 2) | (in.dst_indirect ? ROF_COPY_DST_INDIRECT : 0) |
+        (in.len_reg ? ROF_COPY_LEN_REG : 0) | (in.out ? ROF_COPY_OUT : 0));
+    c.lregs = ROF_REGS(in.len_reg ? in.len_r : 0, in.out ? in.aux : 0);
+    c.src_tspace = in.src_mode ? in.src_tspace : 0;
+    c.src_off = in.src_mem.off;
+    c.len = in.len;
+    std::memcpy(r, &c, sizeof(c));
+}
+
+void encode_cas(const Insn& in, rof_insn* r) {
+    rof_insn_cas c{};
+    c.op = ROF_OP_CAS;
+    c.regs = ROF_REGS(in.mem.has_base ? in.mem.base : 0, in.aux);
+    c.off = in.mem.off;
+    c.space = in.mem.space;
+    c.flags =
+        static_cast<uint8_t>((in.mem.has_base ? ROF_CAS_BASE : 0) |
+                             (in.blk.has_base ? ROF_CAS_OPBASE : 0) | (in.old ? ROF_CAS_OLD : 0));
+    c.width = in.width;
+    c.mode = in.mode;
+    c.oregs = in.blk.has_base ? (in.blk.base & 0xf) : 0;
+    c.op_off = in.blk.off;
+    c.op_space = in.blk.space;
+    std::memcpy(r, &c, sizeof(c));
+}
+
+uint8_t base_of(const Mem& m) {
+    return m.has_base ? m.base : 0;
+}
+
+}  // namespace
+
 void encode_insn(const Insn& in, std::vector<rof_insn>& out) {
-    rof_insn r{};
-    rof_insn r2{};
-    switch (in.kind) {
-        case Kind::LdImm64:
-            r.op = ROF_OP_LDIMM64;
-            r.regs = ROF_REGS(in.dst, 0);
-            r.imm = static_cast<int32_t>(static_cast<uint32_t>(in.imm64));
-            r2.imm = static_cast<int32_t>(static_cast<uint32_t>(in.imm64 >> 32));
-            out.push_back(r);
-            out.push_back(r2);
-            return;
-        case Kind::Copy: {
-            rof_insn_copy c{};
-            c.op = ROF_OP_COPY;
-            c.regs = ROF_REGS(in.mem.has_base ? in.mem.base : 0,
-                              in.src_mem.has_base ? in.src_mem.base : 0);
-            c.dst_off = in.mem.off;
-            c.dst_space = in.mem.space;
-            c.src_space = in.src_mem.space;
-            c.mode = static_cast<uint8_t>(
-                (in.mem.has_base ? ROF_COPY_DST_BASE : 0) |
-                (in.src_mem.has_base ? ROF_COPY_SRC_BASE : 0) | ((in.src_mode & 3u) << 2) |
-                (in.dst_indirect ? ROF_COPY_DST_INDIRECT : 0) |
-                (in.len_reg ? ROF_COPY_LEN_REG : 0) | (in.out ? ROF_COPY_OUT : 0));
-            c.lregs = ROF_REGS(in.len_reg ? in.len_r : 0, in.out ? in.aux : 0);
-            c.src_tspace = in.src_mode ? in.src_tspace : 0;
-            c.src_off = in.src_mem.off;
-            c.len = in.len;
-            std::memcpy(&r, &c, 8);
-            std::memcpy(&r2, reinterpret_cast<const uint8_t*>(&c) + 8, 8);
-            out.push_back(r);
-            out.push_back(r2);
-            return;
-        }
-        case Kind::Cas: {
-            rof_insn_cas c{};
-            c.op = ROF_OP_CAS;
-            c.regs = ROF_REGS(in.mem.has_base ? in.mem.base : 0, in.aux);
-            c.off = in.mem.off;
-            c.space = in.mem.space;
-            c.flags = static_cast<uint8_t>((in.mem.has_base ? ROF_CAS_BASE : 0) |
-                                           (in.blk.has_base ? ROF_CAS_OPBASE : 0) |
-                                           (in.old ? ROF_CAS_OLD : 0));
-            c.width = in.width;
-            c.mode = in.mode;
-            c.oregs = in.blk.has_base ? (in.blk.base & 0xf) : 0;
-            c.op_off = in.blk.off;
-            c.op_space = in.blk.space;
-            std::memcpy(&r, &c, 8);
-            std::memcpy(&r2, reinterpret_cast<const uint8_t*>(&c) + 8, 8);
-            out.push_back(r);
-            out.push_back(r2);
-            return;
-        }
-        case Kind::Faa:
-            r.op = ROF_OP_FAA;
-            r.regs = ROF_REGS(in.mem.has_base ? in.mem.base : 0, in.src);
-            r.off = in.mem.off;
-            r.imm = encode_memref(in.mem, in.aux);
+    const isa::Row& row = isa::row_of(in);
+    rof_insn r[2] = {};
+    r[0].op = row.op;
+    switch (row.form) {
+        case ROF_FORM_LDIMM64:
+            r[0].regs = ROF_REGS(in.dst, 0);
+            r[0].imm = static_cast<int32_t>(static_cast<uint32_t>(in.imm64));
+            r[1].imm = static_cast<int32_t>(static_cast<uint32_t>(in.imm64 >> 32));
             break;
-        case Kind::Crc64:
-        case Kind::Hash:
-            r.op = in.kind == Kind::Crc64 ? ROF_OP_CRC64 : ROF_OP_HASH;
-            r.regs = ROF_REGS(in.dst, in.mem.has_base ? in.mem.base : 0);
-            r.off = in.mem.off;
-            r.imm = encode_memref(in.mem, in.aux);
+        case ROF_FORM_COPY:
+            encode_copy(in, r);
             break;
-        case Kind::Ld:
-            r.op = static_cast<uint8_t>(ROF_OP_LD + std::countr_zero(in.size));
-            r.regs = ROF_REGS(in.dst, in.mem.has_base ? in.mem.base : 0);
-            r.off = in.mem.off;
-            r.imm = encode_memref(in.mem, 0);
+        case ROF_FORM_CAS:
+            encode_cas(in, r);
             break;
-        case Kind::St:
-            r.op = static_cast<uint8_t>(ROF_OP_ST + std::countr_zero(in.size));
-            r.regs = ROF_REGS(in.mem.has_base ? in.mem.base : 0, in.src);
-            r.off = in.mem.off;
-            r.imm = encode_memref(in.mem, 0);
+        case ROF_FORM_FAA:
+            r[0].regs = ROF_REGS(base_of(in.mem), in.src);
+            r[0].off = in.mem.off;
+            r[0].imm = encode_memref(in.mem, in.aux);
             break;
-        case Kind::Alloc:
-            r.op = ROF_OP_ALLOC;
-            r.regs = ROF_REGS(in.dst, 0);
-            r.imm = in.slot;
+        case ROF_FORM_DIGEST:
+            r[0].regs = ROF_REGS(in.dst, base_of(in.mem));
+            r[0].off = in.mem.off;
+            r[0].imm = encode_memref(in.mem, in.aux);
             break;
-        case Kind::Free:
-            r.op = ROF_OP_FREE;
-            r.regs = ROF_REGS(0, in.src);
-            r.imm = in.slot;
+        case ROF_FORM_LD:
+        case ROF_FORM_ST:
+            r[0].op = static_cast<uint8_t>(row.op + std::countr_zero(in.size));
+            r[0].regs = row.form == ROF_FORM_LD ? ROF_REGS(in.dst, base_of(in.mem))
+                                                : ROF_REGS(base_of(in.mem), in.src);
+            r[0].off = in.mem.off;
+            r[0].imm = encode_memref(in.mem, 0);
             break;
-        case Kind::Exit:
-            r.op = ROF_OP_EXIT;
-            r.imm = in.imm;
+        case ROF_FORM_ALLOC:
+            r[0].regs = ROF_REGS(in.dst, 0);
+            r[0].imm = in.slot;
             break;
-        case Kind::ExitReg:
-            r.op = ROF_OP_EXIT_REG;
-            r.regs = ROF_REGS(0, in.src);
+        case ROF_FORM_FREE:
+            r[0].regs = ROF_REGS(0, in.src);
+            r[0].imm = in.slot;
             break;
-        case Kind::Respond:
-            r.op = ROF_OP_RESPOND;
-            r.regs = ROF_REGS(0, in.src);
-            r.imm = in.imm;
+        case ROF_FORM_EXIT:
+            r[0].imm = in.imm;
             break;
-        case Kind::Loop:
-            r.op = ROF_OP_LOOP;
-            r.regs = ROF_REGS(in.dst, 0);
-            r.off = static_cast<int16_t>(in.off);
-            r.imm = in.imm;
+        case ROF_FORM_EXIT_REG:
+        case ROF_FORM_RESPOND:
+            r[0].regs = ROF_REGS(0, in.src);
+            r[0].imm = row.form == ROF_FORM_RESPOND ? in.imm : 0;
             break;
-        case Kind::Ja:
-            r.op = ROF_OP_JA;
-            r.off = static_cast<int16_t>(in.off);
+        case ROF_FORM_LOOP:
+            r[0].regs = ROF_REGS(in.dst, 0);
+            r[0].off = static_cast<int16_t>(in.off);
+            r[0].imm = in.imm;
             break;
-        case Kind::Alu: {
-            bool neg = in.sub == ROF_ALU_NEG;  // one encoding: the imm form
-            bool imm = in.use_imm || neg;
-            uint8_t cls = in.is32 ? (imm ? ROF_OP_ALU32_IMM : ROF_OP_ALU32_REG)
-                                  : (imm ? ROF_OP_ALU64_IMM : ROF_OP_ALU64_REG);
-            r.op = static_cast<uint8_t>(cls + in.sub);
-            r.regs = ROF_REGS(in.dst, (in.use_imm || neg) ? 0 : in.src);
-            r.imm = (in.use_imm && !neg) ? in.imm : 0;
+        case ROF_FORM_JA:
+            r[0].off = static_cast<int16_t>(in.off);
             break;
-        }
-        case Kind::Jmp: {
-            uint8_t cls = in.is32 ? (in.use_imm ? ROF_OP_JMP32_IMM : ROF_OP_JMP32_REG)
-                                  : (in.use_imm ? ROF_OP_JMP64_IMM : ROF_OP_JMP64_REG);
-            r.op = static_cast<uint8_t>(cls + in.sub);
-            r.regs = ROF_REGS(in.dst, in.use_imm ? 0 : in.src);
-            r.off = static_cast<int16_t>(in.off);
-            r.imm = in.use_imm ? in.imm : 0;
+        default: {  // ALU, JMP: a family
+            bool imm = row.flags & ROF_ISA_F_IMM;
+            bool neg = row.form == ROF_FORM_ALU && in.sub == ROF_ALU_NEG;
+            r[0].op = static_cast<uint8_t>(row.op + in.sub);
+            r[0].regs = ROF_REGS(in.dst, imm ? 0 : in.src);
+            r[0].off = row.form == ROF_FORM_JMP ? static_cast<int16_t>(in.off) : 0;
+            r[0].imm = (imm && !neg) ? in.imm : 0;
             break;
         }
     }
-    out.push_back(r);
+    out.insert(out.end(), r, r + row.slots);
 }
 
 uint16_t regs_read(const Insn& in) {

@@ -1,5 +1,7 @@
 #include "rof/prog/verifier.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <deque>
@@ -8,7 +10,6 @@
 
 #include "rof/prog/asm.h"
 #include "rof_exec.h"
-#include "strf.h"
 
 namespace rof::prog {
 namespace {
@@ -77,57 +78,10 @@ uint64_t mask_bits(uint64_t v) {  // smallest 2^k - 1 >= v
 
 // The executor's exact ALU semantics on constants (docs/isa.md §4).
 bool alu_exact(uint8_t op, bool is32, uint64_t d, uint64_t s, uint64_t& out) {
-    if (is32) {
-        d = static_cast<uint32_t>(d);
-        s = static_cast<uint32_t>(s);
-    }
-    switch (op) {
-        case ROF_ALU_ADD:
-            d += s;
-            break;
-        case ROF_ALU_SUB:
-            d -= s;
-            break;
-        case ROF_ALU_MUL:
-            d *= s;
-            break;
-        case ROF_ALU_DIV:
-            if (!s)
-                return false;
-            d /= s;
-            break;
-        case ROF_ALU_MOD:
-            if (!s)
-                return false;
-            d %= s;
-            break;
-        case ROF_ALU_AND:
-            d &= s;
-            break;
-        case ROF_ALU_OR:
-            d |= s;
-            break;
-        case ROF_ALU_XOR:
-            d ^= s;
-            break;
-        case ROF_ALU_LSH:
-            d <<= s & (is32 ? 31 : 63);
-            break;
-        case ROF_ALU_RSH:
-            d >>= s & (is32 ? 31 : 63);
-            break;
-        case ROF_ALU_ARSH:
-            d = is32 ? static_cast<uint32_t>(static_cast<int32_t>(d) >> (s & 31))
-                     : static_cast<uint64_t>(static_cast<int64_t>(d) >> (s & 63));
-            break;
-        case ROF_ALU_MOV:
-            d = s;
-            break;
-        case ROF_ALU_NEG:
-            d = -d;
-            break;
-    }
-    out = is32 ? static_cast<uint32_t>(d) : d;
+    u64 v = d;
+    if (rof_exec_alu(op, is32, &v, s) != 0)
+        return false;
+    out = v;
     return true;
 }
 
@@ -207,37 +161,7 @@ Range alu_range(uint8_t op, bool is32, Range a, Range b) {
 }
 
 bool jmp_exact(uint8_t op, bool is32, uint64_t a, uint64_t b) {
-    int64_t sa = static_cast<int64_t>(a), sb = static_cast<int64_t>(b);
-    if (is32) {
-        a = static_cast<uint32_t>(a);
-        b = static_cast<uint32_t>(b);
-        sa = static_cast<int32_t>(a);
-        sb = static_cast<int32_t>(b);
-    }
-    switch (op) {
-        case ROF_JMP_JEQ:
-            return a == b;
-        case ROF_JMP_JNE:
-            return a != b;
-        case ROF_JMP_JGT:
-            return a > b;
-        case ROF_JMP_JGE:
-            return a >= b;
-        case ROF_JMP_JLT:
-            return a < b;
-        case ROF_JMP_JLE:
-            return a <= b;
-        case ROF_JMP_JSGT:
-            return sa > sb;
-        case ROF_JMP_JSGE:
-            return sa >= sb;
-        case ROF_JMP_JSLT:
-            return sa < sb;
-        case ROF_JMP_JSLE:
-            return sa <= sb;
-        default:
-            return (a & b) != 0;
-    }
+    return rof_exec_jmp(op, is32, a, b) != 0;
 }
 
 // Refines a and b assuming "a OP b" holds for unsigned OP; false when it
@@ -348,9 +272,8 @@ class Verifier {
                   dataflow() && crosscheck();
         res_.ok = ok;
         res_.processed = processed_;
-        log_ += strf("processed %" PRIu64 " insns (limit %" PRIu64 "), ", processed_,
-                     lim_.max_processed);
-        log_ += have_w_ ? strf("worst-case path %" PRIu64 "\n", res_.worst_case)
+        log_ += fmt::format("processed {} insns (limit {}), ", processed_, lim_.max_processed);
+        log_ += have_w_ ? fmt::format("worst-case path {}\n", res_.worst_case)
                         : std::string("worst-case path unknown\n");
         res_.log = std::move(log_);
         return std::move(res_);
@@ -360,7 +283,7 @@ class Verifier {
     // ---- messages ----
     std::string at(uint32_t pc) const {
         std::string w = p_.where(pc);
-        return w.empty() ? strf("insn %u", pc) : strf("insn %u (%s)", pc, w.c_str());
+        return w.empty() ? fmt::format("insn {}", pc) : fmt::format("insn {} ({})", pc, w.c_str());
     }
     bool reject(uint32_t pc, const std::string& why) {
         return refuse(pc == UINT32_MAX ? std::string("program") : at(pc), pc, why);
@@ -369,7 +292,7 @@ class Verifier {
     // the directive that set it, or "program: why" without source.
     bool reject_directive(const char* name, uint32_t line, const std::string& why) {
         std::string w = p_.where_line(line);
-        return refuse(w.empty() ? std::string("program") : strf("%s (%s)", name, w.c_str()),
+        return refuse(w.empty() ? std::string("program") : fmt::format("{} ({})", name, w.c_str()),
                       UINT32_MAX, why);
     }
     bool refuse(const std::string& where, uint32_t pc, const std::string& why) {
@@ -391,7 +314,7 @@ class Verifier {
             return "resp";
         if (s < p_.slots.size())
             return "region '" + p_.slots[s].name + "'";
-        return strf("slot %u", s);
+        return fmt::format("slot {}", s);
     }
     static std::string rights_str(uint32_t r) {
         std::string s;
@@ -413,28 +336,29 @@ class Verifier {
         if (n_ == 0)
             return reject(UINT32_MAX, "has no instructions");
         if (n_ > lim_.max_insns || n_ > ROF_ISA_MAX_INSNS)
-            return reject(UINT32_MAX, strf("has %u instruction slots, limit %u", n_,
-                                           std::min<uint32_t>(lim_.max_insns, ROF_ISA_MAX_INSNS)));
+            return reject(UINT32_MAX,
+                          fmt::format("has {} instruction slots, limit {}", n_,
+                                      std::min<uint32_t>(lim_.max_insns, ROF_ISA_MAX_INSNS)));
         if (p_.args_min > p_.args_max)
             return reject_directive(
                 ".args", p_.args_line,
-                strf("args minimum %u is above its maximum %u", p_.args_min, p_.args_max));
+                fmt::format("args minimum {} is above its maximum {}", p_.args_min, p_.args_max));
         if (p_.args_max > lim_.max_args || p_.args_max > ROF_ISA_MAX_ARGS)
             return reject_directive(
                 ".args", p_.args_line,
-                strf("args maximum %u above the limit %u", p_.args_max, lim_.max_args));
+                fmt::format("args maximum {} above the limit {}", p_.args_max, lim_.max_args));
         if (p_.scratch_size > lim_.max_scratch || p_.scratch_size > ROF_ISA_MAX_SCRATCH)
-            return reject_directive(
-                ".scratch", p_.scratch_line,
-                strf("scratch size %u above the limit %u", p_.scratch_size, lim_.max_scratch));
+            return reject_directive(".scratch", p_.scratch_line,
+                                    fmt::format("scratch size {} above the limit {}",
+                                                p_.scratch_size, lim_.max_scratch));
         if (p_.resp_max > lim_.max_resp || p_.resp_max > ROF_ISA_MAX_RESP)
             return reject_directive(
                 ".resp", p_.resp_line,
-                strf("response size %u above the limit %u", p_.resp_max, lim_.max_resp));
+                fmt::format("response size {} above the limit {}", p_.resp_max, lim_.max_resp));
         if (p_.slots.size() > ROF_ISA_MAX_SLOTS)
-            return reject_directive(
-                ".region", slot_line(ROF_ISA_MAX_SLOTS),
-                strf("declares %zu region slots, limit %u", p_.slots.size(), ROF_ISA_MAX_SLOTS));
+            return reject_directive(".region", slot_line(ROF_ISA_MAX_SLOTS),
+                                    fmt::format("declares {} region slots, limit {}",
+                                                p_.slots.size(), ROF_ISA_MAX_SLOTS));
         std::set<std::string> names;
         for (size_t i = 0; i < p_.slots.size(); i++) {
             const Slot& s = p_.slots[i];
@@ -447,32 +371,34 @@ class Verifier {
                 good = good && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                                 (c >= '0' && c <= '9') || c == '_');
             if (!good)
-                return bad(strf("region slot name '%s' is not a valid name", s.name.c_str()));
+                return bad(
+                    fmt::format("region slot name '{}' is not a valid name", s.name.c_str()));
             if (!names.insert(s.name).second)
-                return bad(strf("region slot '%s' declared twice", s.name.c_str()));
+                return bad(fmt::format("region slot '{}' declared twice", s.name.c_str()));
             if (!s.rights || (s.rights & ~ROF_ACCESS_ALL))
-                return bad(
-                    strf("region slot '%s' has invalid rights 0x%x", s.name.c_str(), s.rights));
+                return bad(fmt::format("region slot '{}' has invalid rights 0x{:x}", s.name.c_str(),
+                                       s.rights));
             if (s.flags & ~ROF_SLOT_FREELIST)
-                return bad(
-                    strf("region slot '%s' has unknown flags 0x%x", s.name.c_str(), s.flags));
+                return bad(fmt::format("region slot '{}' has unknown flags 0x{:x}", s.name.c_str(),
+                                       s.flags));
             if ((s.flags & ROF_SLOT_FREELIST) && !(s.rights & ROF_ACCESS_ATOMIC))
-                return bad(
-                    strf("region slot '%s' has a free list but no atomic right", s.name.c_str()));
+                return bad(fmt::format("region slot '{}' has a free list but no atomic right",
+                                       s.name.c_str()));
             if (o_.grants) {
                 const Grant* g = nullptr;
                 for (const Grant& x : *o_.grants)
                     if (x.slot == s.name)
                         g = &x;
                 if (!g)
-                    return bad(strf("region slot '%s' is not granted by policy", s.name.c_str()));
+                    return bad(
+                        fmt::format("region slot '{}' is not granted by policy", s.name.c_str()));
                 if (s.rights & ~g->rights)
-                    return bad(strf("region slot '%s' needs %s but policy grants %s",
-                                    s.name.c_str(), rights_str(s.rights).c_str(),
-                                    rights_str(g->rights).c_str()));
+                    return bad(fmt::format("region slot '{}' needs {} but policy grants {}",
+                                           s.name.c_str(), rights_str(s.rights).c_str(),
+                                           rights_str(g->rights).c_str()));
                 if (g->len && g->len < s.len)
-                    return bad(strf("region slot '%s' needs %" PRIu64
-                                    " bytes, the granted region has %" PRIu64,
+                    return bad(
+                        fmt::format("region slot '{}' needs {} bytes, the granted region has {}",
                                     s.name.c_str(), s.len, g->len));
             }
         }
@@ -483,57 +409,56 @@ class Verifier {
     bool need(uint32_t pc, uint8_t space, uint32_t right, const char* what) {
         if (space == ROF_SPACE_ARGS) {
             if (right != ROF_ACCESS_READ)
-                return reject(pc, strf("%s args, which is read-only", what));
+                return reject(pc, fmt::format("{} args, which is read-only", what));
             return true;
         }
         if (space >= ROF_ISA_MAX_SLOTS) {
             if (right == ROF_ACCESS_ATOMIC)
-                return reject(pc,
-                              strf("atomic on %s: atomics need a region", sname(space).c_str()));
+                return reject(
+                    pc, fmt::format("atomic on {}: atomics need a region", sname(space).c_str()));
             return true;
         }
         if (space >= p_.slots.size())
-            return reject(pc, strf("uses region slot %u, which is not declared "
-                                   "(%zu declared)",
-                                   space, p_.slots.size()));
+            return reject(pc, fmt::format("uses region slot {}, which is not declared "
+                                          "({} declared)",
+                                          space, p_.slots.size()));
         const Slot& s = p_.slots[space];
         if (!(s.rights & right))
-            return reject(pc, strf("%s region '%s' without the %s right (declared "
-                                   "%s)",
-                                   what, s.name.c_str(), rights_str(right).c_str(),
-                                   rights_str(s.rights).c_str()));
+            return reject(pc, fmt::format("{} region '{}' without the {} right (declared "
+                                          "{})",
+                                          what, s.name.c_str(), rights_str(right).c_str(),
+                                          rights_str(s.rights).c_str()));
         return true;
     }
 
     bool check_target(uint32_t pc, int32_t off, bool back) {
         int64_t t = int64_t{pc} + 1 + off;
         if (t < 0 || t >= n_)
-            return reject(pc, strf("jump to insn %" PRId64 " is outside the program "
-                                   "(%u slots)",
-                                   t, n_));
+            return reject(pc, fmt::format("jump to insn {} is outside the program "
+                                          "({} slots)",
+                                          t, n_));
         if (back && t > pc)
-            return reject(pc, strf("loop target insn %" PRId64 " is after the loop; "
-                                   "a loop jumps back",
-                                   t));
+            return reject(pc, fmt::format("loop target insn {} is after the loop; "
+                                          "a loop jumps back",
+                                          t));
         if (!back && off < 0)
-            return reject(pc, strf("jump back to insn %" PRId64 ": only loop may "
-                                   "jump backwards",
-                                   t));
+            return reject(pc, fmt::format("jump back to insn {}: only loop may "
+                                          "jump backwards",
+                                          t));
         if (p_.insns[t].op == ROF_OP_EXT)
-            return reject(pc, strf("jump to insn %" PRId64 " lands in the middle of "
-                                   "a wide instruction",
-                                   t));
+            return reject(pc, fmt::format("jump to insn {} lands in the middle of "
+                                          "a wide instruction",
+                                          t));
         return true;
     }
 
     bool decode_all() {
         insn_.assign(n_, std::nullopt);
         for (uint32_t pc = 0; pc < n_;) {
-            std::string err;
-            auto in = decode_insn(p_.insns, pc, err);
+            auto in = decode_insn(p_.insns, pc);
             if (!in)
-                return reject(pc, err);
-            insn_[pc] = in;
+                return reject(pc, in.error);
+            insn_[pc] = in.value;
             if (!rules(pc, *in))
                 return false;
             uint32_t nx = pc + in->slots();
@@ -556,7 +481,8 @@ class Verifier {
                     (in.sub == ROF_ALU_LSH || in.sub == ROF_ALU_RSH || in.sub == ROF_ALU_ARSH)) {
                     uint32_t w = in.is32 ? 32 : 64;
                     if (in.imm < 0 || static_cast<uint32_t>(in.imm) >= w)
-                        return reject(pc, strf("shift by %d out of range 0..%u", in.imm, w - 1));
+                        return reject(pc,
+                                      fmt::format("shift by {} out of range 0..{}", in.imm, w - 1));
                 }
                 return true;
             case Kind::Jmp:
@@ -566,11 +492,12 @@ class Verifier {
                 if (!check_target(pc, in.off, true))
                     return false;
                 if (in.imm < 1)
-                    return reject(pc, strf("loop trip limit %d: must be at least 1", in.imm));
+                    return reject(pc,
+                                  fmt::format("loop trip limit {}: must be at least 1", in.imm));
                 if (static_cast<uint32_t>(in.imm) > lim_.max_trip ||
                     static_cast<uint32_t>(in.imm) > ROF_ISA_MAX_TRIP)
-                    return reject(
-                        pc, strf("loop trip limit %d above the limit %u", in.imm, lim_.max_trip));
+                    return reject(pc, fmt::format("loop trip limit {} above the limit {}", in.imm,
+                                                  lim_.max_trip));
                 return true;
             case Kind::Ld:
             case Kind::Crc64:
@@ -586,14 +513,14 @@ class Verifier {
                           in.kind == Kind::Alloc ? "alloc from" : "free to"))
                     return false;
                 if (!(p_.slots[in.slot].flags & ROF_SLOT_FREELIST))
-                    return reject(pc, strf("region '%s' has no free list (declare it "
-                                           "with 'freelist')",
-                                           p_.slots[in.slot].name.c_str()));
+                    return reject(pc, fmt::format("region '{}' has no free list (declare it "
+                                                  "with 'freelist')",
+                                                  p_.slots[in.slot].name.c_str()));
                 return true;
             case Kind::Copy:
                 if (in.len > lim_.max_copy)
-                    return reject(pc,
-                                  strf("copy length %u above the limit %u", in.len, lim_.max_copy));
+                    return reject(pc, fmt::format("copy length {} above the limit {}", in.len,
+                                                  lim_.max_copy));
                 if (!need(pc, in.src_mem.space, ROF_ACCESS_READ, "copies from"))
                     return false;
                 if (in.src_mode && !need(pc, in.src_tspace, ROF_ACCESS_READ, "copies from"))
@@ -699,21 +626,21 @@ class Verifier {
                     bool a_in_b = b.head <= a.head && a.end <= b.end;
                     bool b_in_a = a.head <= b.head && b.end <= a.end;
                     if (!disjoint && !a_in_b && !b_in_a)
-                        return reject(a.end, strf("loop body [%u, %u] overlaps the loop "
-                                                  "body [%u, %u] without nesting",
-                                                  a.head, a.end, b.head, b.end));
+                        return reject(a.end, fmt::format("loop body [{}, {}] overlaps the loop "
+                                                         "body [{}, {}] without nesting",
+                                                         a.head, a.end, b.head, b.end));
                     if (a_in_b)
                         depth[i]++;
                 }
             }
             if (depth[i] > lim_.max_loop_depth)
-                return reject(a.end, strf("loop nesting depth %u above the limit %u", depth[i],
-                                          lim_.max_loop_depth));
+                return reject(a.end, fmt::format("loop nesting depth {} above the limit {}",
+                                                 depth[i], lim_.max_loop_depth));
             for (uint32_t pc = a.head; pc < a.end; pc++)
                 if (insn_[pc] && (regs_written(*insn_[pc]) & (1u << a.counter)))
-                    return reject(pc, strf("writes r%u, the counter of the loop at insn "
-                                           "%u: the trip bound would not hold",
-                                           a.counter, a.end));
+                    return reject(pc, fmt::format("writes r{}, the counter of the loop at insn "
+                                                  "{}: the trip bound would not hold",
+                                                  a.counter, a.end));
         }
         // No edge enters a body except at its head.  The loops around an
         // instruction, innermost (lowest end) first: from inner_ up parent_.
@@ -730,15 +657,16 @@ class Verifier {
                 for (uint32_t c = t < n_ ? inner_[t] : kNoLoop; c != kNoLoop; c = parent_[c]) {
                     const Loop& l = loops_[c];
                     if (t > l.head && (pc < l.head || pc > l.end))
-                        return reject(pc, strf("jump to insn %u enters the body of the "
-                                               "loop at insn %u (head %u) other than at "
-                                               "its head",
-                                               t, l.end, l.head));
+                        return reject(pc, fmt::format("jump to insn {} enters the body of the "
+                                                      "loop at insn {} (head {}) other than at "
+                                                      "its head",
+                                                      t, l.end, l.head));
                 }
         }
         for (const Loop& l : loops_)
             log(1, l.end,
-                strf("loop r%u, body [%u, %u], trip limit %u", l.counter, l.head, l.end, l.trip));
+                fmt::format("loop r{}, body [{}, {}], trip limit {}", l.counter, l.head, l.end,
+                            l.trip));
         return true;
     }
 
@@ -841,19 +769,18 @@ class Verifier {
         have_w_ = true;
         if (w < kSat && w <= lim_.max_worst_case)
             return true;
-        std::string why = w >= kSat
-                              ? std::string("worst-case path overflows")
-                              : strf("worst-case path %" PRIu64 " instructions, limit %" PRIu64, w,
-                                     lim_.max_worst_case);
+        std::string why = w >= kSat ? std::string("worst-case path overflows")
+                                    : fmt::format("worst-case path {} instructions, limit {}", w,
+                                                  lim_.max_worst_case);
         uint32_t nest = last == UINT32_MAX ? kNoLoop : d.nest[last];
         if (nest == kNoLoop)
             return reject(last, why + ": the longest path ends here");
         const Loop& l = loops_[nest];
-        std::string runs = cost_[nest] >= kSat
-                               ? std::string("too many instructions to count")
-                               : strf("up to %" PRIu64 " instructions", cost_[nest]);
-        return reject(l.end, why + strf(": the costliest loop nest on it ends here (body [%u, %u], "
-                                        "trip limit %u, %s)",
+        std::string runs = cost_[nest] >= kSat ? std::string("too many instructions to count")
+                                               : fmt::format("up to {} instructions", cost_[nest]);
+        return reject(l.end,
+                      why + fmt::format(": the costliest loop nest on it ends here (body [{}, {}], "
+                                        "trip limit {}, {})",
                                         l.head, l.end, l.trip, runs.c_str()));
     }
 
@@ -874,8 +801,8 @@ class Verifier {
     }
     std::string rstr(const Range& r) const {
         if (r.is_const())
-            return strf("%" PRIu64, r.lo);
-        return strf("[%" PRIu64 ", %" PRIu64 "]", r.lo, r.hi);
+            return fmt::format("{}", r.lo);
+        return fmt::format("[{}, {}]", r.lo, r.hi);
     }
 
     // Checks an access of [len_lo, len_hi] bytes at m under state st.
@@ -885,37 +812,40 @@ class Verifier {
         Range b = m.has_base ? st.r[m.base] : cnst(0);
         i128 lo = i128(b.lo) + m.off, hi = i128(b.hi) + m.off;
         uint64_t L = space_len(m.space), Lmax = space_len_max(m.space);
-        std::string where = sname(m.space) + "[" +
-                            (m.has_base ? strf("r%u%+d", m.base, m.off) : strf("%d", m.off)) + "]";
+        std::string where =
+            sname(m.space) + "[" +
+            (m.has_base ? fmt::format("r{}{:+}", m.base, m.off) : fmt::format("{}", m.off)) + "]";
         if (hi < 0)
-            return reject(pc, strf("%s %s: offset arithmetic underflows for every "
-                                   "value of the base (%s)",
-                                   what, where.c_str(), rstr(b).c_str()));
+            return reject(pc, fmt::format("{} {}: offset arithmetic underflows for every "
+                                          "value of the base ({})",
+                                          what, where.c_str(), rstr(b).c_str()));
         if (lo > i128(kMax))
-            return reject(pc, strf("%s %s: offset arithmetic overflows for every "
-                                   "value of the base (%s)",
-                                   what, where.c_str(), rstr(b).c_str()));
+            return reject(pc, fmt::format("{} {}: offset arithmetic overflows for every "
+                                          "value of the base ({})",
+                                          what, where.c_str(), rstr(b).c_str()));
         i128 first = lo < 0 ? 0 : lo;
         if (first + len_lo > i128(Lmax))
-            return reject(pc, strf("%s %s of %" PRIu64 " bytes is out of bounds of "
-                                   "%s (%" PRIu64 " bytes)%s",
-                                   what, where.c_str(), len_lo, sname(m.space).c_str(), Lmax,
-                                   m.has_base ? (" with base " + rstr(b)).c_str() : ""));
+            return reject(pc, fmt::format("{} {} of {} bytes is out of bounds of "
+                                          "{} ({} bytes){}",
+                                          what, where.c_str(), len_lo, sname(m.space).c_str(), Lmax,
+                                          m.has_base ? (" with base " + rstr(b)).c_str() : ""));
         if (aligned && b.is_const() && (static_cast<uint64_t>(lo) & 7))
-            return reject(pc, strf("%s %s: offset %" PRIu64 " is not 8-byte "
-                                   "aligned",
-                                   what, where.c_str(), static_cast<uint64_t>(lo)));
+            return reject(pc, fmt::format("{} {}: offset {} is not 8-byte "
+                                          "aligned",
+                                          what, where.c_str(), static_cast<uint64_t>(lo)));
         if (lo >= 0 && hi + len_hi <= i128(L)) {
-            log(2, pc, strf("%s %s proven in bounds", what, where.c_str()));
+            log(2, pc, fmt::format("{} {} proven in bounds", what, where.c_str()));
             return true;
         }
         if (lim_.strict_bounds)
             return reject(
-                pc, strf("%s %s is not provably in bounds of %s (%" PRIu64
-                         " bytes; base %s, length up to %" PRIu64 ")",
-                         what, where.c_str(), sname(m.space).c_str(), L, rstr(b).c_str(), len_hi));
+                pc,
+                fmt::format(
+                    "{} {} is not provably in bounds of {} ({} bytes; base {}, length up to {})",
+                    what, where.c_str(), sname(m.space).c_str(), L, rstr(b).c_str(), len_hi));
         log(1, pc,
-            strf("%s %s checked at run time (base %s)", what, where.c_str(), rstr(b).c_str()));
+            fmt::format("{} {} checked at run time (base {})", what, where.c_str(),
+                        rstr(b).c_str()));
         return true;
     }
 
@@ -936,9 +866,9 @@ class Verifier {
         if (check)
             for (int r = 0; r < ROF_ISA_NREGS; r++)
                 if ((rd & (1u << r)) && !st.r[r].init)
-                    return reject(pc, strf("reads r%d, which is not initialised on "
-                                           "every path here",
-                                           r));
+                    return reject(pc, fmt::format("reads r{}, which is not initialised on "
+                                                  "every path here",
+                                                  r));
         uint32_t nx = pc + in.slots();
         auto set = [&](uint8_t r, Range v) {
             v.init = true;
@@ -952,14 +882,16 @@ class Verifier {
                 Range b = operand(st, in);
                 if (check && (in.sub == ROF_ALU_DIV || in.sub == ROF_ALU_MOD) && !in.use_imm) {
                     if (b.hi == 0)
-                        return reject(pc, strf("division by zero: r%u is always 0", in.src));
+                        return reject(pc, fmt::format("division by zero: r{} is always 0", in.src));
                     // A 32-bit divisor is the low half: 0 for any multiple
                     // of 2^32 in the range, not only for 0.
                     if (in.is32 && ((b.lo >> 32) != (b.hi >> 32) || !(b.lo & 0xffffffff)))
                         log(1, pc,
-                            strf("32-bit divisor r%u may be 0: checked at run time", in.src));
+                            fmt::format("32-bit divisor r{} may be 0: checked at run time",
+                                        in.src));
                     else if (!in.is32 && b.lo == 0)
-                        log(1, pc, strf("divisor r%u may be 0: checked at run time", in.src));
+                        log(1, pc,
+                            fmt::format("divisor r{} may be 0: checked at run time", in.src));
                 }
                 if (in.sub == ROF_ALU_NEG)
                     b = cnst(0);
@@ -992,8 +924,8 @@ class Verifier {
             case Kind::Hash: {
                 Range l = st.r[in.aux];
                 if (check && l.lo > ROF_ISA_MAX_BULK)
-                    return reject(pc,
-                                  strf("length r%u is always above %u", in.aux, ROF_ISA_MAX_BULK));
+                    return reject(
+                        pc, fmt::format("length r{} is always above {}", in.aux, ROF_ISA_MAX_BULK));
                 if (check &&
                     !access(pc, st, in.mem, l.lo, std::min<uint64_t>(l.hi, ROF_ISA_MAX_BULK),
                             in.kind == Kind::Hash ? "hash" : "crc64", false))
@@ -1011,9 +943,9 @@ class Verifier {
                 if (in.len_reg) {
                     Range l = st.r[in.len_r];
                     if (check && l.lo > in.len)
-                        return reject(pc, strf("copy length r%u (%s) is always above its "
-                                               "cap %u",
-                                               in.len_r, rstr(l).c_str(), in.len));
+                        return reject(pc, fmt::format("copy length r{} ({}) is always above its "
+                                                      "cap {}",
+                                                      in.len_r, rstr(l).c_str(), in.len));
                     llo = l.lo;
                     lhi = std::min<uint64_t>(l.hi, in.len);
                 }
@@ -1058,9 +990,9 @@ class Verifier {
             case Kind::Respond: {
                 Range l = st.r[in.src];
                 if (check && l.lo > p_.resp_max)
-                    return reject(pc, strf("response length r%u (%s) is always above "
-                                           "resp size %u",
-                                           in.src, rstr(l).c_str(), p_.resp_max));
+                    return reject(pc, fmt::format("response length r{} ({}) is always above "
+                                                  "resp size {}",
+                                                  in.src, rstr(l).c_str(), p_.resp_max));
                 if (check && l.hi > p_.resp_max)
                     log(1, pc, "response length checked at run time");
                 return true;
@@ -1118,7 +1050,7 @@ class Verifier {
         std::string s;
         for (int r = 0; r < ROF_ISA_NREGS; r++)
             if (st.r[r].init)
-                s += strf(" r%d=%s", r, rstr(st.r[r]).c_str());
+                s += fmt::format(" r{}={}", r, rstr(st.r[r]).c_str());
         return s;
     }
 
@@ -1140,8 +1072,8 @@ class Verifier {
             if (insn_[pc]) {
                 if (++processed_ > lim_.max_processed)
                     return reject(
-                        pc, strf("program too complex: more than %" PRIu64 " instruction visits",
-                                 lim_.max_processed));
+                        pc, fmt::format("program too complex: more than {} instruction visits",
+                                        lim_.max_processed));
                 transfer(pc, *insn_[pc], in[pc], out, false);
                 for (auto& [t, s] : out) {
                     State j = join(in[t], s);
@@ -1185,9 +1117,9 @@ class Verifier {
         uint32_t bad = 0;
         int rc = rof_exec_check_image(img.data(), img.size(), &bad);
         if (rc)
-            return reject(bad, strf("internal: the executor's load check refuses "
-                                    "the image (error %d)",
-                                    rc));
+            return reject(bad, fmt::format("internal: the executor's load check refuses "
+                                           "the image (error {})",
+                                           rc));
         return true;
     }
 
@@ -1213,11 +1145,10 @@ VerifyResult verify(const Program& p, const VerifyOptions& opt) {
 }
 
 VerifyResult verify_image(std::span<const uint8_t> image, const VerifyOptions& opt) {
-    std::string err;
-    auto p = decode_image(image, err);
+    auto p = decode_image(image);
     if (!p) {
         VerifyResult r;
-        r.error = "image: " + err;
+        r.error = "image: " + p.error;
         r.log = r.error + "\nprocessed 0 insns (limit " + std::to_string(opt.limits.max_processed) +
                 "), worst-case path unknown\n";
         return r;

@@ -157,6 +157,96 @@ enum rof_jmp {
 	ROF_JMP_COUNT	= 11,
 };
 
+/*
+ * The instruction table: every instruction once, in X-macro form, read by
+ * the executor's structural check (rof_exec.c), the verifier's decoder,
+ * the assembler, the disassembler and the builder (libclient/prog).
+ *
+ * ROF_ISA_INSNS(X) is a braced initializer list of rows
+ * X(id, mnemonic, op, count, form, slots, flags):
+ *  id       its name ROF_INSN_<id> in enum rof_isa_insn
+ *  mnemonic its assembler name; a family adds a suffix: the ALU op and
+ *           the width (add64, neg32), the JMP condition and 32 for the
+ *           32-bit form (jeq, jne32), the size in bits (ld8, st64)
+ *  op       its first opcode; count opcodes op .. op + count - 1 form the
+ *           family (enum rof_alu, enum rof_jmp, log2 of the size)
+ *  form     enum rof_isa_form: where its operands sit in the slot(s)
+ *  slots    1, or 2 for a wide instruction (second slot: ROF_OP_EXT)
+ *  flags    ROF_ISA_F_*
+ * Adding an instruction is one row here plus its semantics in
+ * rof_exec.c and its transfer function in the verifier (docs/isa.md 12).
+ */
+enum rof_isa_form {
+	ROF_FORM_LDIMM64,	/* dst; imm: low half, second slot imm: high */
+	ROF_FORM_COPY,		/* struct rof_insn_copy */
+	ROF_FORM_CAS,		/* struct rof_insn_cas */
+	ROF_FORM_FAA,		/* mem (base in dst), src addend, aux old */
+	ROF_FORM_DIGEST,	/* dst, mem (base in src), aux length */
+	ROF_FORM_ALLOC,		/* dst; imm: region slot */
+	ROF_FORM_FREE,		/* src; imm: region slot */
+	ROF_FORM_EXIT,		/* imm: status */
+	ROF_FORM_EXIT_REG,	/* src: status */
+	ROF_FORM_RESPOND,	/* src: length; imm: status */
+	ROF_FORM_LOOP,		/* dst: counter; off: back to head; imm: trip */
+	ROF_FORM_JA,		/* off: forward */
+	ROF_FORM_LD,		/* dst, mem (base in src) */
+	ROF_FORM_ST,		/* mem (base in dst), src */
+	ROF_FORM_ALU,		/* dst, src or imm (ROF_ISA_F_IMM) */
+	ROF_FORM_JMP,		/* dst, src or imm (ROF_ISA_F_IMM); off: fwd */
+	ROF_FORM_COUNT,
+};
+
+#define ROF_ISA_F_IMM		(1U << 0)	/* ALU/JMP immediate operand */
+#define ROF_ISA_F_32		(1U << 1)	/* ALU/JMP on the low 32 bits */
+
+#define ROF_ISA_INSNS(X) {						\
+	X(LDIMM64, "ldimm64", ROF_OP_LDIMM64, 1, ROF_FORM_LDIMM64, 2, 0) \
+	X(COPY, "copy", ROF_OP_COPY, 1, ROF_FORM_COPY, 2, 0)		\
+	X(CAS, "cas", ROF_OP_CAS, 1, ROF_FORM_CAS, 2, 0)		\
+	X(FAA, "faa", ROF_OP_FAA, 1, ROF_FORM_FAA, 1, 0)		\
+	X(ALLOC, "alloc", ROF_OP_ALLOC, 1, ROF_FORM_ALLOC, 1, 0)	\
+	X(FREE, "free", ROF_OP_FREE, 1, ROF_FORM_FREE, 1, 0)		\
+	X(CRC64, "crc64", ROF_OP_CRC64, 1, ROF_FORM_DIGEST, 1, 0)	\
+	X(HASH, "hash", ROF_OP_HASH, 1, ROF_FORM_DIGEST, 1, 0)		\
+	X(EXIT, "exit", ROF_OP_EXIT, 1, ROF_FORM_EXIT, 1, 0)		\
+	X(EXIT_REG, "exit", ROF_OP_EXIT_REG, 1, ROF_FORM_EXIT_REG, 1, 0) \
+	X(RESPOND, "respond", ROF_OP_RESPOND, 1, ROF_FORM_RESPOND, 1, 0) \
+	X(LOOP, "loop", ROF_OP_LOOP, 1, ROF_FORM_LOOP, 1, 0)		\
+	X(JA, "ja", ROF_OP_JA, 1, ROF_FORM_JA, 1, 0)			\
+	X(LD, "ld", ROF_OP_LD, 4, ROF_FORM_LD, 1, 0)			\
+	X(ST, "st", ROF_OP_ST, 4, ROF_FORM_ST, 1, 0)			\
+	X(ALU64_IMM, "", ROF_OP_ALU64_IMM, ROF_ALU_COUNT, ROF_FORM_ALU, 1, \
+	  ROF_ISA_F_IMM)						\
+	X(ALU64_REG, "", ROF_OP_ALU64_REG, ROF_ALU_COUNT, ROF_FORM_ALU, 1, 0) \
+	X(ALU32_IMM, "", ROF_OP_ALU32_IMM, ROF_ALU_COUNT, ROF_FORM_ALU, 1, \
+	  ROF_ISA_F_IMM | ROF_ISA_F_32)					\
+	X(ALU32_REG, "", ROF_OP_ALU32_REG, ROF_ALU_COUNT, ROF_FORM_ALU, 1, \
+	  ROF_ISA_F_32)							\
+	X(JMP64_IMM, "", ROF_OP_JMP64_IMM, ROF_JMP_COUNT, ROF_FORM_JMP, 1, \
+	  ROF_ISA_F_IMM)						\
+	X(JMP64_REG, "", ROF_OP_JMP64_REG, ROF_JMP_COUNT, ROF_FORM_JMP, 1, 0) \
+	X(JMP32_IMM, "", ROF_OP_JMP32_IMM, ROF_JMP_COUNT, ROF_FORM_JMP, 1, \
+	  ROF_ISA_F_IMM | ROF_ISA_F_32)					\
+	X(JMP32_REG, "", ROF_OP_JMP32_REG, ROF_JMP_COUNT, ROF_FORM_JMP, 1, \
+	  ROF_ISA_F_32)							\
+}
+
+/* The rows' names: ROF_INSN_LDIMM64 .. ROF_INSN_JMP32_REG. */
+#define ROF_ISA_INSN_ID(id, mn, op, count, form, slots, flags) ROF_INSN_##id,
+enum rof_isa_insn ROF_ISA_INSNS(ROF_ISA_INSN_ID);
+#undef ROF_ISA_INSN_ID
+
+/* Names of the ALU ops, JMP conditions and CAS compare modes, in order. */
+#define ROF_ISA_ALU_NAMES {						\
+	"add", "sub", "mul", "div", "mod", "and", "or", "xor", "lsh",	\
+	"rsh", "arsh", "mov", "neg"					\
+}
+#define ROF_ISA_JMP_NAMES {						\
+	"jeq", "jne", "jgt", "jge", "jlt", "jle", "jsgt", "jsge",	\
+	"jslt", "jsle", "jset"						\
+}
+#define ROF_ISA_CMP_NAMES { "eq", "ne", "lt", "le", "gt", "ge" }
+
 /* COPY: two slots. */
 struct rof_insn_copy {
 	__u8 op;		/* ROF_OP_COPY */

@@ -87,9 +87,8 @@ TEST(Asm, BinaryRoundTripsExactly) {
     AsmResult a = assemble(kCanonical);
     ASSERT_TRUE(a.ok()) << a.error_text();
     std::vector<uint8_t> img = a.program->encode();
-    std::string err;
-    auto p = decode_image(img, err);
-    ASSERT_TRUE(p) << err;
+    auto p = decode_image(img);
+    ASSERT_TRUE(p) << p.error;
     AsmResult b = assemble(disassemble(*p));
     ASSERT_TRUE(b.ok()) << b.error_text();
     EXPECT_EQ(b.program->encode(), img);
@@ -163,53 +162,65 @@ struct ErrCase {
     const char* msg;  // the whole first diagnostic
 };
 
-TEST(Asm, ErrorsNameFileLineAndColumn) {
-    const ErrCase cases[] = {
-        {"exit 0\nfoo r1\n", "e.rofs:2:1: unknown mnemonic 'foo'"},
-        {"mov64 r16, 1\nexit 0\n", "e.rofs:1:7: no register 'r16': registers are r0..r15"},
-        {"mov64 r1 1\nexit 0\n", "e.rofs:1:10: expected ',', found '1'"},
-        {"ld64 r1, nowhere[0]\nexit 0\n",
-         "e.rofs:1:10: unknown region 'nowhere' (declare it with .region first)"},
-        {"ld64 r1, args[40000]\nexit 0\n", "e.rofs:1:15: offset 40000 out of range -32768..32767"},
-        {"mov64 r1, 0x80000000\nexit 0\n",
-         "e.rofs:1:11: immediate 2147483648 out of range for a 64-bit operation "
-         "(a sign-extended 32-bit value); use ldimm64"},
-        {"mov32 r1, 0x100000000\nexit 0\n",
-         "e.rofs:1:11: immediate 4294967296 does not fit in 32 bits"},
-        {"ja nowhere\nexit 0\n", "e.rofs:1:4: undefined label 'nowhere'"},
-        {"a: exit 0\na: exit 1\n", "e.rofs:2:1: label 'a' already defined on line 1"},
-        {".region args, r, 8\nexit 0\n", "e.rofs:1:9: 'args' is reserved and cannot name a region"},
-        {".region t, rwx, 8\nexit 0\n",
-         "e.rofs:1:12: rights 'rwx': use each of r, w, a at most once"},
-        {".region t, r, 8\n.region t, r, 8\nexit 0\n", "e.rofs:2:9: region 't' already declared"},
-        {"copy args[0], args[8], 8\nexit 0\n",
-         "e.rofs:1:6: args is read-only and cannot be a copy destination"},
-        {".region t, rw, 8\ncopy t[*resp[0]], args[8], 8\nexit 0\n",
-         "e.rofs:2:9: an indirect destination reads its pointer from its own "
-         "space: write 'x[*x[...]]'"},
-        {"faa r1, args[0], r2\nexit 0\n",
-         "e.rofs:1:9: faa needs a region, not args, scratch or resp"},
-        {".region t, rwa, 64\ncas64 r1, t[0], args[0], maybe\nexit 0\n",
-         "e.rofs:2:26: expected a compare mode (eq ne lt le gt ge), found 'maybe'"},
-        {"mov64 r1, 12abc\n", "e.rofs:1:11: malformed number '12a'"},
-        {"mov64 r1, 99999999999999999999\n", "e.rofs:1:11: number does not fit in 64 bits"},
-        {"mov64 r1, $\n", "e.rofs:1:11: unexpected character '$'"},
-        {".bogus 1\nexit 0\n", "e.rofs:1:1: unknown directive '.bogus'"},
-        {"exit 0 0\n", "e.rofs:1:8: unexpected '0' after the operands"},
-        {"mov64 r1, UNDEF\nexit 0\n", "e.rofs:1:11: unknown constant 'UNDEF'"},
-        {".args 10, 5\nexit 0\n", "e.rofs:1:1: args minimum is above the maximum"},
-        {"copy resp[0], args[0], r1\nexit 0\n",
-         "e.rofs:1:26: expected 'max CAP' after a length register at end of "
-         "line"},
-        {"; only a comment\n", "e.rofs:1:1: program has no instructions"},
-    };
-    for (const ErrCase& c : cases) {
-        AsmResult a = assemble(c.text, "e.rofs");
-        ASSERT_FALSE(a.ok()) << c.text;
-        ASSERT_FALSE(a.errors.empty());
-        EXPECT_EQ(a.errors[0].str(), c.msg) << c.text;
-    }
+const ErrCase kErrCases[] = {
+    {"exit 0\nfoo r1\n", "e.rofs:2:1: unknown mnemonic 'foo'"},
+    {"mov64 r16, 1\nexit 0\n", "e.rofs:1:7: no register 'r16': registers are r0..r15"},
+    {"mov64 r1 1\nexit 0\n", "e.rofs:1:10: expected ',', found '1'"},
+    {"ld64 r1, nowhere[0]\nexit 0\n",
+     "e.rofs:1:10: unknown region 'nowhere' (declare it with .region first)"},
+    {"ld64 r1, args[40000]\nexit 0\n", "e.rofs:1:15: offset 40000 out of range -32768..32767"},
+    {"mov64 r1, 0x80000000\nexit 0\n",
+     "e.rofs:1:11: immediate 2147483648 out of range for a 64-bit operation "
+     "(a sign-extended 32-bit value); use ldimm64"},
+    {"mov32 r1, 0x100000000\nexit 0\n",
+     "e.rofs:1:11: immediate 4294967296 does not fit in 32 bits"},
+    {"ja nowhere\nexit 0\n", "e.rofs:1:4: undefined label 'nowhere'"},
+    {"a: exit 0\na: exit 1\n", "e.rofs:2:1: label 'a' already defined on line 1"},
+    {".region args, r, 8\nexit 0\n", "e.rofs:1:9: 'args' is reserved and cannot name a region"},
+    {".region t, rwx, 8\nexit 0\n", "e.rofs:1:12: rights 'rwx': use each of r, w, a at most once"},
+    {".region t, r, 8\n.region t, r, 8\nexit 0\n", "e.rofs:2:9: region 't' already declared"},
+    {"copy args[0], args[8], 8\nexit 0\n",
+     "e.rofs:1:6: args is read-only and cannot be a copy destination"},
+    {".region t, rw, 8\ncopy t[*resp[0]], args[8], 8\nexit 0\n",
+     "e.rofs:2:9: an indirect destination reads its pointer from its own "
+     "space: write 'x[*x[...]]'"},
+    {"faa r1, args[0], r2\nexit 0\n", "e.rofs:1:9: faa needs a region, not args, scratch or resp"},
+    {".region t, rwa, 64\ncas64 r1, t[0], args[0], maybe\nexit 0\n",
+     "e.rofs:2:26: expected a compare mode (eq ne lt le gt ge), found 'maybe'"},
+    {"mov64 r1, 12abc\n", "e.rofs:1:11: malformed number '12a'"},
+    {"mov64 r1, 99999999999999999999\n", "e.rofs:1:11: number does not fit in 64 bits"},
+    {"mov64 r1, $\n", "e.rofs:1:11: unexpected character '$'"},
+    {".bogus 1\nexit 0\n", "e.rofs:1:1: unknown directive '.bogus'"},
+    {"exit 0 0\n", "e.rofs:1:8: unexpected '0' after the operands"},
+    {"mov64 r1, UNDEF\nexit 0\n", "e.rofs:1:11: unknown constant 'UNDEF'"},
+    {".args 10, 5\nexit 0\n", "e.rofs:1:1: args minimum is above the maximum"},
+    {"copy resp[0], args[0], r1\nexit 0\n",
+     "e.rofs:1:26: expected 'max CAP' after a length register at end of "
+     "line"},
+    {"; only a comment\n", "e.rofs:1:1: program has no instructions"},
+};
+
+// Each error names file, line and column; the test is named by the message.
+class AsmErrors : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(AsmErrors, NameFileLineAndColumn) {
+    const ErrCase& c = kErrCases[GetParam()];
+    AsmResult a = assemble(c.text, "e.rofs");
+    ASSERT_FALSE(a.ok()) << c.text;
+    ASSERT_FALSE(a.errors.empty());
+    EXPECT_EQ(a.errors[0].str(), c.msg) << c.text;
 }
+
+INSTANTIATE_TEST_SUITE_P(Asm, AsmErrors, ::testing::Range(size_t{0}, std::size(kErrCases)),
+                         [](const ::testing::TestParamInfo<size_t>& i) {
+                             return test::case_name(
+                                 [](size_t k) {
+                                     // the message without "e.rofs:L:C: "
+                                     std::string_view m = kErrCases[k].msg;
+                                     return m.substr(m.find(": ") + 2);
+                                 },
+                                 i.param);
+                         });
 
 TEST(Asm, AllErrorsAreReported) {
     AsmResult a = assemble("foo\nbar\nexit 0\nbaz r1\n", "m.rofs");
@@ -224,19 +235,20 @@ TEST(Asm, ImageCodecRefusesDamage) {
     AsmResult a = assemble(".region t, r, 8\nexit 0\n");
     ASSERT_TRUE(a.ok());
     std::vector<uint8_t> img = a.program->encode();
-    std::string err;
-    EXPECT_TRUE(decode_image(img, err));
+    EXPECT_TRUE(decode_image(img));
     auto bad = img;
     bad[4] = 2;  // version
-    EXPECT_FALSE(decode_image(bad, err));
-    EXPECT_NE(err.find("unsupported ISA version 2"), std::string::npos) << err;
+    auto r = decode_image(bad);
+    EXPECT_FALSE(r);
+    EXPECT_NE(r.error.find("unsupported ISA version 2"), std::string::npos) << r.error;
     bad = img;
     bad[64 + 31] = 'x';  // slot name no longer NUL-terminated
-    EXPECT_FALSE(decode_image(bad, err));
+    EXPECT_FALSE(decode_image(bad));
     bad = img;
     bad.resize(10);
-    EXPECT_FALSE(decode_image(bad, err));
-    EXPECT_NE(err.find("shorter than its 64-byte header"), std::string::npos);
+    r = decode_image(bad);
+    EXPECT_FALSE(r);
+    EXPECT_NE(r.error.find("shorter than its 64-byte header"), std::string::npos);
 }
 
 }  // namespace

@@ -104,6 +104,30 @@ struct Env {
 };
 
 // Assembles or fails the test with the assembler's messages.
+// A table case's name as a gtest name: [A-Za-z0-9_], each run of other
+// characters one '_'; names[index] already used by an earlier entry gets
+// the index appended, so every case has its own test.
+template <typename Names>
+std::string case_name(const Names& names, size_t index) {
+    auto clean = [](std::string_view s) {
+        std::string out;
+        for (char ch : s) {
+            if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+                out += ch;
+            else if (!out.empty() && out.back() != '_')
+                out += '_';
+        }
+        while (!out.empty() && out.back() == '_')
+            out.pop_back();
+        return out.empty() ? std::string("case") : out;
+    };
+    std::string name = clean(names(index));
+    for (size_t i = 0; i < index; i++)
+        if (clean(names(i)) == name)
+            return name + "_" + std::to_string(index);
+    return name;
+}
+
 inline Program must_assemble(const std::string& text) {
     AsmResult r = assemble(text, "test.rofs");
     if (!r.ok())

@@ -66,8 +66,8 @@ class Builder {
     // Any decoded instruction (jumps keep their literal offsets).
     Builder& insn(const Insn& in);
 
-    // The program, or nullopt and err (an unbound label, a jump too far).
-    std::optional<Program> build(std::string& err) const;
+    // The program, or why not (an unbound label, a jump too far).
+    Result<Program> build() const;
 
   private:
     Builder& add(const Insn& in, int label = -1);

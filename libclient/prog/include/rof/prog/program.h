@@ -50,9 +50,24 @@ struct Program {
     std::optional<uint32_t> find_slot(std::string_view name) const;
 };
 
+// A value, or the reason there is none: what decode_image, decode_insn
+// and Builder::build return.  Like AsmResult, ok() says which; the value is
+// reached as with std::optional (*r, r->).
+template <typename T>
+struct Result {
+    std::optional<T> value;  // set on success
+    std::string error;       // why not, on failure
+    bool ok() const { return value.has_value(); }
+    explicit operator bool() const { return ok(); }
+    T& operator*() { return *value; }
+    const T& operator*() const { return *value; }
+    T* operator->() { return &*value; }
+    const T* operator->() const { return &*value; }
+};
+
 // Parses an image; structural checks of the header and slot table only
-// (the verifier does the rest).  On failure returns nullopt and sets err.
-std::optional<Program> decode_image(std::span<const uint8_t> image, std::string& err);
+// (the verifier does the rest).
+Result<Program> decode_image(std::span<const uint8_t> image);
 
 // A memory operand: space (ROF_SPACE_* or a slot), optional base register,
 // signed displacement.
@@ -95,11 +110,11 @@ struct Insn {
     uint64_t imm64 = 0;    // ldimm64
     int32_t off = 0;       // jumps/loop: displacement in slots
     uint32_t size = 0;     // ld/st bytes
-    Mem mem;               // ld/st/faa/crc64/hash/cas target/copy dst
+    Mem mem{};             // ld/st/faa/crc64/hash/cas target/copy dst
     uint8_t aux = 0;       // faa old reg, crc64/hash length reg, cas/copy out
     uint8_t slot = 0;      // alloc/free
     // copy
-    Mem src_mem;
+    Mem src_mem{};
     uint8_t src_mode = 0;  // 0 direct, 1 indirect, 2 bounded
     uint8_t src_tspace = 0;
     bool dst_indirect = false;
@@ -108,7 +123,7 @@ struct Insn {
     uint32_t len = 0;
     bool out = false;
     // cas
-    Mem blk;
+    Mem blk{};
     uint8_t width = 0;  // bytes
     uint8_t mode = 0;   // enum rof_cmp
     bool old = false;
@@ -119,10 +134,10 @@ struct Insn {
     bool operator==(const Insn&) const = default;
 };
 
-// Decodes the instruction at pc; nullopt with a reason in err when the
-// encoding is not valid ISA (unknown opcode, non-zero unused field, ...).
-// Jump targets are not checked here.
-std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, std::string& err);
+// Decodes the instruction at pc; fails with a reason when the encoding is
+// not valid ISA (unknown opcode, non-zero unused field, ...).  Jump targets
+// are not checked here.
+Result<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc);
 
 // Appends the encoding of in (1 or 2 slots).
 void encode_insn(const Insn& in, std::vector<rof_insn>& out);
