@@ -63,7 +63,7 @@ struct rof_prog_slot {
 	struct rof_prog *p;
 	struct rof_region *region;	/* a reference while HELD */
 	struct rof_freelist *fl;	/* a reference while HELD, or NULL */
-	struct rof_region_attach att;
+	struct rof_attach att;
 	unsigned long held;
 	u32 region_id;
 	u32 freelist_id;
@@ -93,7 +93,7 @@ struct rof_prog {
 	atomic_t active;		/* runs under way */
 	wait_queue_head_t idle_wq;	/* woken when ->active drops to 0 */
 
-	struct rof_tenant_attach tatt;
+	struct rof_attach tatt;
 	bool tattached;
 
 	atomic64_t invocations;
@@ -161,7 +161,7 @@ static void rof_prog_slot_release(struct rof_prog_slot *sl)
 	rof_region_put(sl->region);
 }
 
-static void rof_prog_region_revoked(struct rof_region_attach *a,
+static void rof_prog_region_revoked(struct rof_attach *a,
 				    const char *reason)
 {
 	struct rof_prog_slot *sl = container_of(a, struct rof_prog_slot, att);
@@ -198,7 +198,7 @@ static void rof_prog_destroy(struct rof_prog *p)
 	rof_prog_put(p);	/* the table's reference */
 }
 
-static void rof_prog_tenant_revoked(struct rof_tenant_attach *a,
+static void rof_prog_tenant_revoked(struct rof_attach *a,
 				    const char *reason)
 {
 	struct rof_prog *p = container_of(a, struct rof_prog, tatt);

@@ -81,7 +81,7 @@ enum {
 struct rof_sregion {
 	struct rof_session *s;
 	struct rof_region *r;
-	struct rof_region_attach att;
+	struct rof_attach att;
 	bool attached;
 	struct sg_table sgt;
 	int nents;		/* DMA-mapped entries; 0 when not mapped */
@@ -124,7 +124,7 @@ struct rof_session {
 	struct rof_tenant *tenant;
 	bool charged;
 	bool tenant_attached;
-	struct rof_tenant_attach tatt;
+	struct rof_attach tatt;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
@@ -656,7 +656,7 @@ static u32 rof_ib_access(u32 access)
 	return a;
 }
 
-static void rof_region_revoked(struct rof_region_attach *a, const char *reason)
+static void rof_region_revoked(struct rof_attach *a, const char *reason)
 {
 	struct rof_sregion *sr = container_of(a, struct rof_sregion, att);
 
@@ -664,7 +664,7 @@ static void rof_region_revoked(struct rof_region_attach *a, const char *reason)
 	rof_session_close(sr->s, ROF_CLOSE_REVOKED);
 }
 
-static void rof_tenant_revoked(struct rof_tenant_attach *a, const char *reason)
+static void rof_tenant_revoked(struct rof_attach *a, const char *reason)
 {
 	struct rof_session *s = container_of(a, struct rof_session, tatt);
 

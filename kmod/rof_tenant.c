@@ -55,12 +55,8 @@ struct rof_tenant {
 	struct rof_tenant_usage usage;
 	bool dying;
 	wait_queue_head_t idle_wq;	/* woken when usage.sessions hits 0 */
-	struct list_head attachments;	/* sessions, under lock */
-	struct list_head revoked;	/* revoked, not yet detached */
-	struct rof_tenant_attach *revoking;
-	struct task_struct *revoker;
-	/* One revoker at a time: ->revoking names one attachment. */
-	struct mutex revoke_lock;
+	/* Sessions and programs; closed under ->lock as ->dying is set. */
+	struct rof_attach_set users;
 
 	atomic64_t ctr[ROF_CTR_NUM];
 };
@@ -175,68 +171,14 @@ void rof_tenant_uncharge_session(struct rof_tenant *t)
 		wake_up_all(&t->idle_wq);
 }
 
-int rof_tenant_attach(struct rof_tenant *t, struct rof_tenant_attach *a)
+int rof_tenant_attach(struct rof_tenant *t, struct rof_attach *a)
 {
-	unsigned long flags;
-	int ret = 0;
-
-	spin_lock_irqsave(&t->lock, flags);
-	if (t->dying)
-		ret = -ENOENT;
-	else
-		list_add_tail(&a->node, &t->attachments);
-	spin_unlock_irqrestore(&t->lock, flags);
-	return ret;
+	return rof_attach(&t->users, a);
 }
 
-void rof_tenant_detach(struct rof_tenant *t, struct rof_tenant_attach *a)
+void rof_tenant_detach(struct rof_tenant *t, struct rof_attach *a)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&t->lock, flags);
-	while (t->revoking == a && t->revoker != current) {
-		spin_unlock_irqrestore(&t->lock, flags);
-		wait_event(t->idle_wq, READ_ONCE(t->revoking) != a);
-		spin_lock_irqsave(&t->lock, flags);
-	}
-	list_del_init(&a->node);
-	spin_unlock_irqrestore(&t->lock, flags);
-}
-
-/*
- * Call ->revoke for every attached session, one at a time, without the
- * spinlock.  Two destroys of one tenant may run at once (DESTROY, DRAIN):
- * revoke_lock keeps them from overwriting each other's ->revoking, which
- * rof_tenant_detach relies on to keep @a alive during its ->revoke.
- */
-static void rof_tenant_revoke_all(struct rof_tenant *t, const char *why)
-{
-	unsigned long flags;
-	struct rof_tenant_attach *a;
-
-	mutex_lock(&t->revoke_lock);
-	for (;;) {
-		spin_lock_irqsave(&t->lock, flags);
-		a = list_first_entry_or_null(&t->attachments,
-					     struct rof_tenant_attach, node);
-		if (a) {
-			list_move_tail(&a->node, &t->revoked);
-			t->revoking = a;
-			t->revoker = current;
-		}
-		spin_unlock_irqrestore(&t->lock, flags);
-		if (!a)
-			break;
-
-		a->revoke(a, why);
-
-		spin_lock_irqsave(&t->lock, flags);
-		t->revoking = NULL;
-		t->revoker = NULL;
-		spin_unlock_irqrestore(&t->lock, flags);
-		wake_up_all(&t->idle_wq);
-	}
-	mutex_unlock(&t->revoke_lock);
+	rof_detach(&t->users, a);
 }
 
 int rof_tenant_charge_program(struct rof_tenant *t)
@@ -419,9 +361,7 @@ static struct rof_tenant *rof_tenant_alloc(const char *name)
 	strscpy(t->name, name, sizeof(t->name));
 	spin_lock_init(&t->lock);
 	init_waitqueue_head(&t->idle_wq);
-	INIT_LIST_HEAD(&t->attachments);
-	INIT_LIST_HEAD(&t->revoked);
-	mutex_init(&t->revoke_lock);
+	rof_attach_set_init(&t->users);
 	t->quota.region_bytes = ROF_QUOTA_UNLIMITED;
 	t->quota.sessions = ROF_U32_UNLIMITED;
 	t->quota.programs = ROF_U32_UNLIMITED;
@@ -563,6 +503,7 @@ static int rof_tenant_destroy_one(struct rof_tenant *t, bool force, u32 reason)
 	}
 	/* From here on no session, PD or region can be added. */
 	WRITE_ONCE(t->dying, true);
+	rof_attach_close(&t->users, true, NULL);
 	spin_unlock_irqrestore(&t->lock, flags);
 
 	if (force) {
@@ -572,7 +513,7 @@ static int rof_tenant_destroy_one(struct rof_tenant *t, bool force, u32 reason)
 				    rof_destroy_reason_str(reason));
 	}
 
-	rof_tenant_revoke_all(t, rof_destroy_reason_str(reason));
+	rof_attach_revoke_all(&t->users, rof_destroy_reason_str(reason));
 	ret = wait_event_killable(t->idle_wq, !READ_ONCE(t->usage.sessions));
 	if (ret)
 		return -EINTR;	/* stays dying; a later destroy resumes */
