@@ -146,6 +146,14 @@ int rof_name_check(const char *name);	/* -EINVAL unless a valid name */
 long rof_list_ioctl(void __user *uarg, size_t elem_size,
 		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg);
 /*
+ * The one GET shape, a whole GET command: @fill checks the info struct's
+ * flags, takes its lock, fills @buf (a kernel copy of the user's struct)
+ * from the object it names or fails (-ENOENT), and drops the lock; the
+ * copy to user space happens with no lock held.
+ */
+long rof_get_ioctl(void __user *uarg, size_t size,
+		   int (*fill)(void *buf, void *arg), void *arg);
+/*
  * Race tests' fault injection: with fault_delay_ms set (default 0: off),
  * logs "fault injection: @what @id delayed N ms", then sleeps N ms.
  */

@@ -655,39 +655,29 @@ static void rof_prog_fill(const struct rof_prog *p, struct rof_prog_info *pi)
 	pi->insns = atomic64_read(&p->insns_run);
 }
 
-static long rof_prog_get(void __user *uarg)
+static int rof_prog_get_fill(void *buf, void *arg)
 {
-	struct rof_prog_info *pi;
+	struct rof_prog_info *pi = buf;
 	struct rof_tenant *t;
 	struct rof_prog *p;
-	long ret = 0;
 
-	pi = kmalloc(sizeof(*pi), GFP_KERNEL);
-	if (!pi)
-		return -ENOMEM;
-	if (copy_from_user(pi, uarg, sizeof(*pi))) {
-		ret = -EFAULT;
-		goto out;
-	}
-	if (pi->flags) {
-		ret = -EINVAL;
-		goto out;
-	}
+	if (pi->flags)
+		return -EINVAL;
 	t = rof_tenant_get(pi->tenant);
 	p = t ? rof_prog_lookup(t, pi->tag) : NULL;
 	if (t)
 		rof_tenant_put(t);
-	if (!p) {
-		ret = -ENOENT;
-		goto out;
-	}
+	if (!p)
+		return -ENOENT;
 	rof_prog_fill(p, pi);
 	rof_prog_put(p);
-	if (copy_to_user(uarg, pi, sizeof(*pi)))
-		ret = -EFAULT;
-out:
-	kfree(pi);
-	return ret;
+	return 0;
+}
+
+static long rof_prog_get(void __user *uarg)
+{
+	return rof_get_ioctl(uarg, sizeof(struct rof_prog_info),
+			     rof_prog_get_fill, NULL);
 }
 
 static u32 rof_prog_snap(void *buf, u32 cap, void *arg)

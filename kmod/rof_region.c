@@ -590,24 +590,28 @@ static void rof_region_fill(struct rof_region *r, struct rof_region_info *info)
 	info->chunks = r->chunks;
 }
 
-static long rof_region_get_info(void __user *uarg)
+static int rof_region_get_fill(void *buf, void *arg)
 {
-	struct rof_region_info info;
+	struct rof_region_info *info = buf;
 	struct rof_region *r;
-	long ret = 0;
+	int ret = 0;
 
-	if (copy_from_user(&info, uarg, sizeof(info)))
-		return -EFAULT;
-	if (info.flags)
+	if (info->flags)
 		return -EINVAL;
 	mutex_lock(&rof_regions_lock);
-	r = xa_load(&rof_regions, info.id);
+	r = xa_load(&rof_regions, info->id);
 	if (r)
-		rof_region_fill(r, &info);
+		rof_region_fill(r, info);
 	else
 		ret = -ENOENT;
 	mutex_unlock(&rof_regions_lock);
 	return ret;
+}
+
+static long rof_region_get_info(void __user *uarg)
+{
+	return rof_get_ioctl(uarg, sizeof(struct rof_region_info),
+			     rof_region_get_fill, NULL);
 }
 
 static u32 rof_region_snap(void *buf, u32 cap, void *arg)

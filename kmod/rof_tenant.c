@@ -583,23 +583,14 @@ static long rof_tenant_set_quota(void __user *uarg)
 	return ret;
 }
 
-static long rof_tenant_get_info(void __user *uarg)
+static int rof_tenant_get_fill(void *buf, void *arg)
 {
-	struct rof_tenant_info *info;
+	struct rof_tenant_info *info = buf;
 	struct rof_tenant *t;
-	long ret = 0;
+	int ret = 0;
 
-	info = kmalloc(sizeof(*info), GFP_KERNEL);
-	if (!info)
-		return -ENOMEM;
-	if (copy_from_user(info, uarg, sizeof(*info))) {
-		ret = -EFAULT;
-		goto out;
-	}
-	if (info->flags) {
-		ret = -EINVAL;
-		goto out;
-	}
+	if (info->flags)
+		return -EINVAL;
 	mutex_lock(&rof_tenants_lock);
 	t = xa_load(&rof_tenants, info->id);
 	if (t)
@@ -607,10 +598,44 @@ static long rof_tenant_get_info(void __user *uarg)
 	else
 		ret = -ENOENT;
 	mutex_unlock(&rof_tenants_lock);
-	if (!ret && copy_to_user(uarg, info, sizeof(*info)))
+	return ret;
+}
+
+static long rof_tenant_get_info(void __user *uarg)
+{
+	return rof_get_ioctl(uarg, sizeof(struct rof_tenant_info),
+			     rof_tenant_get_fill, NULL);
+}
+
+/*
+ * rof_get_ioctl - every GET command: the object's info struct in (its id
+ * and flags), filled by @fill into a kernel copy, copied out after @fill
+ * has dropped its locks (the rule of rof_list_ioctl).
+ * @uarg:	the command's info struct, in and out
+ * @size:	its size
+ * @fill:	checks the struct's flags (-EINVAL), takes its lock, fills
+ *		@buf from the object it names or returns -ENOENT, drops the
+ *		lock; never touches user memory; may sleep
+ * @arg:	passed to @fill
+ *
+ * Returns 0 or a negative errno; nothing is copied out on an error.
+ */
+long rof_get_ioctl(void __user *uarg, size_t size,
+		   int (*fill)(void *buf, void *arg), void *arg)
+{
+	void *buf;
+	long ret;
+
+	buf = kmalloc(size, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	if (copy_from_user(buf, uarg, size))
 		ret = -EFAULT;
-out:
-	kfree(info);
+	else
+		ret = fill(buf, arg);
+	if (!ret && copy_to_user(uarg, buf, size))
+		ret = -EFAULT;
+	kfree(buf);
 	return ret;
 }
 
