@@ -141,7 +141,9 @@ static bool rof_quota_u32_full(u32 used, u32 quota)
 	return quota != ROF_U32_UNLIMITED && used >= quota;
 }
 
-int rof_tenant_charge_session(struct rof_tenant *t)
+/* Charge one session or program: @used and @quota are fields of @t. */
+static int rof_tenant_charge_u32(struct rof_tenant *t, u32 *used,
+				 const u32 *quota)
 {
 	unsigned long flags;
 	int ret = 0;
@@ -149,25 +151,36 @@ int rof_tenant_charge_session(struct rof_tenant *t)
 	spin_lock_irqsave(&t->lock, flags);
 	if (t->dying)
 		ret = -ENOENT;
-	else if (rof_quota_u32_full(t->usage.sessions, t->quota.sessions))
+	else if (rof_quota_u32_full(*used, *quota))
 		ret = -EDQUOT;
 	else
-		t->usage.sessions++;
+		(*used)++;
 	spin_unlock_irqrestore(&t->lock, flags);
 	return ret;
 }
 
-void rof_tenant_uncharge_session(struct rof_tenant *t)
+/* Uncharge what rof_tenant_charge_u32 charged; returns what is left. */
+static u32 rof_tenant_uncharge_u32(struct rof_tenant *t, u32 *used)
 {
 	unsigned long flags;
-	bool idle;
+	u32 left;
 
 	spin_lock_irqsave(&t->lock, flags);
-	if (!WARN_ON_ONCE(!t->usage.sessions))
-		t->usage.sessions--;
-	idle = !t->usage.sessions;
+	if (!WARN_ON_ONCE(!*used))
+		(*used)--;
+	left = *used;
 	spin_unlock_irqrestore(&t->lock, flags);
-	if (idle)
+	return left;
+}
+
+int rof_tenant_charge_session(struct rof_tenant *t)
+{
+	return rof_tenant_charge_u32(t, &t->usage.sessions, &t->quota.sessions);
+}
+
+void rof_tenant_uncharge_session(struct rof_tenant *t)
+{
+	if (!rof_tenant_uncharge_u32(t, &t->usage.sessions))
 		wake_up_all(&t->idle_wq);
 }
 
@@ -183,28 +196,12 @@ void rof_tenant_detach(struct rof_tenant *t, struct rof_attach *a)
 
 int rof_tenant_charge_program(struct rof_tenant *t)
 {
-	unsigned long flags;
-	int ret = 0;
-
-	spin_lock_irqsave(&t->lock, flags);
-	if (t->dying)
-		ret = -ENOENT;
-	else if (rof_quota_u32_full(t->usage.programs, t->quota.programs))
-		ret = -EDQUOT;
-	else
-		t->usage.programs++;
-	spin_unlock_irqrestore(&t->lock, flags);
-	return ret;
+	return rof_tenant_charge_u32(t, &t->usage.programs, &t->quota.programs);
 }
 
 void rof_tenant_uncharge_program(struct rof_tenant *t)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&t->lock, flags);
-	if (!WARN_ON_ONCE(!t->usage.programs))
-		t->usage.programs--;
-	spin_unlock_irqrestore(&t->lock, flags);
+	rof_tenant_uncharge_u32(t, &t->usage.programs);
 }
 
 int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes)
