@@ -9,6 +9,8 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
 #include <rdma/ib_verbs.h>
 
 #include "include/uapi/rof.h"
@@ -51,6 +53,55 @@ struct rof_tenant;
 struct rof_region;
 struct rof_session;
 
+/* rof_attach.c */
+/*
+ * struct rof_attach_set - the users attached to one object (a region, a
+ * tenant), which the object can revoke when it is destroyed.
+ *
+ * - rof_attach adds @a, or fails with -ENOENT once the set is closed; any
+ *   context.  @a->revoke must be set first.
+ * - rof_attach_close closes the set: no attach succeeds from then on.
+ *   Without @force it fails with -EBUSY (and closes nothing) while
+ *   anything is attached.  *@count, if given, is the number attached.
+ *   Any context; an owner may call it under its own spinlock, so that the
+ *   set closes together with the owner's own "dying" state.
+ * - rof_attach_revoke_all calls ->revoke for every attachment, one at a
+ *   time, from process context and without the set's lock (the caller
+ *   holds none of the owner's locks either).  ->revoke must not wait for
+ *   the revoker: it detaches at once or queues work that does.  Revokers
+ *   of one set are serialised.
+ * - rof_detach removes @a; process context.  It may sleep: a detach that
+ *   races a revoke of @a (->revoke running in another task) waits until
+ *   that ->revoke has returned.  ->revoke itself may detach @a.
+ * - rof_attach_wait_empty waits (killable: -EINTR on a fatal signal) until
+ *   every attachment has detached.
+ */
+struct rof_attach {
+	struct list_head node;		/* owned by rof_attach.c */
+	void (*revoke)(struct rof_attach *a, const char *reason);
+};
+
+struct rof_attach_set {
+	spinlock_t lock;		/* everything below */
+	bool closed;
+	unsigned int count;		/* read unlocked by a waiter */
+	struct list_head attached;
+	struct list_head revoked;	/* revoked, not yet detached */
+	struct rof_attach *revoking;	/* ->revoke running, by ->revoker */
+	struct task_struct *revoker;
+	struct mutex revoke_lock;	/* one revoker at a time */
+	wait_queue_head_t wq;		/* ->revoking cleared, ->count 0 */
+};
+
+void rof_attach_set_init(struct rof_attach_set *set);
+int rof_attach(struct rof_attach_set *set, struct rof_attach *a);
+void rof_detach(struct rof_attach_set *set, struct rof_attach *a);
+int rof_attach_close(struct rof_attach_set *set, bool force,
+		     unsigned int *count);
+unsigned int rof_attach_count(struct rof_attach_set *set);
+void rof_attach_revoke_all(struct rof_attach_set *set, const char *why);
+int rof_attach_wait_empty(struct rof_attach_set *set);
+
 /* rof_tenant.c */
 struct rof_tenant *rof_tenant_get(u32 id);	/* +1 ref, or NULL */
 void rof_tenant_put(struct rof_tenant *t);
@@ -66,20 +117,13 @@ u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
  * rof_tenant_charge_session and rof_tenant_attach fail with -ENOENT.
  * Protection domains are the sessions' own (rof_session.c), one each.
  *
- * A session attaches to its tenant (after charging) so that a forced
- * tenant destroy or ROF_IOC_DRAIN can close it: ->revoke is called for
- * every attachment from process context, outside the tenant's locks; the
- * session must then detach and uncharge.  The destroy waits (killable)
+ * Sessions and programs attach to their tenant (struct rof_attach_set
+ * rules) so that a forced tenant destroy or ROF_IOC_DRAIN can close them;
+ * a session must then detach and uncharge.  The destroy waits (killable)
  * until every session has uncharged.
- * rof_tenant_detach may sleep if it races with a revoke of @a.
  */
-struct rof_tenant_attach {
-	struct list_head node;		/* owned by rof_tenant.c */
-	void (*revoke)(struct rof_tenant_attach *a, const char *reason);
-};
-
-int rof_tenant_attach(struct rof_tenant *t, struct rof_tenant_attach *a);
-void rof_tenant_detach(struct rof_tenant *t, struct rof_tenant_attach *a);
+int rof_tenant_attach(struct rof_tenant *t, struct rof_attach *a);
+void rof_tenant_detach(struct rof_tenant *t, struct rof_attach *a);
 int rof_tenant_charge_program(struct rof_tenant *t);	/* -EDQUOT */
 void rof_tenant_uncharge_program(struct rof_tenant *t);
 int rof_tenant_init(void);
@@ -102,6 +146,14 @@ int rof_name_check(const char *name);	/* -EINVAL unless a valid name */
 long rof_list_ioctl(void __user *uarg, size_t elem_size,
 		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg);
 /*
+ * The one GET shape, a whole GET command: @fill checks the info struct's
+ * flags, takes its lock, fills @buf (a kernel copy of the user's struct)
+ * from the object it names or fails (-ENOENT), and drops the lock; the
+ * copy to user space happens with no lock held.
+ */
+long rof_get_ioctl(void __user *uarg, size_t size,
+		   int (*fill)(void *buf, void *arg), void *arg);
+/*
  * Race tests' fault injection: with fault_delay_ms set (default 0: off),
  * logs "fault injection: @what @id delayed N ms", then sleeps N ms.
  */
@@ -109,22 +161,15 @@ void rof_fault_delay(const char *what, u32 id);
 
 /* rof_region.c */
 /*
- * A session that uses a region attaches to it; a forced region destroy
- * calls ->revoke for every attachment (outside the region's locks, from
- * process context), and the user must then detach.  The destroy waits
- * (killable) until every attachment has detached, so ->revoke must not
- * wait for the destroy: it detaches at once or queues work that does.
- * Destroy without force fails with -EBUSY while attachments exist.
+ * Sessions and programs that use a region attach to it (struct
+ * rof_attach_set rules); a forced region destroy revokes every
+ * attachment and waits for them to detach.  Destroy without force fails
+ * with -EBUSY while attachments exist.
  */
-struct rof_region_attach {
-	struct list_head node;		/* owned by rof_region.c */
-	void (*revoke)(struct rof_region_attach *a, const char *reason);
-};
-
 struct rof_region *rof_region_get(struct rof_tenant *t, u32 id); /* or NULL */
 void rof_region_put(struct rof_region *r);
-int rof_region_attach(struct rof_region *r, struct rof_region_attach *a);
-void rof_region_detach(struct rof_region *r, struct rof_region_attach *a);
+int rof_region_attach(struct rof_region *r, struct rof_attach *a);
+void rof_region_detach(struct rof_region *r, struct rof_attach *a);
 /* The region's memory: pages, a contiguous kernel mapping, size, rights. */
 struct page **rof_region_pages(struct rof_region *r, unsigned int *npages);
 void *rof_region_vaddr(struct rof_region *r);

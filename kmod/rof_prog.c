@@ -63,7 +63,7 @@ struct rof_prog_slot {
 	struct rof_prog *p;
 	struct rof_region *region;	/* a reference while HELD */
 	struct rof_freelist *fl;	/* a reference while HELD, or NULL */
-	struct rof_region_attach att;
+	struct rof_attach att;
 	unsigned long held;
 	u32 region_id;
 	u32 freelist_id;
@@ -93,7 +93,7 @@ struct rof_prog {
 	atomic_t active;		/* runs under way */
 	wait_queue_head_t idle_wq;	/* woken when ->active drops to 0 */
 
-	struct rof_tenant_attach tatt;
+	struct rof_attach tatt;
 	bool tattached;
 
 	atomic64_t invocations;
@@ -161,7 +161,7 @@ static void rof_prog_slot_release(struct rof_prog_slot *sl)
 	rof_region_put(sl->region);
 }
 
-static void rof_prog_region_revoked(struct rof_region_attach *a,
+static void rof_prog_region_revoked(struct rof_attach *a,
 				    const char *reason)
 {
 	struct rof_prog_slot *sl = container_of(a, struct rof_prog_slot, att);
@@ -198,7 +198,7 @@ static void rof_prog_destroy(struct rof_prog *p)
 	rof_prog_put(p);	/* the table's reference */
 }
 
-static void rof_prog_tenant_revoked(struct rof_tenant_attach *a,
+static void rof_prog_tenant_revoked(struct rof_attach *a,
 				    const char *reason)
 {
 	struct rof_prog *p = container_of(a, struct rof_prog, tatt);
@@ -655,39 +655,29 @@ static void rof_prog_fill(const struct rof_prog *p, struct rof_prog_info *pi)
 	pi->insns = atomic64_read(&p->insns_run);
 }
 
-static long rof_prog_get(void __user *uarg)
+static int rof_prog_get_fill(void *buf, void *arg)
 {
-	struct rof_prog_info *pi;
+	struct rof_prog_info *pi = buf;
 	struct rof_tenant *t;
 	struct rof_prog *p;
-	long ret = 0;
 
-	pi = kmalloc(sizeof(*pi), GFP_KERNEL);
-	if (!pi)
-		return -ENOMEM;
-	if (copy_from_user(pi, uarg, sizeof(*pi))) {
-		ret = -EFAULT;
-		goto out;
-	}
-	if (pi->flags) {
-		ret = -EINVAL;
-		goto out;
-	}
+	if (pi->flags)
+		return -EINVAL;
 	t = rof_tenant_get(pi->tenant);
 	p = t ? rof_prog_lookup(t, pi->tag) : NULL;
 	if (t)
 		rof_tenant_put(t);
-	if (!p) {
-		ret = -ENOENT;
-		goto out;
-	}
+	if (!p)
+		return -ENOENT;
 	rof_prog_fill(p, pi);
 	rof_prog_put(p);
-	if (copy_to_user(uarg, pi, sizeof(*pi)))
-		ret = -EFAULT;
-out:
-	kfree(pi);
-	return ret;
+	return 0;
+}
+
+static long rof_prog_get(void __user *uarg)
+{
+	return rof_get_ioctl(uarg, sizeof(struct rof_prog_info),
+			     rof_prog_get_fill, NULL);
 }
 
 static u32 rof_prog_snap(void *buf, u32 cap, void *arg)

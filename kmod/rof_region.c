@@ -55,14 +55,8 @@ struct rof_region {
 	unsigned int chunks;
 	void *vaddr;
 
-	spinlock_t lock;		/* the fields below */
-	bool dying;
-	unsigned int nattach;		/* read unlocked by a waiting destroy */
-	struct list_head attachments;
-	struct list_head revoked;	/* revoked, not yet detached */
-	struct rof_region_attach *revoking;
-	struct task_struct *revoker;
-	wait_queue_head_t revoke_wq;	/* ->revoking cleared, ->nattach 0 */
+	bool dying;			/* set once ->users is closed */
+	struct rof_attach_set users;	/* sessions and programs */
 
 	atomic_t mappings;
 	unsigned int nfreelists;	/* under rof_regions_lock */
@@ -213,45 +207,15 @@ bool rof_region_dma_ok(struct ib_device *ibdev, struct scatterlist *sgl,
 	return true;
 }
 
-int rof_region_attach(struct rof_region *r, struct rof_region_attach *a)
+int rof_region_attach(struct rof_region *r, struct rof_attach *a)
 {
-	unsigned long flags;
-	int ret = 0;
-
-	spin_lock_irqsave(&r->lock, flags);
-	if (r->dying) {
-		ret = -ENOENT;
-	} else {
-		list_add_tail(&a->node, &r->attachments);
-		WRITE_ONCE(r->nattach, r->nattach + 1);
-	}
-	spin_unlock_irqrestore(&r->lock, flags);
-	return ret;
+	return rof_attach(&r->users, a);
 }
 
-/*
- * Waits (process context) only if a forced destroy is calling @a->revoke
- * right now from another task; revoke itself may call detach.  The last
- * detach of a dying region wakes its destroy.
- */
-void rof_region_detach(struct rof_region *r, struct rof_region_attach *a)
+void rof_region_detach(struct rof_region *r, struct rof_attach *a)
 {
-	unsigned long flags;
-	bool wake;
-
 	rof_fault_delay("detach from region", r->id);	/* slow to let go */
-	spin_lock_irqsave(&r->lock, flags);
-	while (r->revoking == a && r->revoker != current) {
-		spin_unlock_irqrestore(&r->lock, flags);
-		wait_event(r->revoke_wq, READ_ONCE(r->revoking) != a);
-		spin_lock_irqsave(&r->lock, flags);
-	}
-	list_del_init(&a->node);
-	WRITE_ONCE(r->nattach, r->nattach - 1);
-	wake = r->dying && !r->nattach;
-	spin_unlock_irqrestore(&r->lock, flags);
-	if (wake)
-		wake_up_all(&r->revoke_wq);
+	rof_detach(&r->users, a);
 }
 
 static void rof_region_audit_destroy(struct rof_region *r, u32 reason)
@@ -278,36 +242,6 @@ static const char *rof_region_reason_str(u32 reason)
 		return "module drained";
 	default:
 		return "region destroyed";
-	}
-}
-
-/* Call ->revoke for every attachment, one at a time, outside the lock. */
-static void rof_region_revoke_all(struct rof_region *r, u32 reason)
-{
-	const char *why = rof_region_reason_str(reason);
-	struct rof_region_attach *a;
-	unsigned long flags;
-
-	for (;;) {
-		spin_lock_irqsave(&r->lock, flags);
-		a = list_first_entry_or_null(&r->attachments,
-					     struct rof_region_attach, node);
-		if (a) {
-			list_move_tail(&a->node, &r->revoked);
-			r->revoking = a;
-			r->revoker = current;
-		}
-		spin_unlock_irqrestore(&r->lock, flags);
-		if (!a)
-			break;
-
-		a->revoke(a, why);
-
-		spin_lock_irqsave(&r->lock, flags);
-		r->revoking = NULL;
-		r->revoker = NULL;
-		spin_unlock_irqrestore(&r->lock, flags);
-		wake_up_all(&r->revoke_wq);
 	}
 }
 
@@ -369,18 +303,14 @@ static void rof_freelist_unlink(struct rof_freelist *fl)
 static int rof_region_unlink(struct rof_region *r, bool force, bool *revoke)
 {
 	struct rof_freelist *fl;
+	unsigned int nattach;
 	unsigned long idx;
-	unsigned long flags;
 
 	lockdep_assert_held(&rof_regions_lock);
-	spin_lock_irqsave(&r->lock, flags);
-	if (r->nattach && !force) {
-		spin_unlock_irqrestore(&r->lock, flags);
+	if (rof_attach_close(&r->users, force, &nattach))
 		return -EBUSY;
-	}
-	r->dying = true;
-	*revoke = r->nattach;
-	spin_unlock_irqrestore(&r->lock, flags);
+	WRITE_ONCE(r->dying, true);
+	*revoke = nattach;
 
 	xa_for_each(&rof_freelists, idx, fl)
 		if (fl->region == r)
@@ -410,11 +340,9 @@ static int rof_region_finish_destroy(struct rof_region *r, bool forced,
 				    r->id, r->name, rof_region_reason_str(reason));
 	}
 	if (revoke)
-		rof_region_revoke_all(r, reason);
+		rof_attach_revoke_all(&r->users, rof_region_reason_str(reason));
 	rof_tokens_purge_region(r);
-	if (wait_event_killable(r->revoke_wq, !READ_ONCE(r->nattach)))
-		return -EINTR;
-	return 0;
+	return rof_attach_wait_empty(&r->users);
 }
 
 /* Returns 0, or -EINTR (a fatal signal): the rest are left for later. */
@@ -540,10 +468,7 @@ static long rof_region_create(void __user *uarg)
 	}
 	kref_init(&r->ref);
 	INIT_WORK(&r->free_work, rof_region_free_work);
-	spin_lock_init(&r->lock);
-	INIT_LIST_HEAD(&r->attachments);
-	INIT_LIST_HEAD(&r->revoked);
-	init_waitqueue_head(&r->revoke_wq);
+	rof_attach_set_init(&r->users);
 	atomic_set(&r->mappings, 0);
 	strscpy(r->name, req.name, sizeof(r->name));
 	r->size = req.size;
@@ -653,42 +578,40 @@ static long rof_region_destroy(void __user *uarg)
 
 static void rof_region_fill(struct rof_region *r, struct rof_region_info *info)
 {
-	unsigned long flags;
-
 	memset(info, 0, sizeof(*info));
 	strscpy(info->name, r->name, sizeof(info->name));
 	info->size = r->size;
 	info->id = r->id;
 	info->tenant = rof_tenant_id(r->tenant);
 	info->rights = r->rights;
-	spin_lock_irqsave(&r->lock, flags);
-	info->attachments = r->nattach;
-	spin_unlock_irqrestore(&r->lock, flags);
+	info->attachments = rof_attach_count(&r->users);
 	info->mappings = atomic_read(&r->mappings);
 	info->freelists = r->nfreelists;
 	info->chunks = r->chunks;
 }
 
-static long rof_region_get_info(void __user *uarg)
+static int rof_region_get_fill(void *buf, void *arg)
 {
-	struct rof_region_info info;
+	struct rof_region_info *info = buf;
 	struct rof_region *r;
-	long ret = 0;
+	int ret = 0;
 
-	if (copy_from_user(&info, uarg, sizeof(info)))
-		return -EFAULT;
-	if (info.flags)
+	if (info->flags)
 		return -EINVAL;
 	mutex_lock(&rof_regions_lock);
-	r = xa_load(&rof_regions, info.id);
+	r = xa_load(&rof_regions, info->id);
 	if (r)
-		rof_region_fill(r, &info);
+		rof_region_fill(r, info);
 	else
 		ret = -ENOENT;
 	mutex_unlock(&rof_regions_lock);
-	if (!ret && copy_to_user(uarg, &info, sizeof(info)))
-		ret = -EFAULT;
 	return ret;
+}
+
+static long rof_region_get_info(void __user *uarg)
+{
+	return rof_get_ioctl(uarg, sizeof(struct rof_region_info),
+			     rof_region_get_fill, NULL);
 }
 
 static u32 rof_region_snap(void *buf, u32 cap, void *arg)

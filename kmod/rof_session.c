@@ -81,7 +81,7 @@ enum {
 struct rof_sregion {
 	struct rof_session *s;
 	struct rof_region *r;
-	struct rof_region_attach att;
+	struct rof_attach att;
 	bool attached;
 	struct sg_table sgt;
 	int nents;		/* DMA-mapped entries; 0 when not mapped */
@@ -124,7 +124,7 @@ struct rof_session {
 	struct rof_tenant *tenant;
 	bool charged;
 	bool tenant_attached;
-	struct rof_tenant_attach tatt;
+	struct rof_attach tatt;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
@@ -656,7 +656,7 @@ static u32 rof_ib_access(u32 access)
 	return a;
 }
 
-static void rof_region_revoked(struct rof_region_attach *a, const char *reason)
+static void rof_region_revoked(struct rof_attach *a, const char *reason)
 {
 	struct rof_sregion *sr = container_of(a, struct rof_sregion, att);
 
@@ -664,7 +664,7 @@ static void rof_region_revoked(struct rof_region_attach *a, const char *reason)
 	rof_session_close(sr->s, ROF_CLOSE_REVOKED);
 }
 
-static void rof_tenant_revoked(struct rof_tenant_attach *a, const char *reason)
+static void rof_tenant_revoked(struct rof_attach *a, const char *reason)
 {
 	struct rof_session *s = container_of(a, struct rof_session, tatt);
 
@@ -1594,27 +1594,19 @@ static void rof_session_fill(struct rof_session *s, struct rof_session_info *si)
 	si->counters.bad_requests = READ_ONCE(s->cnt.bad_requests);
 }
 
-static long rof_session_get(void __user *uarg)
+static int rof_session_get_fill(void *buf, void *arg)
 {
-	struct rof_session_info si;
+	struct rof_session_info *si = buf;
 	struct rof_session *s;
-	u32 id;
 
-	if (copy_from_user(&si, uarg, sizeof(si)))
-		return -EFAULT;
-	if (si.flags)
+	if (si->flags)
 		return -EINVAL;
-	id = si.id;
 	mutex_lock(&rof_sess_lock);
-	s = xa_load(&rof_sessions, id);
+	s = xa_load(&rof_sessions, si->id);
 	if (s)
-		rof_session_fill(s, &si);
+		rof_session_fill(s, si);
 	mutex_unlock(&rof_sess_lock);
-	if (!s)
-		return -ENOENT;
-	if (copy_to_user(uarg, &si, sizeof(si)))
-		return -EFAULT;
-	return 0;
+	return s ? 0 : -ENOENT;
 }
 
 static u32 rof_session_snap(void *buf, u32 cap, void *arg)
@@ -1668,7 +1660,8 @@ long rof_session_ioctl(unsigned int cmd, void __user *uarg)
 		return rof_list_ioctl(uarg, sizeof(struct rof_session_info),
 				      rof_session_snap, NULL);
 	case ROF_IOC_GET_SESSION:
-		return rof_session_get(uarg);
+		return rof_get_ioctl(uarg, sizeof(struct rof_session_info),
+				     rof_session_get_fill, NULL);
 	case ROF_IOC_SESSION_CLOSE:
 		return rof_session_close_ioctl(uarg);
 	case ROF_IOC_TENANT_SET_RATE:

@@ -55,12 +55,8 @@ struct rof_tenant {
 	struct rof_tenant_usage usage;
 	bool dying;
 	wait_queue_head_t idle_wq;	/* woken when usage.sessions hits 0 */
-	struct list_head attachments;	/* sessions, under lock */
-	struct list_head revoked;	/* revoked, not yet detached */
-	struct rof_tenant_attach *revoking;
-	struct task_struct *revoker;
-	/* One revoker at a time: ->revoking names one attachment. */
-	struct mutex revoke_lock;
+	/* Sessions and programs; closed under ->lock as ->dying is set. */
+	struct rof_attach_set users;
 
 	atomic64_t ctr[ROF_CTR_NUM];
 };
@@ -145,7 +141,9 @@ static bool rof_quota_u32_full(u32 used, u32 quota)
 	return quota != ROF_U32_UNLIMITED && used >= quota;
 }
 
-int rof_tenant_charge_session(struct rof_tenant *t)
+/* Charge one session or program: @used and @quota are fields of @t. */
+static int rof_tenant_charge_u32(struct rof_tenant *t, u32 *used,
+				 const u32 *quota)
 {
 	unsigned long flags;
 	int ret = 0;
@@ -153,116 +151,57 @@ int rof_tenant_charge_session(struct rof_tenant *t)
 	spin_lock_irqsave(&t->lock, flags);
 	if (t->dying)
 		ret = -ENOENT;
-	else if (rof_quota_u32_full(t->usage.sessions, t->quota.sessions))
+	else if (rof_quota_u32_full(*used, *quota))
 		ret = -EDQUOT;
 	else
-		t->usage.sessions++;
+		(*used)++;
 	spin_unlock_irqrestore(&t->lock, flags);
 	return ret;
+}
+
+/* Uncharge what rof_tenant_charge_u32 charged; returns what is left. */
+static u32 rof_tenant_uncharge_u32(struct rof_tenant *t, u32 *used)
+{
+	unsigned long flags;
+	u32 left;
+
+	spin_lock_irqsave(&t->lock, flags);
+	if (!WARN_ON_ONCE(!*used))
+		(*used)--;
+	left = *used;
+	spin_unlock_irqrestore(&t->lock, flags);
+	return left;
+}
+
+int rof_tenant_charge_session(struct rof_tenant *t)
+{
+	return rof_tenant_charge_u32(t, &t->usage.sessions, &t->quota.sessions);
 }
 
 void rof_tenant_uncharge_session(struct rof_tenant *t)
 {
-	unsigned long flags;
-	bool idle;
-
-	spin_lock_irqsave(&t->lock, flags);
-	if (!WARN_ON_ONCE(!t->usage.sessions))
-		t->usage.sessions--;
-	idle = !t->usage.sessions;
-	spin_unlock_irqrestore(&t->lock, flags);
-	if (idle)
+	if (!rof_tenant_uncharge_u32(t, &t->usage.sessions))
 		wake_up_all(&t->idle_wq);
 }
 
-int rof_tenant_attach(struct rof_tenant *t, struct rof_tenant_attach *a)
+int rof_tenant_attach(struct rof_tenant *t, struct rof_attach *a)
 {
-	unsigned long flags;
-	int ret = 0;
-
-	spin_lock_irqsave(&t->lock, flags);
-	if (t->dying)
-		ret = -ENOENT;
-	else
-		list_add_tail(&a->node, &t->attachments);
-	spin_unlock_irqrestore(&t->lock, flags);
-	return ret;
+	return rof_attach(&t->users, a);
 }
 
-void rof_tenant_detach(struct rof_tenant *t, struct rof_tenant_attach *a)
+void rof_tenant_detach(struct rof_tenant *t, struct rof_attach *a)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&t->lock, flags);
-	while (t->revoking == a && t->revoker != current) {
-		spin_unlock_irqrestore(&t->lock, flags);
-		wait_event(t->idle_wq, READ_ONCE(t->revoking) != a);
-		spin_lock_irqsave(&t->lock, flags);
-	}
-	list_del_init(&a->node);
-	spin_unlock_irqrestore(&t->lock, flags);
-}
-
-/*
- * Call ->revoke for every attached session, one at a time, without the
- * spinlock.  Two destroys of one tenant may run at once (DESTROY, DRAIN):
- * revoke_lock keeps them from overwriting each other's ->revoking, which
- * rof_tenant_detach relies on to keep @a alive during its ->revoke.
- */
-static void rof_tenant_revoke_all(struct rof_tenant *t, const char *why)
-{
-	unsigned long flags;
-	struct rof_tenant_attach *a;
-
-	mutex_lock(&t->revoke_lock);
-	for (;;) {
-		spin_lock_irqsave(&t->lock, flags);
-		a = list_first_entry_or_null(&t->attachments,
-					     struct rof_tenant_attach, node);
-		if (a) {
-			list_move_tail(&a->node, &t->revoked);
-			t->revoking = a;
-			t->revoker = current;
-		}
-		spin_unlock_irqrestore(&t->lock, flags);
-		if (!a)
-			break;
-
-		a->revoke(a, why);
-
-		spin_lock_irqsave(&t->lock, flags);
-		t->revoking = NULL;
-		t->revoker = NULL;
-		spin_unlock_irqrestore(&t->lock, flags);
-		wake_up_all(&t->idle_wq);
-	}
-	mutex_unlock(&t->revoke_lock);
+	rof_detach(&t->users, a);
 }
 
 int rof_tenant_charge_program(struct rof_tenant *t)
 {
-	unsigned long flags;
-	int ret = 0;
-
-	spin_lock_irqsave(&t->lock, flags);
-	if (t->dying)
-		ret = -ENOENT;
-	else if (rof_quota_u32_full(t->usage.programs, t->quota.programs))
-		ret = -EDQUOT;
-	else
-		t->usage.programs++;
-	spin_unlock_irqrestore(&t->lock, flags);
-	return ret;
+	return rof_tenant_charge_u32(t, &t->usage.programs, &t->quota.programs);
 }
 
 void rof_tenant_uncharge_program(struct rof_tenant *t)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&t->lock, flags);
-	if (!WARN_ON_ONCE(!t->usage.programs))
-		t->usage.programs--;
-	spin_unlock_irqrestore(&t->lock, flags);
+	rof_tenant_uncharge_u32(t, &t->usage.programs);
 }
 
 int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes)
@@ -419,9 +358,7 @@ static struct rof_tenant *rof_tenant_alloc(const char *name)
 	strscpy(t->name, name, sizeof(t->name));
 	spin_lock_init(&t->lock);
 	init_waitqueue_head(&t->idle_wq);
-	INIT_LIST_HEAD(&t->attachments);
-	INIT_LIST_HEAD(&t->revoked);
-	mutex_init(&t->revoke_lock);
+	rof_attach_set_init(&t->users);
 	t->quota.region_bytes = ROF_QUOTA_UNLIMITED;
 	t->quota.sessions = ROF_U32_UNLIMITED;
 	t->quota.programs = ROF_U32_UNLIMITED;
@@ -563,6 +500,7 @@ static int rof_tenant_destroy_one(struct rof_tenant *t, bool force, u32 reason)
 	}
 	/* From here on no session, PD or region can be added. */
 	WRITE_ONCE(t->dying, true);
+	rof_attach_close(&t->users, true, NULL);
 	spin_unlock_irqrestore(&t->lock, flags);
 
 	if (force) {
@@ -572,7 +510,7 @@ static int rof_tenant_destroy_one(struct rof_tenant *t, bool force, u32 reason)
 				    rof_destroy_reason_str(reason));
 	}
 
-	rof_tenant_revoke_all(t, rof_destroy_reason_str(reason));
+	rof_attach_revoke_all(&t->users, rof_destroy_reason_str(reason));
 	ret = wait_event_killable(t->idle_wq, !READ_ONCE(t->usage.sessions));
 	if (ret)
 		return -EINTR;	/* stays dying; a later destroy resumes */
@@ -642,23 +580,14 @@ static long rof_tenant_set_quota(void __user *uarg)
 	return ret;
 }
 
-static long rof_tenant_get_info(void __user *uarg)
+static int rof_tenant_get_fill(void *buf, void *arg)
 {
-	struct rof_tenant_info *info;
+	struct rof_tenant_info *info = buf;
 	struct rof_tenant *t;
-	long ret = 0;
+	int ret = 0;
 
-	info = kmalloc(sizeof(*info), GFP_KERNEL);
-	if (!info)
-		return -ENOMEM;
-	if (copy_from_user(info, uarg, sizeof(*info))) {
-		ret = -EFAULT;
-		goto out;
-	}
-	if (info->flags) {
-		ret = -EINVAL;
-		goto out;
-	}
+	if (info->flags)
+		return -EINVAL;
 	mutex_lock(&rof_tenants_lock);
 	t = xa_load(&rof_tenants, info->id);
 	if (t)
@@ -666,10 +595,44 @@ static long rof_tenant_get_info(void __user *uarg)
 	else
 		ret = -ENOENT;
 	mutex_unlock(&rof_tenants_lock);
-	if (!ret && copy_to_user(uarg, info, sizeof(*info)))
+	return ret;
+}
+
+static long rof_tenant_get_info(void __user *uarg)
+{
+	return rof_get_ioctl(uarg, sizeof(struct rof_tenant_info),
+			     rof_tenant_get_fill, NULL);
+}
+
+/*
+ * rof_get_ioctl - every GET command: the object's info struct in (its id
+ * and flags), filled by @fill into a kernel copy, copied out after @fill
+ * has dropped its locks (the rule of rof_list_ioctl).
+ * @uarg:	the command's info struct, in and out
+ * @size:	its size
+ * @fill:	checks the struct's flags (-EINVAL), takes its lock, fills
+ *		@buf from the object it names or returns -ENOENT, drops the
+ *		lock; never touches user memory; may sleep
+ * @arg:	passed to @fill
+ *
+ * Returns 0 or a negative errno; nothing is copied out on an error.
+ */
+long rof_get_ioctl(void __user *uarg, size_t size,
+		   int (*fill)(void *buf, void *arg), void *arg)
+{
+	void *buf;
+	long ret;
+
+	buf = kmalloc(size, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	if (copy_from_user(buf, uarg, size))
 		ret = -EFAULT;
-out:
-	kfree(info);
+	else
+		ret = fill(buf, arg);
+	if (!ret && copy_to_user(uarg, buf, size))
+		ret = -EFAULT;
+	kfree(buf);
 	return ret;
 }
 

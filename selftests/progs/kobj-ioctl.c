@@ -47,6 +47,8 @@
 #include "uapi/rof.h"
 #include "uapi/rof_isa.h"
 
+#include "list-checks.h"
+
 #define PAGE		4096UL
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define NOBODY		65534
@@ -88,6 +90,13 @@ static int expect(int fd, unsigned long cmd, void *arg, int want,
 		       err ? strerror(err) : "success",
 		       want ? strerror(want) : "success");
 	return err;
+}
+
+/* expect() as list_header_checks() calls it. */
+static void expect_list(int fd, unsigned long cmd, void *arg, int want,
+			const char *what)
+{
+	expect(fd, cmd, arg, want, what);
 }
 
 static int open_rof(void)
@@ -371,20 +380,8 @@ static void test_tenants(int fd)
 	expect(fd, ROF_IOC_LIST_TENANTS, &req, 0, "LIST_TENANTS sizing call");
 	result(req.count == 0 && req.total >= 3, "sizing call: count %u total %u",
 	       req.count, req.total);
-	req.elem_size = sizeof(ti) - 8;
-	expect(fd, ROF_IOC_LIST_TENANTS, &req, EINVAL, "LIST_TENANTS wrong elem_size");
-	req.elem_size = sizeof(ti);
-	req.flags = 1;
-	expect(fd, ROF_IOC_LIST_TENANTS, &req, EINVAL, "LIST_TENANTS unknown flag");
-	req.flags = 0;
-	req.reserved = 1;
-	expect(fd, ROF_IOC_LIST_TENANTS, &req, EINVAL, "LIST_TENANTS reserved set");
-	req.reserved = 0;
-	req.capacity = ROF_LIST_MAX + 1;
-	expect(fd, ROF_IOC_LIST_TENANTS, &req, E2BIG, "LIST_TENANTS huge capacity");
-	req.capacity = 4;
-	req.elems = 16;
-	expect(fd, ROF_IOC_LIST_TENANTS, &req, EFAULT, "LIST_TENANTS bad array");
+	list_header_checks(fd, ROF_IOC_LIST_TENANTS, "LIST_TENANTS", sizeof(ti),
+			   expect_list);
 	if (!list_all(fd, ROF_IOC_LIST_TENANTS, sizeof(ti), (void **)&all, &n)) {
 		for (i = 0; i < n; i++)
 			found += (all[i].id == ta && !strcmp(all[i].name, "kobj-a2")) +
@@ -421,7 +418,6 @@ static void test_regions(int fd)
 	struct rof_tenant_set_quota q;
 	struct rof_region_info ri, *all;
 	struct rof_tenant_info ti;
-	struct rof_list req;
 	uint32_t id, big, n, i, found = 0;
 
 	/* Quota: ta may have 2 pages. */
@@ -494,15 +490,8 @@ static void test_regions(int fd)
 	       ENOENT, "GET_REGION unknown id");
 	expect(fd, ROF_IOC_GET_REGION, &(struct rof_region_info){ .id = ra,
 	       .flags = 1 }, EINVAL, "GET_REGION unknown flag");
-	memset(&req, 0, sizeof(req));
-	req.elem_size = sizeof(ri) + 8;
-	expect(fd, ROF_IOC_LIST_REGIONS, &req, EINVAL, "LIST_REGIONS wrong elem_size");
-	req.elem_size = sizeof(ri);
-	req.capacity = 2;
-	req.elems = 16;
-	expect(fd, ROF_IOC_LIST_REGIONS, &req, EFAULT, "LIST_REGIONS bad array");
-	req.capacity = ROF_LIST_MAX + 1;
-	expect(fd, ROF_IOC_LIST_REGIONS, &req, E2BIG, "LIST_REGIONS huge capacity");
+	list_header_checks(fd, ROF_IOC_LIST_REGIONS, "LIST_REGIONS", sizeof(ri),
+			   expect_list);
 	if (!list_all(fd, ROF_IOC_LIST_REGIONS, sizeof(ri), (void **)&all, &n)) {
 		for (i = 0; i < n; i++)
 			found += (all[i].id == ra && all[i].tenant == ta) +

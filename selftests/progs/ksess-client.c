@@ -71,6 +71,8 @@
 
 #include "uapi/rof.h"
 
+#include "list-checks.h"
+
 #define PORT_ENV	"ROF_CM_PORT"
 #define NSLOTS		(ROF_SESSION_CREDITS_MAX + 2)
 #define SCRATCH		4096
@@ -512,21 +514,8 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 	/* One session exists, so that LIST has something to write. */
 	prep_init(&p, tenant);
 	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
-	memset(&l, 0, sizeof(l));
-	l.elem_size = sizeof(si) - 8;
-	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EINVAL, "list wrong elem_size");
-	l.elem_size = sizeof(si);
-	l.flags = 1;
-	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EINVAL, "list flags");
-	l.flags = 0;
-	l.reserved = 1;
-	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EINVAL, "list reserved");
-	l.reserved = 0;
-	l.capacity = ROF_LIST_MAX + 1;
-	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, E2BIG, "list capacity too big");
-	l.capacity = 4;
-	l.elems = 16;	/* unmapped */
-	expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EFAULT, "list unwritable array");
+	list_header_checks(fd, ROF_IOC_LIST_SESSIONS, "LIST_SESSIONS", sizeof(si),
+			   expect_errno);
 
 	memset(&si, 0, sizeof(si));
 	si.id = p.session;
