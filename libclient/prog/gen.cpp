@@ -84,15 +84,18 @@ class Gen {
                 b_.st(s, anywhere(s, true), pick());
                 return;
             }
-            case 5:
+            case 5: {
                 addr(0xff8);
-                b_.faa(pick(), at(data_, kAddr, 0), pick());
+                uint8_t old = pick();
+                b_.faa(old, at(data_, kAddr, 0), pick());
                 return;
+            }
             case 6: {
                 unsigned w = 8 * (1 + rnd(4));
                 addr(0xfc0);
-                b_.cas(pick(), w, at(data_, kAddr, 0),
-                       at(ROF_SPACE_ARGS, static_cast<int16_t>(rnd(GenEnv::kArgs - 5 * w + 1))),
+                uint8_t out = pick();
+                auto blk = static_cast<int16_t>(rnd(GenEnv::kArgs - 5 * w + 1));
+                b_.cas(out, w, at(data_, kAddr, 0), at(ROF_SPACE_ARGS, blk),
                        static_cast<rof_cmp>(rnd(ROF_CMP_COUNT)));
                 return;
             }
@@ -110,8 +113,10 @@ class Gen {
                 b_.mov(len, pick()).alui(ROF_ALU_AND, len, 127);
                 if (rnd(2))
                     b_.crc64(pick(), at(ROF_SPACE_ARGS, 0), len);
-                else
-                    b_.hash(pick(), at(data_, static_cast<int16_t>(rnd(2048))), len);
+                else {
+                    uint8_t h = pick();
+                    b_.hash(h, at(data_, static_cast<int16_t>(rnd(2048))), len);
+                }
                 return;
             }
             case 9: {
@@ -126,19 +131,22 @@ class Gen {
             case 10:
                 b_.ldimm64(pick(), rng_());
                 return;
-            default:
-                b_.mov(pick(), pick());
+            default: {
+                uint8_t dst = pick();
+                b_.mov(dst, pick());
                 return;
+            }
         }
     }
 
     void cond_jump(Label to) {
         auto op = static_cast<rof_jmp>(rnd(ROF_JMP_COUNT));
         bool is32 = rnd(2);
+        uint8_t a = pick();
         if (rnd(2))
-            b_.jmpi(op, pick(), static_cast<int32_t>(rng_() % 1000), to, is32);
+            b_.jmpi(op, a, static_cast<int32_t>(rng_() % 1000), to, is32);
         else
-            b_.jmp(op, pick(), pick(), to, is32);
+            b_.jmp(op, a, pick(), to, is32);
     }
 
     // brk: the label after the innermost enclosing loop, for "break".

@@ -1,6 +1,9 @@
 // Random valid programs, for property tests, fuzzing and the kernel-vs-
 // userspace differential test: every program it makes is meant to pass the
-// verifier with default limits (tests assert that).
+// verifier with default limits (tests assert that).  One seed gives one
+// program whatever the compiler: gen.cpp draws each random number in a
+// statement of its own, never two in one call's arguments (whose order of
+// evaluation C++ leaves unspecified).
 #pragma once
 
 #include <cstdint>
