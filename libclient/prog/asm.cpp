@@ -720,19 +720,6 @@ class Assembler {
     std::vector<Diagnostic> errors_;
 };
 
-std::string rights_str(uint32_t r) {
-    if (r == 0 || (r & ~ROF_ACCESS_ALL))
-        return fmt::format("{}", r);
-    std::string s;
-    if (r & ROF_ACCESS_READ)
-        s += 'r';
-    if (r & ROF_ACCESS_WRITE)
-        s += 'w';
-    if (r & ROF_ACCESS_ATOMIC)
-        s += 'a';
-    return s;
-}
-
 // nullopt when the space cannot be named (an undeclared slot).
 std::optional<std::string> space_name(const Program& p, uint8_t s) {
     if (s == ROF_SPACE_ARGS)

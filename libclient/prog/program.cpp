@@ -714,6 +714,28 @@ uint16_t regs_written(const Insn& in) {
     }
 }
 
+std::string rights_str(uint32_t rights, bool words) {
+    static constexpr struct {
+        uint32_t bit;
+        char letter;
+        const char* word;
+    } kRights[] = {{ROF_ACCESS_READ, 'r', "read"},
+                   {ROF_ACCESS_WRITE, 'w', "write"},
+                   {ROF_ACCESS_ATOMIC, 'a', "atomic"}};
+    if (!words && (rights == 0 || (rights & ~ROF_ACCESS_ALL)))
+        return fmt::format("{}", rights);
+    std::string s;
+    for (const auto& r : kRights) {
+        if (!(rights & r.bit))
+            continue;
+        if (!words)
+            s += r.letter;
+        else
+            s += s.empty() ? r.word : fmt::format(",{}", r.word);
+    }
+    return s.empty() ? "none" : s;
+}
+
 const char* status_name(int status) {
     return rof_exec_status_name(status);
 }

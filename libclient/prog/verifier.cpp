@@ -316,19 +316,6 @@ class Verifier {
             return "region '" + p_.slots[s].name + "'";
         return fmt::format("slot {}", s);
     }
-    static std::string rights_str(uint32_t r) {
-        std::string s;
-        if (r & ROF_ACCESS_READ)
-            s += "read,";
-        if (r & ROF_ACCESS_WRITE)
-            s += "write,";
-        if (r & ROF_ACCESS_ATOMIC)
-            s += "atomic,";
-        if (s.empty())
-            return "none";
-        s.pop_back();
-        return s;
-    }
 
     // ---- A: header and slots ----
     uint32_t slot_line(size_t i) const { return i < p_.slot_lines.size() ? p_.slot_lines[i] : 0; }
@@ -394,8 +381,8 @@ class Verifier {
                         fmt::format("region slot '{}' is not granted by policy", s.name.c_str()));
                 if (s.rights & ~g->rights)
                     return bad(fmt::format("region slot '{}' needs {} but policy grants {}",
-                                           s.name.c_str(), rights_str(s.rights).c_str(),
-                                           rights_str(g->rights).c_str()));
+                                           s.name.c_str(), rights_str(s.rights, true).c_str(),
+                                           rights_str(g->rights, true).c_str()));
                 if (g->len && g->len < s.len)
                     return bad(
                         fmt::format("region slot '{}' needs {} bytes, the granted region has {}",
@@ -426,8 +413,8 @@ class Verifier {
         if (!(s.rights & right))
             return reject(pc, fmt::format("{} region '{}' without the {} right (declared "
                                           "{})",
-                                          what, s.name.c_str(), rights_str(right).c_str(),
-                                          rights_str(s.rights).c_str()));
+                                          what, s.name.c_str(), rights_str(right, true).c_str(),
+                                          rights_str(s.rights, true).c_str()));
         return true;
     }
 

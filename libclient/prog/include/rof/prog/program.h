@@ -148,4 +148,9 @@ uint16_t regs_written(const Insn& in);
 
 const char* status_name(int status);  // enum rof_isa_status
 
+// ROF_ACCESS_* bits as the assembler writes them ("rwa"; a number when there
+// are none or bits it does not know) or, with @words, as messages say them
+// ("read,write"; "none").
+std::string rights_str(uint32_t rights, bool words = false);
+
 }  // namespace rof::prog
