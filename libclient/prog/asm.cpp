@@ -720,19 +720,6 @@ class Assembler {
     std::vector<Diagnostic> errors_;
 };
 
-// nullopt when the space cannot be named (an undeclared slot).
-std::optional<std::string> space_name(const Program& p, uint8_t s) {
-    if (s == ROF_SPACE_ARGS)
-        return "args";
-    if (s == ROF_SPACE_SCRATCH)
-        return "scratch";
-    if (s == ROF_SPACE_RESP)
-        return "resp";
-    if (s < p.slots.size())
-        return p.slots[s].name;
-    return std::nullopt;
-}
-
 std::string addr_str(const Mem& m) {
     if (!m.has_base)
         return fmt::format("{}", m.off);

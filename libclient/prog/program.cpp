@@ -714,6 +714,18 @@ uint16_t regs_written(const Insn& in) {
     }
 }
 
+std::optional<std::string> space_name(const Program& p, uint8_t s) {
+    if (s == ROF_SPACE_ARGS)
+        return "args";
+    if (s == ROF_SPACE_SCRATCH)
+        return "scratch";
+    if (s == ROF_SPACE_RESP)
+        return "resp";
+    if (s < p.slots.size())
+        return p.slots[s].name;
+    return std::nullopt;
+}
+
 std::string rights_str(uint32_t rights, bool words) {
     static constexpr struct {
         uint32_t bit;

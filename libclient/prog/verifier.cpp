@@ -306,15 +306,9 @@ class Verifier {
             log_ += at(pc) + ": " + msg + "\n";
     }
     std::string sname(uint8_t s) const {
-        if (s == ROF_SPACE_ARGS)
-            return "args";
-        if (s == ROF_SPACE_SCRATCH)
-            return "scratch";
-        if (s == ROF_SPACE_RESP)
-            return "resp";
         if (s < p_.slots.size())
             return "region '" + p_.slots[s].name + "'";
-        return fmt::format("slot {}", s);
+        return space_name(p_, s).value_or(fmt::format("slot {}", s));
     }
 
     // ---- A: header and slots ----

@@ -148,6 +148,10 @@ uint16_t regs_written(const Insn& in);
 
 const char* status_name(int status);  // enum rof_isa_status
 
+// A memory space by its .rofs name: "args", "scratch", "resp" or the slot's
+// region name; nullopt for a slot the program does not declare.
+std::optional<std::string> space_name(const Program& p, uint8_t space);
+
 // ROF_ACCESS_* bits as the assembler writes them ("rwa"; a number when there
 // are none or bits it does not know) or, with @words, as messages say them
 // ("read,write"; "none").
