@@ -151,8 +151,7 @@ long rof_list_ioctl(void __user *uarg, size_t elem_size,
  * from the object it names or fails (-ENOENT), and drops the lock; the
  * copy to user space happens with no lock held.
  */
-long rof_get_ioctl(void __user *uarg, size_t size,
-		   int (*fill)(void *buf, void *arg), void *arg);
+long rof_get_ioctl(void __user *uarg, size_t size, int (*fill)(void *buf));
 /*
  * Race tests' fault injection: with fault_delay_ms set (default 0: off),
  * logs "fault injection: @what @id delayed N ms", then sleeps N ms.

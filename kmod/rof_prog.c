@@ -655,7 +655,7 @@ static void rof_prog_fill(const struct rof_prog *p, struct rof_prog_info *pi)
 	pi->insns = atomic64_read(&p->insns_run);
 }
 
-static int rof_prog_get_fill(void *buf, void *arg)
+static int rof_prog_get_fill(void *buf)
 {
 	struct rof_prog_info *pi = buf;
 	struct rof_tenant *t;
@@ -677,7 +677,7 @@ static int rof_prog_get_fill(void *buf, void *arg)
 static long rof_prog_get(void __user *uarg)
 {
 	return rof_get_ioctl(uarg, sizeof(struct rof_prog_info),
-			     rof_prog_get_fill, NULL);
+			     rof_prog_get_fill);
 }
 
 static u32 rof_prog_snap(void *buf, u32 cap, void *arg)

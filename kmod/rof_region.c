@@ -590,7 +590,7 @@ static void rof_region_fill(struct rof_region *r, struct rof_region_info *info)
 	info->chunks = r->chunks;
 }
 
-static int rof_region_get_fill(void *buf, void *arg)
+static int rof_region_get_fill(void *buf)
 {
 	struct rof_region_info *info = buf;
 	struct rof_region *r;
@@ -611,7 +611,7 @@ static int rof_region_get_fill(void *buf, void *arg)
 static long rof_region_get_info(void __user *uarg)
 {
 	return rof_get_ioctl(uarg, sizeof(struct rof_region_info),
-			     rof_region_get_fill, NULL);
+			     rof_region_get_fill);
 }
 
 static u32 rof_region_snap(void *buf, u32 cap, void *arg)

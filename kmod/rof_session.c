@@ -1594,7 +1594,7 @@ static void rof_session_fill(struct rof_session *s, struct rof_session_info *si)
 	si->counters.bad_requests = READ_ONCE(s->cnt.bad_requests);
 }
 
-static int rof_session_get_fill(void *buf, void *arg)
+static int rof_session_get_fill(void *buf)
 {
 	struct rof_session_info *si = buf;
 	struct rof_session *s;
@@ -1661,7 +1661,7 @@ long rof_session_ioctl(unsigned int cmd, void __user *uarg)
 				      rof_session_snap, NULL);
 	case ROF_IOC_GET_SESSION:
 		return rof_get_ioctl(uarg, sizeof(struct rof_session_info),
-				     rof_session_get_fill, NULL);
+				     rof_session_get_fill);
 	case ROF_IOC_SESSION_CLOSE:
 		return rof_session_close_ioctl(uarg);
 	case ROF_IOC_TENANT_SET_RATE:

@@ -580,7 +580,7 @@ static long rof_tenant_set_quota(void __user *uarg)
 	return ret;
 }
 
-static int rof_tenant_get_fill(void *buf, void *arg)
+static int rof_tenant_get_fill(void *buf)
 {
 	struct rof_tenant_info *info = buf;
 	struct rof_tenant *t;
@@ -601,7 +601,7 @@ static int rof_tenant_get_fill(void *buf, void *arg)
 static long rof_tenant_get_info(void __user *uarg)
 {
 	return rof_get_ioctl(uarg, sizeof(struct rof_tenant_info),
-			     rof_tenant_get_fill, NULL);
+			     rof_tenant_get_fill);
 }
 
 /*
@@ -613,12 +613,10 @@ static long rof_tenant_get_info(void __user *uarg)
  * @fill:	checks the struct's flags (-EINVAL), takes its lock, fills
  *		@buf from the object it names or returns -ENOENT, drops the
  *		lock; never touches user memory; may sleep
- * @arg:	passed to @fill
  *
  * Returns 0 or a negative errno; nothing is copied out on an error.
  */
-long rof_get_ioctl(void __user *uarg, size_t size,
-		   int (*fill)(void *buf, void *arg), void *arg)
+long rof_get_ioctl(void __user *uarg, size_t size, int (*fill)(void *buf))
 {
 	void *buf;
 	long ret;
@@ -629,7 +627,7 @@ long rof_get_ioctl(void __user *uarg, size_t size,
 	if (copy_from_user(buf, uarg, size))
 		ret = -EFAULT;
 	else
-		ret = fill(buf, arg);
+		ret = fill(buf);
 	if (!ret && copy_to_user(uarg, buf, size))
 		ret = -EFAULT;
 	kfree(buf);
