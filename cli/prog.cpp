@@ -168,20 +168,8 @@ struct LocalRegion {
 
 // Lays a fresh free list at offset 0: @count blocks of @bs bytes from @first.
 void lay_freelist(LocalRegion& r, std::uint64_t bs, std::uint64_t first, std::uint64_t count) {
-    if (bs < 8 || bs % 8 != 0 || first % 8 != 0 || first < sizeof(rof_isa_freelist) ||
-        first + bs * count > r.len) {
+    if (!rof::prog::lay_freelist({r.data(), r.len}, 0, bs, first, count)) {
         throw UsageError("--freelist " + r.name + ": does not fit the region");
-    }
-    rof_isa_freelist h{};
-    h.magic = ROF_FREELIST_MAGIC;
-    h.block_size = bs;
-    h.first = first;
-    h.nblocks = count;
-    h.head = count != 0 ? 1 : 0;
-    std::memcpy(r.data(), &h, sizeof(h));
-    for (std::uint64_t i = 1; i <= count; i++) {
-        const std::uint64_t next = i < count ? i + 1 : 0;
-        std::memcpy(r.data() + first + (i - 1) * bs, &next, 8);
     }
 }
 

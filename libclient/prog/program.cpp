@@ -752,4 +752,27 @@ const char* status_name(int status) {
     return rof_exec_status_name(status);
 }
 
+bool lay_freelist(std::span<uint8_t> region, uint64_t at, uint64_t block_size, uint64_t first,
+                  uint64_t count) {
+    const uint64_t len = region.size();
+    if (block_size < 8 || block_size % 8 != 0 || at % 8 != 0 || first % 8 != 0 ||
+        count >= (uint64_t{1} << 32) || at > len || len - at < sizeof(rof_isa_freelist) ||
+        first > len || (count != 0 && (len - first) / count < block_size) ||
+        (first < at + sizeof(rof_isa_freelist) && first + block_size * count > at)) {
+        return false;
+    }
+    rof_isa_freelist h{};
+    h.magic = ROF_FREELIST_MAGIC;
+    h.block_size = block_size;
+    h.first = first;
+    h.nblocks = count;
+    h.head = count != 0 ? 1 : 0;
+    std::memcpy(region.data() + at, &h, sizeof(h));
+    for (uint64_t i = 1; i <= count; i++) {
+        const uint64_t next = i < count ? i + 1 : 0;
+        std::memcpy(region.data() + first + (i - 1) * block_size, &next, 8);
+    }
+    return true;
+}
+
 }  // namespace rof::prog

@@ -55,17 +55,8 @@ struct Env {
     // Lays a free list out at offset 0 of slot s: nblocks blocks of bs bytes
     // from offset first, all free, 1 on top.
     void freelist(uint32_t s, uint64_t first, uint64_t bs, uint64_t nblocks) {
-        rof_isa_freelist h{};
-        h.magic = ROF_FREELIST_MAGIC;
-        h.block_size = bs;
-        h.first = first;
-        h.nblocks = nblocks;
-        h.head = nblocks ? 1 : 0;
-        std::memcpy(mem[s].data(), &h, sizeof(h));
-        for (uint64_t i = 1; i <= nblocks; i++) {
-            uint64_t next = i < nblocks ? i + 1 : 0;
-            std::memcpy(mem[s].data() + first + (i - 1) * bs, &next, 8);
-        }
+        if (!lay_freelist({mem[s].data(), mem[s].len}, 0, bs, first, nblocks))
+            throw std::invalid_argument("free list does not fit the region");
         regions[s].freelist = 0;
     }
 

@@ -148,6 +148,13 @@ uint16_t regs_written(const Insn& in);
 
 const char* status_name(int status);  // enum rof_isa_status
 
+// Lays out a free list in @region (docs/isa.md section 6): the header at
+// @at, @count blocks of @block_size bytes from @first, all free, block 1 on
+// top, as ROF_IOC_FREELIST_CREATE does in rof.ko.  False, and nothing
+// written, when the geometry is invalid or does not fit the region.
+bool lay_freelist(std::span<uint8_t> region, uint64_t at, uint64_t block_size, uint64_t first,
+                  uint64_t count);
+
 // A memory space by its .rofs name: "args", "scratch", "resp" or the slot's
 // region name; nullopt for a slot the program does not declare.
 std::optional<std::string> space_name(const Program& p, uint8_t space);
