@@ -801,8 +801,16 @@ static int rof_do_alloc(struct rof_run *run, u32 slot, u64 *dst)
 			return ROF_ISA_EFREELIST;
 		off = fl.first + (idx - 1) * fl.block_size;
 		next = rof_exec_load64((u64 *)(fl.base + off)) & 0xffffffffULL;
-		if (next > fl.nblocks)
+		if (next > fl.nblocks) {
+			/*
+			 * Another pop may have taken the block since h was
+			 * read, and its owner written over the link: a lost
+			 * race, unless the head is still h.
+			 */
+			if (rof_exec_load64(fl.head) != h)
+				continue;
 			return ROF_ISA_EFREELIST;
+		}
 		if (rof_exec_cmpxchg64(fl.head, h,
 				       (((h >> 32) + 1) << 32) | next) == h) {
 			*dst = off;
