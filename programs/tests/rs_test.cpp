@@ -14,10 +14,11 @@ using namespace rof::programs::test;
 enum : uint32_t { WR_OK = 0, WR_STALE = 1, WR_FULL = 2, WR_BADARG = 3 };
 enum : uint32_t { RD_OK = 0, RD_EMPTY = 1, RD_BUSY = 2, RD_BADARG = 3 };
 constexpr uint64_t kBlocks = 239;
+constexpr uint64_t kRegs = 61440;  // register i at kRegs + 16 * i
 
 // The value a test writes with @tag: its length and bytes follow from it.
 std::string value_of(uint64_t tag) {
-    std::string v(tag % 241, '\0');
+    std::string v(tag % 233, '\0');
     for (size_t i = 0; i < v.size(); i++)
         v[i] = static_cast<char>((tag * 31 + i) & 0xff);
     return v;
@@ -63,7 +64,7 @@ class Rs : public ::testing::Test {
     Memory mem;
     void SetUp() override {
         mem.add_region("rs", 65536);
-        mem.add_freelist("rs", 4096, 256, kBlocks);
+        mem.add_freelist("rs", 0, 256, kBlocks);
     }
     Result write(uint64_t reg, uint64_t tag, const std::string& value) {
         return Invoker(wprog, mem).run(write_args(reg, tag, value));
@@ -94,7 +95,7 @@ TEST_F(Rs, WriteThenReadReturnsTagAndValue) {
 
 TEST_F(Rs, ANewerTagReplacesAndFreesTheOldBuffer) {
     ASSERT_EQ(write(0, 0x101, "one").prog_status, WR_OK);
-    const uint64_t old_buf = mem.u64("rs", 8);
+    const uint64_t old_buf = mem.u64("rs", kRegs + 8);
     const Result w = write(0, 0x201, "two");
     ASSERT_EQ(w.prog_status, WR_OK);
     EXPECT_EQ(word(w, 0), 0x101u);
@@ -119,10 +120,10 @@ TEST_F(Rs, AnOlderOrEqualTagIsStaleAndTakesNoBuffer) {
 TEST_F(Rs, ValueLengths) {
     ASSERT_EQ(write(1, 0x101, "").prog_status, WR_OK);
     EXPECT_EQ(read(1).resp.size(), 16u);
-    const std::string big(240, 'x');
+    const std::string big(232, 'x');
     ASSERT_EQ(write(1, 0x201, big).prog_status, WR_OK);
     EXPECT_EQ(decode(read(1)).value, big);
-    EXPECT_EQ(write(1, 0x301, std::string(241, 'y')).status, ROF_ISA_EARGS);
+    EXPECT_EQ(write(1, 0x301, std::string(233, 'y')).status, ROF_ISA_EARGS);
     EXPECT_EQ(free_count(), kBlocks - 1);
 }
 
@@ -139,14 +140,14 @@ TEST_F(Rs, BadArguments) {
 TEST(RsHeap, AFullHeapIsAStatusAndInstallsNothing) {
     Memory mem;
     mem.add_region("rs", 65536);
-    mem.add_freelist("rs", 4096, 256, 1);
+    mem.add_freelist("rs", 0, 256, 1);
     const auto w = load("rs-write");
     Invoker inv(w, mem);
     ASSERT_EQ(inv.run(write_args(0, 0x101, "a")).prog_status, WR_OK);
     const Result r = inv.run(write_args(1, 0x101, "b"));
     EXPECT_EQ(r.status, ROF_ISA_OK);
     EXPECT_EQ(r.prog_status, WR_FULL);
-    EXPECT_EQ(mem.u64("rs", 16), 0u);
+    EXPECT_EQ(mem.u64("rs", kRegs + 16), 0u);
     EXPECT_TRUE(mem.free_blocks("rs", 0).empty());
 }
 
@@ -155,7 +156,7 @@ TEST_F(Rs, ATornRegisterIsNotReturned) {
     ASSERT_EQ(write(1, 0x201, "two").prog_status, WR_OK);
     // register 0's tag with register 1's buffer: as a read between the two
     // stores of a wide CAS would see it
-    mem.set_u64("rs", 8, mem.u64("rs", 24));
+    mem.set_u64("rs", kRegs + 8, mem.u64("rs", kRegs + 24));
     const Result r = read(0);
     EXPECT_EQ(r.status, ROF_ISA_OK);
     EXPECT_EQ(r.prog_status, RD_BUSY);
@@ -206,7 +207,7 @@ TEST_F(Rs, RacingWritersAndReaders) {
     for (auto& t : threads)
         t.join();
     const uint64_t top = uint64_t{kRounds} << 8 | kWriters;
-    EXPECT_EQ(mem.u64("rs", 0), top);
+    EXPECT_EQ(mem.u64("rs", kRegs), top);
     const Result r = read(0);
     ASSERT_EQ(r.prog_status, RD_OK);
     const Read v = decode(r);
