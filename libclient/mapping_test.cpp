@@ -20,44 +20,42 @@ TEST(RegionMapping, EmptyMapsNothing) {
     EXPECT_EQ(n.data(), nullptr);
 }
 
-TEST(RegionMapping, ABadTokenNamesTheRegion) {
-    rof::v1::MapRegionResponse t;
-    t.set_token("short");
+// The rof::Error that mapping @token as region "table" throws.
+rof::Error map_error(const rof::v1::MapRegionResponse& token) {
     try {
-        rof::RegionMapping::map(t, "table");
-        FAIL() << "a 5-byte token was taken";
+        rof::RegionMapping::map(token, "table");
     } catch (const rof::Error& e) {
-        EXPECT_EQ(e.code(), rof::Code::invalid_argument);
-        EXPECT_EQ(std::string(e.what()), "region \"table\": the token is not 16 bytes");
+        return e;
     }
+    ADD_FAILURE() << "mapped";
+    return rof::Error(rof::Code::ok, "");
+}
+
+rof::v1::MapRegionResponse token(const std::string& bytes, const std::string& device = {}) {
+    rof::v1::MapRegionResponse t;
+    t.set_token(bytes);
+    t.set_device(device);
+    return t;
+}
+
+TEST(RegionMapping, ABadTokenNamesTheRegion) {
+    const rof::Error e = map_error(token("short"));
+    EXPECT_EQ(e.code(), rof::Code::invalid_argument);
+    EXPECT_EQ(std::string(e.what()), "region \"table\": the token is not 16 bytes");
 }
 
 TEST(RegionMapping, AMissingDeviceNamesTheRegionAndTheReason) {
-    rof::v1::MapRegionResponse t;
-    t.set_token(std::string(16, '\1'));
-    t.set_device("/nonexistent/rof");
-    try {
-        rof::RegionMapping::map(t, "table");
-        FAIL() << "mapped without a device";
-    } catch (const rof::Error& e) {
-        EXPECT_EQ(e.code(), rof::Code::unavailable);
-        EXPECT_EQ(std::string(e.what()),
-                  "region \"table\": open /nonexistent/rof: No such file or directory");
-    }
+    const rof::Error e = map_error(token(std::string(16, '\1'), "/nonexistent/rof"));
+    EXPECT_EQ(e.code(), rof::Code::unavailable);
+    EXPECT_EQ(std::string(e.what()),
+              "region \"table\": open /nonexistent/rof: No such file or directory");
 }
 
 TEST(RegionMapping, NotADeviceIsRefusedByTheIoctl) {
-    rof::v1::MapRegionResponse t;
-    t.set_token(std::string(16, '\1'));
-    t.set_device("/dev/null");
-    try {
-        rof::RegionMapping::map(t, "table");
-        FAIL() << "mapped /dev/null";
-    } catch (const rof::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("region \"table\": ROF_IOC_REGION_MAP: "),
-                  std::string::npos)
-            << e.what();
-    }
+    const rof::Error e = map_error(token(std::string(16, '\1'), "/dev/null"));
+    EXPECT_NE(std::string(e.what()).find("region \"table\": ROF_IOC_REGION_MAP: "),
+              std::string::npos)
+        << e.what();
 }
 
 }  // namespace
