@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+#include "kv_client.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rofkv {
+
+namespace {
+
+void put32(std::byte* p, std::uint32_t v) {
+    for (int i = 0; i < 4; i++)
+        p[i] = static_cast<std::byte>(v >> (8 * i));
+}
+
+std::uint32_t get32(const std::byte* p) {
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
+    return v;
+}
+
+}  // namespace
+
+const char* status_name(Status s) {
+    switch (s) {
+        case Status::ok:
+            return "ok";
+        case Status::not_found:
+            return "not found";
+        case Status::full:
+            return "full";
+        case Status::busy:
+            return "busy";
+        case Status::too_big:
+            return "too big";
+    }
+    return "unknown";
+}
+
+KvClient::KvClient(rof::Session& s)
+    : s_(s),
+      get_(s.program_tag("kv-get")),
+      put_(s.program_tag("kv-put")),
+      del_(s.program_tag("kv-del")) {
+    args_.reserve(8 + 256 + kMaxValue);
+}
+
+rof::SessionOptions KvClient::session_options(const std::string& tenant) {
+    rof::SessionOptions o;
+    o.tenant = tenant;
+    // No region: the programs bind the regions; the client only invokes them.  (Granting the
+    // heap would also need a device that registers it whole: rxe maps 2 MiB at most.)
+    return o;
+}
+
+namespace {
+constexpr std::size_t kArgsMax = 1000, kChunk = 976, kGetAttempts = 8;
+}  // namespace
+
+bool KvClient::encode_key(std::string_view key, std::uint32_t voff) {
+    if (key.empty() || key.size() > kMaxKey)
+        return false;
+    const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
+    args_.assign(8 + padded, std::byte{0});
+    put32(args_.data(), static_cast<std::uint32_t>(key.size()));
+    put32(args_.data() + 4, voff);
+    std::memcpy(args_.data() + 8, key.data(), key.size());
+    return true;
+}
+
+void KvClient::encode_put(std::string_view key, std::uint32_t flags, std::uint32_t vlen,
+                          std::uint32_t voff, std::string_view chunk) {
+    const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
+    args_.assign(16 + padded + chunk.size(), std::byte{0});
+    put32(args_.data(), static_cast<std::uint32_t>(key.size()));
+    put32(args_.data() + 4, flags);
+    put32(args_.data() + 8, vlen);
+    put32(args_.data() + 12, voff);
+    std::memcpy(args_.data() + 16, key.data(), key.size());
+    if (!chunk.empty())
+        std::memcpy(args_.data() + 16 + padded, chunk.data(), chunk.size());
+}
+
+Status KvClient::call(std::uint64_t tag, std::span<std::byte> resp, std::size_t* len) {
+    const rof::InvokeResult r = s_.invoke(tag, args_, resp);
+    if (len)
+        *len = r.len;
+    if (r.prog_status > static_cast<std::uint32_t>(Status::too_big))
+        throw rof::Error(rof::Code::internal,
+                         "kvstore: program status " + std::to_string(r.prog_status));
+    return static_cast<Status>(r.prog_status);
+}
+
+Status KvClient::get(std::string_view key, std::string& value, std::uint32_t* flags) {
+    if (!encode_key(key, 0))
+        return Status::too_big;
+    for (std::size_t attempt = 0; attempt < kGetAttempts; attempt++) {
+        std::uint64_t entry = 0;
+        std::uint32_t vlen = 0;
+        value.clear();
+        bool changed = false;
+        do {
+            put32(args_.data() + 4, static_cast<std::uint32_t>(value.size()));
+            std::size_t len = 0;
+            const Status st = call(get_, resp_, &len);
+            if (st == Status::not_found && !value.empty()) {
+                changed = true;  // deleted between chunks: start again
+                break;
+            }
+            if (st != Status::ok)
+                return st;
+            if (len < 16)
+                throw rof::Error(rof::Code::internal, "kvstore: kv-get answered a short response");
+            std::uint64_t e = 0;
+            std::memcpy(&e, resp_.data() + 8, 8);
+            const std::uint32_t vl = get32(resp_.data() + 4);
+            if (!value.empty() && e != entry) {
+                changed = true;  // another value now: start again
+                break;
+            }
+            if (vl > kMaxValue || vl < value.size() ||
+                len - 16 != std::min<std::size_t>(vl - value.size(), kChunk))
+                throw rof::Error(rof::Code::internal,
+                                 "kvstore: kv-get answered a malformed response");
+            if (value.empty()) {
+                entry = e;
+                vlen = vl;
+                if (flags)
+                    *flags = get32(resp_.data());
+            }
+            value.append(reinterpret_cast<const char*>(resp_.data()) + 16, len - 16);
+        } while (value.size() < vlen);
+        if (!changed)
+            return Status::ok;
+    }
+    return Status::busy;
+}
+
+Status KvClient::set(std::string_view key, std::string_view value, std::uint32_t flags) {
+    if (key.empty() || key.size() > kMaxKey || value.size() > kMaxValue)
+        return Status::too_big;
+    const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
+    const std::size_t room = kArgsMax - 16 - padded;
+    const auto vlen = static_cast<std::uint32_t>(value.size());
+    std::size_t off = 0;
+    do {
+        const std::string_view chunk = value.substr(off, room);
+        encode_put(key, flags, vlen, static_cast<std::uint32_t>(off), chunk);
+        const Status st = call(put_, {}, nullptr);
+        if (st != Status::ok)
+            return st;
+        off += chunk.size();
+    } while (off < value.size());
+    return Status::ok;
+}
+
+Status KvClient::del(std::string_view key) {
+    if (!encode_key(key, 0))
+        return Status::too_big;
+    return call(del_, {}, nullptr);
+}
+
+}  // namespace rofkv
