@@ -256,6 +256,8 @@ struct Worker {
     }
 
     void one(Op op, std::uint32_t key) {
+        if (!kv && !connect())
+            return;
         try {
             if (op == op_get)
                 get(key);
