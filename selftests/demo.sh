@@ -35,15 +35,15 @@ demo_policy() {
 	EOF
 	cat >"$ROF_ETC/tenants.d/kv.toml" <<-EOF
 	name = "kv"
-	audit = "sessions"
 	control_rate = 0
-	[identity]
-	uids = [$ROF_KV_UID]
+	audit = "sessions"
 	[quota]
-	region_bytes = "160MiB"
-	regions = 8
 	sessions = 32
 	programs = 16
+	regions = 8
+	region_bytes = "160MiB"
+	[identity]
+	uids = [$ROF_KV_UID]
 	[programs]
 	max_insns = 4096
 	max_executed = 1000000

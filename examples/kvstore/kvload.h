@@ -86,21 +86,13 @@ inline std::string encode(const Stamp& st, std::size_t len) {
 enum class Check { ok, too_short, bad_magic, bad_length, bad_checksum, other_key };
 
 inline const char* check_name(Check c) {
-    switch (c) {
-        case Check::ok:
-            return "ok";
-        case Check::too_short:
-            return "too short";
-        case Check::bad_magic:
-            return "not a kvload value";
-        case Check::bad_length:
-            return "length differs from its header";
-        case Check::bad_checksum:
-            return "bad checksum";
-        case Check::other_key:
-            return "value of another key";
-    }
-    return "?";
+    static constexpr const char* names[] = {"ok",
+                                            "too short",
+                                            "not a kvload value",
+                                            "length differs from its header",
+                                            "bad checksum",
+                                            "value of another key"};
+    return names[static_cast<int>(c)];
 }
 
 // Checks @v read for key @key; fills @st from its header.
