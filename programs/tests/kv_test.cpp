@@ -1,0 +1,375 @@
+// The kvstore's programs (programs/kv-get.rofs, kv-put.rofs, kv-del.rofs) on the userspace
+// executor: the layout their headers state, the statuses, and races of sessions over one table.
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "runner.h"
+
+namespace rof::programs::test {
+namespace {
+
+constexpr unsigned kSmallBlock = 256, kLargeBlock = 4368;
+
+std::map<std::string, uint64_t> consts_of(const std::string& name) {
+    std::ifstream in(std::string(ROF_PROGRAMS_DIR) + "/" + name + ".rofs");
+    std::map<std::string, uint64_t> out;
+    std::string line;
+    const std::regex re(R"(^\.const (\w+), (\d+))");
+    std::smatch m;
+    while (std::getline(in, line))
+        if (std::regex_search(line, m, re))
+            out[m[1]] = std::stoull(m[2]);
+    return out;
+}
+
+// args of kv-get/kv-del (flags 0, no value) and kv-put: u32 klen, u32 flags, padded key, value.
+std::vector<uint8_t> args(const std::string& key, const std::string& value = "",
+                          uint32_t flags = 0) {
+    const size_t padded = (key.size() + 7) & ~size_t{7};
+    std::vector<uint8_t> a(8 + padded + value.size());
+    const uint32_t klen = static_cast<uint32_t>(key.size());
+    std::memcpy(a.data(), &klen, 4);
+    std::memcpy(a.data() + 4, &flags, 4);
+    std::memcpy(a.data() + 8, key.data(), key.size());
+    std::memcpy(a.data() + 8 + padded, value.data(), value.size());
+    return a;
+}
+
+struct Got {
+    int status;
+    uint32_t prog_status;
+    uint32_t flags = 0;
+    std::string value;
+};
+
+// The table of the programs' default geometry, with @small and @large blocks in its lists.
+class Kv {
+  public:
+    Kv(uint64_t small = 1024, uint64_t large = 64)
+        : c(consts_of("kv-get")),
+          get_(load("kv-get")),
+          put_(load("kv-put")),
+          del_(load("kv-del")),
+          small_(small),
+          large_(large) {
+        EXPECT_EQ(c, consts_of("kv-put"));
+        EXPECT_EQ(c, consts_of("kv-del"));
+        mem.add_region("kv_index", c.at("INDEX_LEN"));
+        mem.add_region("kv_heap", c.at("HEAP_LEN"));
+        EXPECT_EQ(mem.add_freelist("kv_heap", 0, kSmallBlock, small), 0u);
+        EXPECT_EQ(mem.add_freelist("kv_heap", c.at("LARGE_AT"), kLargeBlock, large), 1u);
+    }
+
+    // One session: its own invokers over the shared memory.
+    struct Session {
+        Invoker get, put, del;
+        explicit Session(Kv& kv)
+            : get(kv.get_, kv.mem),
+              put(kv.put_, kv.mem, {{"", 0}, {"", 0}, {"kv_heap", 1}}),
+              del(kv.del_, kv.mem, {{"", 0}, {"", 0}, {"kv_heap", 1}}) {}
+        Got g(const std::string& key) {
+            Result r = get.run(args(key));
+            Got out{r.status, r.prog_status, 0, {}};
+            if (r.status == ROF_ISA_OK && r.prog_status == 0) {
+                EXPECT_GE(r.resp.size(), 8u);
+                uint32_t vlen;
+                std::memcpy(&out.flags, r.resp.data(), 4);
+                std::memcpy(&vlen, r.resp.data() + 4, 4);
+                EXPECT_EQ(r.resp.size(), 8u + vlen);
+                out.value.assign(r.resp.begin() + 8, r.resp.end());
+            }
+            return out;
+        }
+        uint32_t p(const std::string& key, const std::string& v, uint32_t flags = 0) {
+            Result r = put.run(args(key, v, flags));
+            EXPECT_EQ(r.status, ROF_ISA_OK) << "fault at " << r.fault_pc;
+            return r.prog_status;
+        }
+        uint32_t d(const std::string& key) {
+            Result r = del.run(args(key));
+            EXPECT_EQ(r.status, ROF_ISA_OK) << "fault at " << r.fault_pc;
+            return r.prog_status;
+        }
+    };
+
+    size_t free_small() { return mem.free_blocks("kv_heap", 0).size(); }
+    size_t free_large() { return mem.free_blocks("kv_heap", 1).size(); }
+    // Live entries of the index (ways with a block).
+    std::vector<uint64_t> entries() {
+        std::vector<uint64_t> out;
+        const uint64_t n = c.at("MASK") + 1;
+        for (uint64_t w = 0; w < n * 8; w++) {
+            const uint64_t e = mem.u64("kv_index", 64 + 8 * w);
+            if (e & 0xffffffff)
+                out.push_back(e);
+        }
+        return out;
+    }
+    // Every block is either free or live, once.
+    void check_blocks() {
+        std::set<uint64_t> seen;
+        for (uint64_t b : mem.free_blocks("kv_heap", 0))
+            EXPECT_TRUE(seen.insert(b).second);
+        for (uint64_t b : mem.free_blocks("kv_heap", 1))
+            EXPECT_TRUE(seen.insert(b).second);
+        for (uint64_t e : entries())
+            EXPECT_TRUE(seen.insert(e & 0xffffffff).second) << "block of a live entry is free";
+        EXPECT_EQ(seen.size(), small_ + large_);
+    }
+
+    std::map<std::string, uint64_t> c;
+    Memory mem;
+
+  private:
+    Loaded get_, put_, del_;
+    uint64_t small_, large_;
+};
+
+TEST(Kv, PutGetDel) {
+    Kv kv;
+    Kv::Session s(kv);
+    EXPECT_EQ(s.g("hello").prog_status, 1u);
+    EXPECT_EQ(s.p("hello", "world", 7), 0u);
+    Got g = s.g("hello");
+    EXPECT_EQ(g.status, ROF_ISA_OK);
+    EXPECT_EQ(g.prog_status, 0u);
+    EXPECT_EQ(g.flags, 7u);
+    EXPECT_EQ(g.value, "world");
+    EXPECT_EQ(s.g("hellp").prog_status, 1u);
+    EXPECT_EQ(s.g("hell").prog_status, 1u);
+    EXPECT_EQ(s.d("hello"), 0u);
+    EXPECT_EQ(s.g("hello").prog_status, 1u);
+    EXPECT_EQ(s.d("hello"), 1u);
+    EXPECT_EQ(kv.free_small(), 1024u);
+    kv.check_blocks();
+}
+
+TEST(Kv, EntryInTheBucketOfTheHash) {
+    Kv kv;
+    Kv::Session s(kv);
+    const std::string key = "bucket-check";
+    ASSERT_EQ(s.p(key, "v"), 0u);
+    const uint64_t h = rof_exec_hash64(0, key.data(), key.size());
+    const uint64_t b1 = 64 + (h & kv.c.at("MASK")) * 64;
+    const uint64_t e = kv.mem.u64("kv_index", b1);  // way 0 of bucket 1: the first empty one
+    EXPECT_NE(e & 0xffffffff, 0u);
+    EXPECT_EQ((e >> 32) & 0xffff, (h >> 24) & 0xffff);  // the tag
+    EXPECT_EQ(e >> 48, 1u);                             // version 1: one CAS
+    EXPECT_EQ(kv.mem.u64("kv_index", kv.c.at("LOCKS") + (h & kv.c.at("MASK")) * 8), 0u);
+    ASSERT_EQ(s.p(key, "w"), 0u);
+    EXPECT_EQ(kv.mem.u64("kv_index", b1) >> 48, 2u);
+    ASSERT_EQ(s.d(key), 0u);
+    EXPECT_EQ(kv.mem.u64("kv_index", b1), uint64_t{3} << 48);  // empty, the version kept
+}
+
+TEST(Kv, UpdateInPlace) {
+    Kv kv;
+    Kv::Session s(kv);
+    ASSERT_EQ(s.p("k", "one"), 0u);
+    ASSERT_EQ(s.p("k", "two", 2), 0u);
+    Got g = s.g("k");
+    EXPECT_EQ(g.value, "two");
+    EXPECT_EQ(g.flags, 2u);
+    EXPECT_EQ(kv.entries().size(), 1u);
+    EXPECT_EQ(kv.free_small(), 1023u);                // the old block went back
+    ASSERT_EQ(s.p("k", std::string(4096, 'x')), 0u);  // moves to a large block
+    EXPECT_EQ(kv.free_small(), 1024u);
+    EXPECT_EQ(kv.free_large(), 63u);
+    EXPECT_EQ(s.g("k").value, std::string(4096, 'x'));
+    kv.check_blocks();
+}
+
+TEST(Kv, KeyAndValueSizes) {
+    Kv kv;
+    Kv::Session s(kv);
+    std::string bin;
+    for (int i = 0; i < 4096; i++)
+        bin += static_cast<char>(i * 7 + 3);
+    for (const std::string& key : {std::string("a"), std::string(250, 'K'), std::string(9, 'k')}) {
+        for (size_t len : {0u, 32u, 4096u}) {
+            const std::string v = bin.substr(0, len);
+            ASSERT_EQ(s.p(key, v, static_cast<uint32_t>(len)), 0u) << key.size() << " " << len;
+            Got g = s.g(key);
+            ASSERT_EQ(g.prog_status, 0u);
+            EXPECT_EQ(g.value, v);
+            EXPECT_EQ(g.flags, len);
+        }
+    }
+    EXPECT_EQ(kv.entries().size(), 3u);
+    kv.check_blocks();
+}
+
+TEST(Kv, BadArguments) {
+    Kv kv;
+    Kv::Session s(kv);
+    std::vector<uint8_t> a = args("key");
+    const uint32_t zero = 0, big = 251, long_key = 16;
+    std::memcpy(a.data(), &zero, 4);
+    EXPECT_EQ(s.get.run(a).prog_status, 4u);
+    std::memcpy(a.data(), &big, 4);
+    EXPECT_EQ(s.get.run(a).prog_status, 4u);
+    EXPECT_EQ(s.del.run(a).prog_status, 4u);
+    std::memcpy(a.data(), &long_key, 4);  // the key runs past the args
+    EXPECT_EQ(s.get.run(a).prog_status, 4u);
+    EXPECT_EQ(s.put.run(a).prog_status, 4u);
+    EXPECT_EQ(s.get.run(std::vector<uint8_t>(8)).status, ROF_ISA_EARGS);
+    EXPECT_EQ(s.p("key", std::string(4097, 'v')), 4u);
+    EXPECT_EQ(s.put.run(std::vector<uint8_t>(8 + 256 + 4097)).status, ROF_ISA_EARGS);
+    EXPECT_EQ(kv.free_small(), 1024u);
+    EXPECT_EQ(kv.free_large(), 64u);
+}
+
+TEST(Kv, FullHeap) {
+    Kv kv(4, 16);
+    Kv::Session s(kv);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(s.p("k" + std::to_string(i), "v"), 0u);
+    EXPECT_EQ(s.p("k4", "v"), 2u);
+    EXPECT_EQ(s.p("k0", "w"), 2u);  // an update needs a block too
+    EXPECT_EQ(s.g("k0").value, "v");
+    EXPECT_EQ(s.d("k1"), 0u);
+    EXPECT_EQ(s.p("k4", "v"), 0u);
+    kv.check_blocks();
+}
+
+TEST(Kv, AllWaysTaken) {
+    Kv kv;
+    Kv::Session s(kv);
+    ASSERT_EQ(s.p("other", "x"), 0u);
+    const uint64_t other = kv.entries().at(0);
+    const std::string key = "no-room";
+    const uint64_t h = rof_exec_hash64(0, key.data(), key.size());
+    const uint64_t mask = kv.c.at("MASK");
+    for (uint64_t b : {h & mask, (h >> 40) & mask})
+        for (uint64_t w = 0; w < 8; w++)
+            if (kv.mem.u64("kv_index", 64 + b * 64 + w * 8) == 0)
+                kv.mem.set_u64("kv_index", 64 + b * 64 + w * 8, (other & 0xffffffff));
+    EXPECT_EQ(s.p(key, "v"), 2u);
+    EXPECT_EQ(s.g(key).prog_status, 1u);
+    EXPECT_EQ(kv.free_small(), 1023u);  // its block went back
+    EXPECT_EQ(kv.mem.u64("kv_index", kv.c.at("LOCKS") + (h & mask) * 8), 0u);  // unlocked
+}
+
+// A value that says which write it is: "t<thread>r<round>:" then bytes derived from both.
+std::string value_of(unsigned t, unsigned r) {
+    std::string v = "t" + std::to_string(t) + "r" + std::to_string(r) + ":";
+    const size_t len = v.size() + (t * 977 + r * 131) % 700;  // both classes
+    while (v.size() < len)
+        v += static_cast<char>('a' + (t * 31 + r * 7 + v.size()) % 26);
+    return v;
+}
+
+bool is_a_write(const std::string& v, unsigned threads, unsigned rounds) {
+    unsigned t, r;
+    if (std::sscanf(v.c_str(), "t%ur%u:", &t, &r) != 2 || t >= threads || r >= rounds)
+        return false;
+    return v == value_of(t, r);
+}
+
+TEST(KvRace, ConcurrentPutsOfOneKey) {
+    constexpr unsigned kThreads = 4, kRounds = 300;
+    Kv kv;
+    std::atomic<unsigned> busy{0};
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < kThreads; t++)
+        ts.emplace_back([&, t] {
+            Kv::Session s(kv);
+            for (unsigned r = 0; r < kRounds; r++) {
+                uint32_t st;
+                while ((st = s.p("hot", value_of(t, r))) == 3)
+                    busy++;
+                EXPECT_EQ(st, 0u);
+            }
+        });
+    for (auto& t : ts)
+        t.join();
+    Kv::Session s(kv);
+    const Got g = s.g("hot");
+    ASSERT_EQ(g.prog_status, 0u);
+    EXPECT_TRUE(is_a_write(g.value, kThreads, kRounds)) << g.value;
+    EXPECT_EQ(kv.entries().size(), 1u);
+    EXPECT_EQ(kv.free_small() + kv.free_large(), 1024u + 64u - 1u);
+    kv.check_blocks();
+}
+
+TEST(KvRace, GetsSeeOnlyCompleteValues) {
+    constexpr unsigned kWriters = 2, kRounds = 400;
+    Kv kv;
+    std::atomic<bool> done{false}, reading{false};
+    std::atomic<unsigned> reads{0};
+    const std::vector<std::string> keys = {"a", "b", "c"};
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < kWriters; t++)
+        ts.emplace_back([&, t] {
+            Kv::Session s(kv);
+            while (!reading) {  // start with the reader, for the race to happen
+            }
+            for (unsigned r = 0; r < kRounds; r++)
+                while (s.p(keys[r % keys.size()], value_of(t, r)) == 3) {
+                }
+        });
+    std::thread reader([&] {
+        Kv::Session s(kv);
+        reading = true;
+        while (!done || reads == 0) {
+            for (const auto& k : keys) {
+                const Got g = s.g(k);
+                ASSERT_EQ(g.status, ROF_ISA_OK);
+                if (g.prog_status == 0) {
+                    EXPECT_TRUE(is_a_write(g.value, kWriters, kRounds)) << g.value;
+                    reads++;
+                } else {
+                    EXPECT_TRUE(g.prog_status == 1 || g.prog_status == 3) << g.prog_status;
+                }
+            }
+        }
+    });
+    for (auto& t : ts)
+        t.join();
+    done = true;
+    reader.join();
+    EXPECT_GT(reads.load(), 0u);
+    EXPECT_EQ(kv.entries().size(), keys.size());
+    kv.check_blocks();
+}
+
+TEST(KvRace, PutsAndDeletes) {
+    constexpr unsigned kThreads = 4, kRounds = 300;
+    Kv kv;
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < kThreads; t++)
+        ts.emplace_back([&, t] {
+            Kv::Session s(kv);
+            for (unsigned r = 0; r < kRounds; r++) {
+                const std::string key = "k" + std::to_string(r % 3);
+                if ((r + t) % 2) {
+                    const uint32_t st = s.d(key);
+                    EXPECT_TRUE(st == 0 || st == 1 || st == 3) << st;
+                } else {
+                    const uint32_t st = s.p(key, value_of(t, r));
+                    EXPECT_TRUE(st == 0 || st == 3) << st;
+                }
+            }
+        });
+    for (auto& t : ts)
+        t.join();
+    // Each key at most once, every block free or live once.
+    Kv::Session s(kv);
+    size_t live = 0;
+    for (int k = 0; k < 3; k++) {
+        const Got g = s.g("k" + std::to_string(k));
+        if (g.prog_status == 0) {
+            live++;
+            EXPECT_TRUE(is_a_write(g.value, kThreads, kRounds));
+        }
+    }
+    EXPECT_EQ(kv.entries().size(), live);
+    kv.check_blocks();
+}
+
+}  // namespace
+}  // namespace rof::programs::test
