@@ -41,15 +41,9 @@ demo_policy() {
 	sessions = 32
 	programs = 16
 	regions = 8
-	region_bytes = "160MiB"
+	region_bytes = "96MiB"
 	[identity]
 	uids = [$ROF_KV_UID]
-	[programs]
-	max_insns = 4096
-	max_executed = 1000000
-	max_bytes = "1MiB"
-	max_trip = 65536
-	classes = ["alu", "jmp", "loop", "ld", "st", "atomic", "alloc", "copy", "hash"]
 	EOF
 	cat >"$ROF_ETC/tenants.d/guest.toml" <<-EOF
 	name = "guest"
@@ -64,18 +58,16 @@ demo_policy() {
 	EOF
 }
 
-# kv's processes: its uid, and the group of /dev/rof (what 60-rof.rules
-# gives the rof group on a real host) so rof-kvstore can map its regions.
-as_kv() {
-	setpriv --reuid "$ROF_KV_UID" --regid "$ROF_KV_UID" --groups "$(stat -c %g /dev/rof)" "$@"
-}
+# kv's clients run as its uid; rof-kvstore runs as root for tenant kv (it
+# maps its regions: /dev/rof is root's in the VM).
+as_kv() { as_uid "$ROF_KV_UID" "$@"; }
 rofctl_() { rofctl --socket "$ROF_SOCKET" "$@"; }
 
 KV_PID=
 kvstore_ready() { grep -q '^rof-kvstore: ready' "$S/kvstore.out"; }
 kvstore_start() {
 	: >"$S/kvstore.out"
-	as_kv rof-kvstore --socket "$ROF_SOCKET" --items 20000 >"$S/kvstore.out" 2>>"$S/kvstore.err" &
+	rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items 20000 >"$S/kvstore.out" 2>>"$S/kvstore.err" &
 	KV_PID=$!
 	if wait_for 120 kvstore_ready; then
 		sed 's/^/   /' "$S/kvstore.out"
