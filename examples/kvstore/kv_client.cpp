@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "kv_client.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rofkv {
@@ -48,24 +49,37 @@ KvClient::KvClient(rof::Session& s)
 rof::SessionOptions KvClient::session_options(const std::string& tenant) {
     rof::SessionOptions o;
     o.tenant = tenant;
-    // Reads only: the programs do the writing; rof-kv race reads the free lists' headers.
-    o.regions.push_back({kIndexRegion, 1});
-    o.regions.push_back({kHeapRegion, 1});
-    o.max_transfer = 8 + kMaxValue;
+    // No region: the programs bind the regions; the client only invokes them.  (Granting the
+    // heap would also need a device that registers it whole: rxe maps 2 MiB at most.)
     return o;
 }
 
-bool KvClient::encode(std::string_view key, std::uint32_t flags, std::string_view value) {
-    if (key.empty() || key.size() > kMaxKey || value.size() > kMaxValue)
+namespace {
+constexpr std::size_t kArgsMax = 1000, kChunk = 976, kGetAttempts = 8;
+}  // namespace
+
+bool KvClient::encode_key(std::string_view key, std::uint32_t voff) {
+    if (key.empty() || key.size() > kMaxKey)
         return false;
     const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
-    args_.assign(8 + padded + value.size(), std::byte{0});
+    args_.assign(8 + padded, std::byte{0});
+    put32(args_.data(), static_cast<std::uint32_t>(key.size()));
+    put32(args_.data() + 4, voff);
+    std::memcpy(args_.data() + 8, key.data(), key.size());
+    return true;
+}
+
+void KvClient::encode_put(std::string_view key, std::uint32_t flags, std::uint32_t vlen,
+                          std::uint32_t voff, std::string_view chunk) {
+    const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
+    args_.assign(16 + padded + chunk.size(), std::byte{0});
     put32(args_.data(), static_cast<std::uint32_t>(key.size()));
     put32(args_.data() + 4, flags);
-    std::memcpy(args_.data() + 8, key.data(), key.size());
-    if (!value.empty())
-        std::memcpy(args_.data() + 8 + padded, value.data(), value.size());
-    return true;
+    put32(args_.data() + 8, vlen);
+    put32(args_.data() + 12, voff);
+    std::memcpy(args_.data() + 16, key.data(), key.size());
+    if (!chunk.empty())
+        std::memcpy(args_.data() + 16 + padded, chunk.data(), chunk.size());
 }
 
 Status KvClient::call(std::uint64_t tag, std::span<std::byte> resp, std::size_t* len) {
@@ -79,29 +93,70 @@ Status KvClient::call(std::uint64_t tag, std::span<std::byte> resp, std::size_t*
 }
 
 Status KvClient::get(std::string_view key, std::string& value, std::uint32_t* flags) {
-    if (!encode(key, 0, {}))
+    if (!encode_key(key, 0))
         return Status::too_big;
-    std::size_t len = 0;
-    const Status st = call(get_, resp_, &len);
-    if (st != Status::ok)
-        return st;
-    const std::uint32_t vlen = get32(resp_.data() + 4);
-    if (len < 8 || vlen > kMaxValue || len != 8 + vlen)
-        throw rof::Error(rof::Code::internal, "kvstore: kv-get answered a malformed response");
-    if (flags)
-        *flags = get32(resp_.data());
-    value.assign(reinterpret_cast<const char*>(resp_.data()) + 8, vlen);
-    return st;
+    for (std::size_t attempt = 0; attempt < kGetAttempts; attempt++) {
+        std::uint64_t entry = 0;
+        std::uint32_t vlen = 0;
+        value.clear();
+        bool changed = false;
+        do {
+            put32(args_.data() + 4, static_cast<std::uint32_t>(value.size()));
+            std::size_t len = 0;
+            const Status st = call(get_, resp_, &len);
+            if (st == Status::not_found && !value.empty()) {
+                changed = true;  // deleted between chunks: start again
+                break;
+            }
+            if (st != Status::ok)
+                return st;
+            if (len < 16)
+                throw rof::Error(rof::Code::internal, "kvstore: kv-get answered a short response");
+            std::uint64_t e = 0;
+            std::memcpy(&e, resp_.data() + 8, 8);
+            const std::uint32_t vl = get32(resp_.data() + 4);
+            if (!value.empty() && e != entry) {
+                changed = true;  // another value now: start again
+                break;
+            }
+            if (vl > kMaxValue || vl < value.size() ||
+                len - 16 != std::min<std::size_t>(vl - value.size(), kChunk))
+                throw rof::Error(rof::Code::internal,
+                                 "kvstore: kv-get answered a malformed response");
+            if (value.empty()) {
+                entry = e;
+                vlen = vl;
+                if (flags)
+                    *flags = get32(resp_.data());
+            }
+            value.append(reinterpret_cast<const char*>(resp_.data()) + 16, len - 16);
+        } while (value.size() < vlen);
+        if (!changed)
+            return Status::ok;
+    }
+    return Status::busy;
 }
 
 Status KvClient::set(std::string_view key, std::string_view value, std::uint32_t flags) {
-    if (!encode(key, flags, value))
+    if (key.empty() || key.size() > kMaxKey || value.size() > kMaxValue)
         return Status::too_big;
-    return call(put_, {}, nullptr);
+    const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
+    const std::size_t room = kArgsMax - 16 - padded;
+    const auto vlen = static_cast<std::uint32_t>(value.size());
+    std::size_t off = 0;
+    do {
+        const std::string_view chunk = value.substr(off, room);
+        encode_put(key, flags, vlen, static_cast<std::uint32_t>(off), chunk);
+        const Status st = call(put_, {}, nullptr);
+        if (st != Status::ok)
+            return st;
+        off += chunk.size();
+    } while (off < value.size());
+    return Status::ok;
 }
 
 Status KvClient::del(std::string_view key) {
-    if (!encode(key, 0, {}))
+    if (!encode_key(key, 0))
         return Status::too_big;
     return call(del_, {}, nullptr);
 }

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // rofkv::KvClient: GET, SET and DELETE of the kvstore (examples/kvstore/README.md) by offload:
 // each is one INVOKE of kv-get, kv-put or kv-del (programs/) on a session of the kvstore's
-// tenant.  Shared by rof-kvstore (its TCP front end), rof-kv and rof-kvload.
+// tenant, or several for a value longer than one INVOKE carries (1000 bytes of args, 992 of
+// response): kv-put takes the value in chunks, kv-get returns it in chunks with the entry word,
+// and a GET whose entry word changed between chunks starts again.  Shared by rof-kvstore (its TCP
+// front end), rof-kv and rof-kvload.
 #pragma once
 
 #include <array>
@@ -38,13 +41,16 @@ class KvClient {
 
   private:
     Status call(std::uint64_t tag, std::span<std::byte> resp, std::size_t* len);
-    // args: u32 klen, u32 flags (0 for get/del), the key zero-padded to 8, [the value].
-    bool encode(std::string_view key, std::uint32_t flags, std::string_view value);
+    // kv-get/kv-del's args: u32 klen, u32 voff (0 for del), the key zero-padded to 8.
+    bool encode_key(std::string_view key, std::uint32_t voff);
+    // kv-put's: u32 klen, u32 flags, u32 vlen, u32 voff, the padded key, @chunk.
+    void encode_put(std::string_view key, std::uint32_t flags, std::uint32_t vlen,
+                    std::uint32_t voff, std::string_view chunk);
 
     rof::Session& s_;
     std::uint64_t get_, put_, del_;
     std::vector<std::byte> args_;
-    std::array<std::byte, 8 + kMaxValue> resp_{};
+    std::array<std::byte, 992> resp_{};  // an INVOKE response at most
 };
 
 }  // namespace rofkv

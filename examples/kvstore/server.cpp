@@ -488,6 +488,15 @@ int listen_on(const std::string& addr) {
 }
 
 int run(const Options& o) {
+    // SIGTERM and SIGINT are taken by sigwait() below: blocked before any thread (gRPC's, the
+    // session's keepalive, the connections') starts, so that every thread inherits the mask.
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigaddset(&term, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &term, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+
     const rofkv::Geometry g = rofkv::Geometry::for_items(o.items);
     rof::ClientOptions copt;
     copt.target = o.socket;
@@ -506,13 +515,6 @@ int run(const Options& o) {
     rof::Session session = rof::Session::open(client, rofkv::KvClient::session_options(o.tenant));
     rofkv::KvClient kv(session);
     Store store{{}, &kv};
-
-    sigset_t term;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigaddset(&term, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &term, nullptr);  // the threads inherit it
-    ::signal(SIGPIPE, SIG_IGN);
 
     const int lfd = listen_on(o.listen);
     std::printf("rof-kvstore: ready on %s, %llu items, %s table\n", o.listen.c_str(),

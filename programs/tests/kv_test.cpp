@@ -26,16 +26,29 @@ std::map<std::string, uint64_t> consts_of(const std::string& name) {
     return out;
 }
 
-// args of kv-get/kv-del (flags 0, no value) and kv-put: u32 klen, u32 flags, padded key, value.
-std::vector<uint8_t> args(const std::string& key, const std::string& value = "",
-                          uint32_t flags = 0) {
+// args of kv-get/kv-del: u32 klen, u32 voff, the padded key.
+std::vector<uint8_t> args(const std::string& key, uint32_t voff = 0) {
     const size_t padded = (key.size() + 7) & ~size_t{7};
-    std::vector<uint8_t> a(8 + padded + value.size());
+    std::vector<uint8_t> a(8 + padded);
+    const uint32_t klen = static_cast<uint32_t>(key.size());
+    std::memcpy(a.data(), &klen, 4);
+    std::memcpy(a.data() + 4, &voff, 4);
+    std::memcpy(a.data() + 8, key.data(), key.size());
+    return a;
+}
+
+// args of kv-put: u32 klen, u32 flags, u32 vlen, u32 voff, the padded key, a chunk.
+std::vector<uint8_t> put_args(const std::string& key, uint32_t flags, uint32_t vlen, uint32_t voff,
+                              const std::string& chunk) {
+    const size_t padded = (key.size() + 7) & ~size_t{7};
+    std::vector<uint8_t> a(16 + padded + chunk.size());
     const uint32_t klen = static_cast<uint32_t>(key.size());
     std::memcpy(a.data(), &klen, 4);
     std::memcpy(a.data() + 4, &flags, 4);
-    std::memcpy(a.data() + 8, key.data(), key.size());
-    std::memcpy(a.data() + 8 + padded, value.data(), value.size());
+    std::memcpy(a.data() + 8, &vlen, 4);
+    std::memcpy(a.data() + 12, &voff, 4);
+    std::memcpy(a.data() + 16, key.data(), key.size());
+    std::memcpy(a.data() + 16 + padded, chunk.data(), chunk.size());
     return a;
 }
 
@@ -71,23 +84,55 @@ class Kv {
             : get(kv.get_, kv.mem),
               put(kv.put_, kv.mem, {{"", 0}, {"", 0}, {"kv_heap", 1}}),
               del(kv.del_, kv.mem, {{"", 0}, {"", 0}, {"kv_heap", 1}}) {}
+        // The whole value, chunk by chunk, as KvClient does: again if the entry changed.
         Got g(const std::string& key) {
-            Result r = get.run(args(key));
-            Got out{r.status, r.prog_status, 0, {}};
-            if (r.status == ROF_ISA_OK && r.prog_status == 0) {
-                EXPECT_GE(r.resp.size(), 8u);
-                uint32_t vlen;
-                std::memcpy(&out.flags, r.resp.data(), 4);
-                std::memcpy(&vlen, r.resp.data() + 4, 4);
-                EXPECT_EQ(r.resp.size(), 8u + vlen);
-                out.value.assign(r.resp.begin() + 8, r.resp.end());
+            for (int attempt = 0; attempt < 8; attempt++) {
+                Got out{ROF_ISA_OK, 0, 0, {}};
+                uint64_t entry = 0;
+                uint32_t vlen = 0;
+                bool changed = false;
+                do {
+                    Result r = get.run(args(key, static_cast<uint32_t>(out.value.size())));
+                    out.status = r.status;
+                    out.prog_status = r.prog_status;
+                    if (r.status != ROF_ISA_OK || r.prog_status != 0) {
+                        changed = r.prog_status == 1 && !out.value.empty();
+                        if (!changed)
+                            return out;
+                        break;
+                    }
+                    EXPECT_GE(r.resp.size(), 16u);
+                    uint64_t e;
+                    std::memcpy(&e, r.resp.data() + 8, 8);
+                    if (!out.value.empty() && e != entry) {
+                        changed = true;
+                        break;
+                    }
+                    entry = e;
+                    std::memcpy(&out.flags, r.resp.data(), 4);
+                    std::memcpy(&vlen, r.resp.data() + 4, 4);
+                    EXPECT_EQ(r.resp.size(), 16u + std::min<size_t>(vlen - out.value.size(), 976));
+                    out.value.append(r.resp.begin() + 16, r.resp.end());
+                } while (out.value.size() < vlen);
+                if (!changed)
+                    return out;
             }
-            return out;
+            return {ROF_ISA_OK, 3, 0, {}};
         }
+        // In chunks of what 1000 bytes of args hold, as KvClient does.
         uint32_t p(const std::string& key, const std::string& v, uint32_t flags = 0) {
-            Result r = put.run(args(key, v, flags));
-            EXPECT_EQ(r.status, ROF_ISA_OK) << "fault at " << r.fault_pc;
-            return r.prog_status;
+            const size_t room = 1000 - 16 - ((key.size() + 7) & ~size_t{7});
+            size_t off = 0;
+            do {
+                const std::string chunk = v.substr(off, room);
+                Result r = put.run(put_args(key, flags, static_cast<uint32_t>(v.size()),
+                                            static_cast<uint32_t>(off), chunk));
+                EXPECT_EQ(r.status, ROF_ISA_OK) << "fault at " << r.fault_pc;
+                if (r.prog_status != 0)
+                    return r.prog_status;
+                off += chunk.size();
+            } while (off < v.size());
+            return 0;
         }
         uint32_t d(const std::string& key) {
             Result r = del.run(args(key));
@@ -215,12 +260,28 @@ TEST(Kv, BadArguments) {
     EXPECT_EQ(s.del.run(a).prog_status, 4u);
     std::memcpy(a.data(), &long_key, 4);  // the key runs past the args
     EXPECT_EQ(s.get.run(a).prog_status, 4u);
-    EXPECT_EQ(s.put.run(a).prog_status, 4u);
     EXPECT_EQ(s.get.run(std::vector<uint8_t>(8)).status, ROF_ISA_EARGS);
-    EXPECT_EQ(s.p("key", std::string(4097, 'v')), 4u);
-    EXPECT_EQ(s.put.run(std::vector<uint8_t>(8 + 256 + 4097)).status, ROF_ISA_EARGS);
-    EXPECT_EQ(kv.free_small(), 1024u);
+    EXPECT_EQ(s.put.run(put_args("key", 0, 4097, 0, "")).prog_status, 4u);   // vlen > 4096
+    EXPECT_EQ(s.put.run(put_args("key", 0, 3, 0, "four")).prog_status, 4u);  // past vlen
+    EXPECT_EQ(s.put.run(put_args("key", 0, 8, 4, "more")).prog_status, 4u);  // no first chunk
+    EXPECT_EQ(s.put.run(std::vector<uint8_t>(1001)).status, ROF_ISA_EARGS);
+    ASSERT_EQ(s.p("key", "value"), 0u);
+    EXPECT_EQ(s.get.run(args("key", 6)).prog_status, 4u);  // voff past the value
+    EXPECT_EQ(s.get.run(args("key", 5)).prog_status, 0u);  // at its end: no bytes
+    EXPECT_EQ(kv.free_small(), 1023u);
     EXPECT_EQ(kv.free_large(), 64u);
+}
+
+TEST(Kv, AnUnfinishedPutGivesItsBlockBack) {
+    Kv kv;
+    Kv::Session s(kv);
+    ASSERT_EQ(s.put.run(put_args("k", 0, 2000, 0, std::string(900, 'a'))).prog_status, 0u);
+    EXPECT_EQ(kv.free_large(), 63u);  // taken, not published
+    EXPECT_EQ(s.g("k").prog_status, 1u);
+    ASSERT_EQ(s.p("k", "small"), 0u);  // a new first chunk frees the pending block
+    EXPECT_EQ(kv.free_large(), 64u);
+    EXPECT_EQ(s.g("k").value, "small");
+    kv.check_blocks();
 }
 
 TEST(Kv, FullHeap) {
