@@ -162,7 +162,7 @@ if wait_for 120 kvload_started; then
 	rofd_start || fail "rofd does not restart"
 	chmod 0666 "$ROF_SOCKET"
 	# The audit from here on (a stream ends with the rofd it came from).
-	rofctl_ audit tail -f --tenant kv >"$S/audit" 2>&1 &
+	rofctl_ -j audit tail -f --tenant kv >"$S/audit" 2>/dev/null &
 	AUDIT_PID=$!
 	echo "   +$(since "$t0" "$(now)")s  rofd serving again"
 	n=$(grep -c '^rof-kvload: ' "$S/kvload.err")
@@ -209,7 +209,10 @@ if [ -n "${AUDIT_PID:-}" ]; then
 	kill "$AUDIT_PID" 2>/dev/null
 	wait "$AUDIT_PID" 2>/dev/null
 	grep -c . "$S/audit" | sed 's/^/   records since rofd restarted: /'
-	tail -n 8 "$S/audit" | cut -c1-160
+	# The sessions' opens and closes, then the last records whatever their kind.
+	fmt='"   \(.time // "") \(.kind // "") session \(.session // 0) status \(.status // 0) \(.message // "")"'
+	jq -r "select((.kind // \"\") | tostring | test(\"SESSION\")) | $fmt" "$S/audit" 2>/dev/null | tail -n 4
+	tail -n 3 "$S/audit" | jq -r "$fmt" 2>/dev/null
 fi
 
 section "rof-kvstore stops on SIGTERM"
