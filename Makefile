@@ -1,5 +1,5 @@
 # rof - top-level build.  The README's two commands:
-#   make demo    boot the test VM and show rofd/rofctl serving the device status
+#   make demo    boot the test VM and show the kvstore under load across restarts
 #   make check   every test: lint, unit tests, fuzz smoke, VM end-to-end tests
 # Both install missing Debian packages first (as root), then build.
 #
