@@ -48,13 +48,17 @@ struct Options {
     std::uint64_t ops = 0;  // 0: run for seconds
 };
 
+// With @why: the reason on stderr, then the usage, exit 2; without (--help):
+// the usage on stdout, exit 0.
 [[noreturn]] void usage(const std::string& why) {
+    std::ostream& out = why.empty() ? std::cout : std::cerr;
     if (!why.empty())
-        std::cerr << "rof-kvload: " << why << "\n";
-    std::cerr << "usage: rof-kvload [--socket PATH] [--tenant NAME] [--keys N] [--key-size N]\n"
-                 "         [--value-size B|MIN-MAX] [--workload a|b] [--dist uniform|zipf]\n"
-                 "         [--threads T] [--seconds S | --ops N] [--preload] [--json] [--quiet]\n";
-    std::exit(2);
+        out << "rof-kvload: " << why << "\n";
+    out << "usage: rof-kvload [--socket PATH] [--tenant NAME] [--keys N] [--key-size N]\n"
+           "         [--value-size B|MIN-MAX] [--workload a|b] [--dist uniform|zipf]\n"
+           "         [--threads T] [--seconds S | --ops N] [--preload] [--json] [--quiet]\n"
+           "See rof-kvload(1).\n";
+    std::exit(why.empty() ? 0 : 2);
 }
 
 std::uint64_t number(const std::string& opt, const std::string& s) {
@@ -77,7 +81,9 @@ Options parse(int argc, char** argv) {
                 usage(a + " needs a value");
             return argv[++i];
         };
-        if (a == "--socket")
+        if (a == "-h" || a == "--help")
+            usage("");
+        else if (a == "--socket")
             o.socket = arg();
         else if (a == "--tenant")
             o.tenant = arg();
