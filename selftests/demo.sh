@@ -104,7 +104,8 @@ section "rof.ko and rofd"
 demo_policy
 if rofd_start; then
 	chmod 0666 "$ROF_SOCKET"
-	rofctl_ status | head -8
+	rofctl_ status
+	echo "tenants:"
 	rofctl_ tenant list 2>&1 | head -5
 else
 	fail "rofd does not start"
@@ -209,10 +210,13 @@ if [ -n "${AUDIT_PID:-}" ]; then
 	kill "$AUDIT_PID" 2>/dev/null
 	wait "$AUDIT_PID" 2>/dev/null
 	grep -c . "$S/audit" | sed 's/^/   records since rofd restarted: /'
-	# The sessions' opens and closes, then the last records whatever their kind.
+	# The last session opens and closes and the last records whatever their
+	# kind, once each, in time order.
 	fmt='"   \(.time // "") \(.kind // "") session \(.session // 0) status \(.status // 0) \(.message // "")"'
-	jq -r "select((.kind // \"\") | tostring | test(\"SESSION\")) | $fmt" "$S/audit" 2>/dev/null | tail -n 4
-	tail -n 3 "$S/audit" | jq -r "$fmt" 2>/dev/null
+	{
+		jq -r "select((.kind // \"\") | tostring | test(\"SESSION\")) | $fmt" "$S/audit" 2>/dev/null | tail -n 4
+		tail -n 3 "$S/audit" | jq -r "$fmt" 2>/dev/null
+	} | sort -u
 fi
 
 section "rof-kvstore stops on SIGTERM"
