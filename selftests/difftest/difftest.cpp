@@ -19,12 +19,14 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kprog.h"
 #include "rof/prog/asm.h"
 #include "rof/prog/gen.h"
+#include "rof/prog/program.h"
 #include "rof/prog/verifier.h"
 #include "tests/harness.h"
 
@@ -38,17 +40,8 @@ constexpr uint32_t kHeapBlocks = (GenEnv::kHeap - kHeapFirst) / GenEnv::kHeapBlo
 
 // The free list a run starts from, in the ISA layout, over random bytes.
 void format_heap(std::vector<uint8_t>& heap) {
-    rof_isa_freelist h{};
-    h.magic = ROF_FREELIST_MAGIC;
-    h.head = 1;
-    h.block_size = GenEnv::kHeapBlock;
-    h.first = kHeapFirst;
-    h.nblocks = kHeapBlocks;
-    std::memcpy(heap.data(), &h, sizeof(h));
-    for (uint64_t i = 1; i <= kHeapBlocks; i++) {
-        uint64_t next = i < kHeapBlocks ? i + 1 : 0;
-        std::memcpy(heap.data() + kHeapFirst + (i - 1) * GenEnv::kHeapBlock, &next, 8);
-    }
+    if (!rof::prog::lay_freelist(heap, 0, GenEnv::kHeapBlock, kHeapFirst, kHeapBlocks))
+        throw std::logic_error("the generator's heap does not hold its free list");
 }
 
 std::string hex(const std::vector<uint8_t>& b, size_t max = 32) {
