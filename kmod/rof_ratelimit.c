@@ -26,6 +26,7 @@ struct rof_tenant_rl {
 	struct rof_tenant *tenant;	/* +1 reference */
 	unsigned int users;		/* sessions; under rof_trl_mutex */
 	spinlock_t lock;		/* the buckets and rate */
+	bool limited;			/* a rate is set; written under ->lock */
 	struct rof_rate rate;
 	struct rof_bucket ops;
 	struct rof_bucket bytes;
@@ -96,6 +97,7 @@ static void rof_trl_set(struct rof_tenant_rl *rl, const struct rof_rate *rate)
 	rl->rate = *rate;
 	rof_bucket_init(&rl->ops, rate->ops_per_sec, 1, now);
 	rof_bucket_init(&rl->bytes, rate->bytes_per_sec, 2 * ROF_MSG_SIZE, now);
+	WRITE_ONCE(rl->limited, rate->ops_per_sec || rate->bytes_per_sec);
 	spin_unlock_bh(&rl->lock);
 }
 
@@ -125,6 +127,13 @@ u64 rof_trl_admit(struct rof_tenant_rl *rl, u64 bytes, u64 now_ns)
 {
 	u64 wait, w;
 
+	/*
+	 * An unlimited tenant (the common case) costs no lock: every session
+	 * of the tenant would otherwise take it for every request.  A rate set
+	 * meanwhile applies from the next request on.
+	 */
+	if (!READ_ONCE(rl->limited))
+		return 0;
 	spin_lock_bh(&rl->lock);
 	rof_bucket_refill(&rl->ops, now_ns);
 	rof_bucket_refill(&rl->bytes, now_ns);
@@ -142,6 +151,8 @@ u64 rof_trl_admit(struct rof_tenant_rl *rl, u64 bytes, u64 now_ns)
 
 void rof_trl_charge(struct rof_tenant_rl *rl, u64 bytes)
 {
+	if (!READ_ONCE(rl->limited))
+		return;
 	spin_lock_bh(&rl->lock);
 	rof_bucket_charge(&rl->bytes, bytes);
 	spin_unlock_bh(&rl->lock);
