@@ -65,6 +65,7 @@ void rof_audit_log(const struct rof_audit_record *rec)
 {
 	struct rof_audit_record *slot;
 	unsigned long flags;
+	bool was_empty;
 
 	spin_lock_irqsave(&rof_audit.lock, flags);
 	if (rec->kind == ROF_AUDIT_INVOKE &&
@@ -80,6 +81,7 @@ void rof_audit_log(const struct rof_audit_record *rec)
 		rof_audit.tail++;
 		rof_audit.overruns++;
 	}
+	was_empty = rof_audit.head == rof_audit.tail;
 	slot = &rof_audit.recs[rof_audit.head & rof_audit.mask];
 	*slot = *rec;
 	slot->seq = rof_audit.head++;
@@ -87,7 +89,13 @@ void rof_audit_log(const struct rof_audit_record *rec)
 	spin_unlock_irqrestore(&rof_audit.lock, flags);
 
 	rof_tenant_account(rec);
-	wake_up_interruptible_poll(&rof_audit.wq, EPOLLIN | EPOLLRDNORM);
+	/*
+	 * Wake the reader only when the ring stops being empty: until it
+	 * has read everything, read() and poll() see records pending and do
+	 * not sleep, so a wake-up per record (per INVOKE) would only cost.
+	 */
+	if (was_empty)
+		wake_up_interruptible_poll(&rof_audit.wq, EPOLLIN | EPOLLRDNORM);
 }
 
 static bool rof_audit_pending(void)
