@@ -231,6 +231,8 @@ long rof_audit_ioctl(unsigned int cmd, void __user *uarg);
 void rof_session_device_removed(struct rof_device *dev);
 void rof_session_flush(void);	/* every queued close work has run */
 int rof_session_init(void);
+struct dentry;
+void rof_session_debugfs(struct dentry *dir);
 void rof_session_exit(void);
 long rof_session_ioctl(unsigned int cmd, void __user *uarg);
 

@@ -28,11 +28,14 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/debugfs.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/clock.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
@@ -58,6 +61,17 @@ MODULE_PARM_DESC(idle_timeout_ms, "close a session idle this long, unless it set
 static uint signal_every = 16;
 module_param(signal_every, uint, 0444);
 MODULE_PARM_DESC(signal_every, "request a send completion every N sends");
+
+/*
+ * Busy polling (NAPI's busy_poll for sessions): when a run finds the CQ
+ * empty it keeps polling this long before it re-arms the CQ and sleeps.
+ * A request that comes within the window is answered without the
+ * completion event and the work item's wake-up, at the price of a CPU
+ * spinning meanwhile.  0 turns it off.
+ */
+static uint poll_spin_us;
+module_param(poll_spin_us, uint, 0644);
+MODULE_PARM_DESC(poll_spin_us, "poll an idle session this long before sleeping (0: off)");
 
 #define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
 #define ROF_POLL_ROUNDS		64	/* polls before yielding the worker */
@@ -157,6 +171,7 @@ struct rof_session {
 	struct delayed_work throttle_work;
 	struct work_struct close_work;
 
+	u64 kick_ns;			/* local_clock of a completion event; xchg */
 	u64 last_active_ns;		/* ktime_get_ns; READ/WRITE_ONCE */
 	u64 connected_ns;
 	u32 port_num;
@@ -165,6 +180,26 @@ struct rof_session {
 	struct sockaddr_storage peer;
 	struct rof_session_counters cnt; /* written by poll work only */
 };
+
+/*
+ * Data path counters for profiling, per CPU, summed when read
+ * (debugfs rof/datapath).  Not ABI.  Each poll work run adds its own
+ * tally once, at its end.
+ */
+struct rof_dp_stats {
+	u64 kicks;		/* runs started by a completion event */
+	u64 sched_ns;		/* completion event to the run's start (local_clock) */
+	u64 sched_max_ns;
+	u64 runs;
+	u64 run_ns;		/* time inside runs */
+	u64 polls;		/* ib_poll_cq calls */
+	u64 spin_polls;		/* of which busy polling an idle CQ */
+	u64 wcs;		/* work completions they returned */
+	u64 requests;		/* requests answered */
+	u64 doorbells;		/* ib_post_send calls carrying responses */
+	u64 rx_posts;		/* ib_post_recv calls re-posting receives */
+};
+static DEFINE_PER_CPU(struct rof_dp_stats, rof_dp_stats);
 
 static DEFINE_XARRAY(rof_sessions);
 static DEFINE_MUTEX(rof_sess_lock);
@@ -437,7 +472,8 @@ static u64 rof_admit(struct rof_session *s, u64 bytes, u64 now)
  * rate wait here, their receive buffers (and so the client's credits)
  * held, until the throttle work wakes the poller.
  */
-static int rof_process_pending(struct rof_session *s, u64 *budget)
+static int rof_process_pending(struct rof_session *s, u64 *budget,
+			       struct rof_dp_stats *st)
 {
 	struct ib_send_wr *tx_first = NULL, **tx_tail = &tx_first;
 	struct ib_recv_wr *rx_first = NULL, **rx_tail = &rx_first;
@@ -476,12 +512,15 @@ static int rof_process_pending(struct rof_session *s, u64 *budget)
 		s->pend_count--;
 		/* Every request costs one, a program its instructions too. */
 		*budget -= min(*budget, insns + 1);
+		st->requests++;
 		cond_resched();
 	}
 	/* Receives first: a client may send again as soon as it has a reply. */
 	ret = rof_post_rx_chain(s, rx_first);
 	if (!ret && tx_first)
 		ret = ib_post_send(s->qp, tx_first, &bad);
+	st->rx_posts += !!rx_first;
+	st->doorbells += !!tx_first;
 	return ret;
 }
 
@@ -550,12 +589,57 @@ static int rof_send_welcome(struct rof_session *s);
  * the other sessions' work.  The workqueue is unbound: the scheduler, not
  * the CPU a completion came in on, decides where each session runs.
  */
+static void rof_dp_account(const struct rof_dp_stats *st)
+{
+	struct rof_dp_stats *c = get_cpu_ptr(&rof_dp_stats);
+
+	c->kicks += st->kicks;
+	c->sched_ns += st->sched_ns;
+	c->sched_max_ns = max(c->sched_max_ns, st->sched_max_ns);
+	c->runs++;
+	c->run_ns += st->run_ns;
+	c->polls += st->polls;
+	c->spin_polls += st->spin_polls;
+	c->wcs += st->wcs;
+	c->requests += st->requests;
+	c->doorbells += st->doorbells;
+	c->rx_posts += st->rx_posts;
+	put_cpu_ptr(&rof_dp_stats);
+}
+
+static void rof_poll_run(struct rof_session *s, struct rof_dp_stats *st);
+
 static void rof_poll_work(struct work_struct *work)
 {
 	struct rof_session *s = container_of(work, struct rof_session, poll_work);
+	struct rof_dp_stats st = {};
+	u64 start = local_clock(), kick = xchg(&s->kick_ns, 0);
+
+	if (kick && kick < start) {
+		st.kicks = 1;
+		st.sched_ns = start - kick;
+		st.sched_max_ns = st.sched_ns;
+	}
+	rof_poll_run(s, &st);
+	st.run_ns = local_clock() - start;
+	rof_dp_account(&st);
+}
+
+/*
+ * The data path of one session.  One run is bounded: at most
+ * ROF_POLL_ROUNDS polls (those busy polling an idle CQ apart: at most
+ * poll_spin_us each time it goes idle) and ROF_POLL_INSNS program
+ * instructions, with a reschedule point between requests; then it
+ * queues itself again behind the other sessions' work.  The workqueue is
+ * unbound: the scheduler, not the CPU a completion came in on, decides
+ * where each session runs.
+ */
+static void rof_poll_run(struct rof_session *s, struct rof_dp_stats *st)
+{
 	struct ib_wc wcs[ROF_POLL_BATCH];
-	u64 budget = ROF_POLL_INSNS;
+	u64 budget = ROF_POLL_INSNS, spin_until = 0;
 	int rounds = 0, n, i, ret;
+	bool spinning = false;
 
 	/* Not before ESTABLISHED (the welcome goes first), not after close. */
 	if (test_bit(ROF_SF_CLOSING, &s->flags) ||
@@ -571,21 +655,29 @@ static void rof_poll_work(struct work_struct *work)
 		}
 	}
 	for (;;) {
-		u64 now = ktime_get_ns();
-
 		n = ib_poll_cq(s->cq, ROF_POLL_BATCH, wcs);
-		for (i = 0; i < n; i++)
-			if (!rof_handle_wc(s, &wcs[i], now))
-				return;
-		if (n > 0)
+		st->polls++;
+		if (n > 0) {
+			u64 now = ktime_get_ns();
+
+			st->wcs += n;
+			for (i = 0; i < n; i++)
+				if (!rof_handle_wc(s, &wcs[i], now))
+					return;
 			WRITE_ONCE(s->last_active_ns, now);
-		ret = rof_process_pending(s, &budget);
-		if (ret) {
-			pr_info_ratelimited("session %u: post failed: %d\n", s->id, ret);
-			rof_session_close(s, ROF_CLOSE_QP_ERROR);
-			return;
+			spinning = false;
 		}
-		if (!budget || ++rounds >= ROF_POLL_ROUNDS) {
+		if (n > 0 || s->pend_count) {
+			ret = rof_process_pending(s, &budget, st);
+			if (ret) {
+				pr_info_ratelimited("session %u: post failed: %d\n",
+						    s->id, ret);
+				rof_session_close(s, ROF_CLOSE_QP_ERROR);
+				return;
+			}
+		}
+		/* Busy polling an idle CQ is bounded by its time, not rounds. */
+		if (!budget || (!spinning && ++rounds >= ROF_POLL_ROUNDS)) {
 			/* Let other sessions' work run; come back at once. */
 			rof_kick(s);
 			return;
@@ -593,6 +685,26 @@ static void rof_poll_work(struct work_struct *work)
 		cond_resched();
 		if (n == ROF_POLL_BATCH)
 			continue;
+		/*
+		 * Idle: busy poll a while if asked to, not while a rate limit
+		 * holds requests back.
+		 */
+		if (n == 0 && !s->pend_count && !test_bit(ROF_SF_CLOSING, &s->flags)) {
+			u32 spin = READ_ONCE(poll_spin_us);
+			/* The CPU's clock: cheap, unlike a clocksource read. */
+			u64 now = spin ? local_clock() : 0;
+
+			if (spin && !spinning) {
+				spinning = true;
+				spin_until = now + (u64)spin * NSEC_PER_USEC;
+			}
+			if (spin && now < spin_until) {
+				st->spin_polls++;
+				cpu_relax();
+				continue;
+			}
+		}
+		spinning = false;
 		/* Empty: re-arm, and poll again if a completion slipped in. */
 		if (ib_req_notify_cq(s->cq, IB_CQ_NEXT_COMP |
 				     IB_CQ_REPORT_MISSED_EVENTS) <= 0)
@@ -610,7 +722,11 @@ static void rof_throttle_work(struct work_struct *work)
 
 static void rof_cq_comp(struct ib_cq *cq, void *ctx)
 {
-	rof_kick(ctx);
+	struct rof_session *s = ctx;
+
+	/* When the event came, for the scheduling delay (rof_dp_stats). */
+	cmpxchg64(&s->kick_ns, 0, local_clock());
+	rof_kick(s);
 }
 
 static void rof_cq_event(struct ib_event *ev, void *ctx)
@@ -1751,6 +1867,70 @@ static int rof_listen(void)
 err:
 	rdma_destroy_id(id);
 	return ret;
+}
+
+/*
+ * debugfs rof/datapath: the counters of rof_dp_stats summed over the
+ * CPUs, one "name value" per line; writing anything zeroes them (a
+ * profiling aid: an update racing the reset may survive it).
+ */
+static int rof_dp_show(struct seq_file *m, void *v)
+{
+	struct rof_dp_stats t = {};
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		const struct rof_dp_stats *c = per_cpu_ptr(&rof_dp_stats, cpu);
+
+		t.kicks += c->kicks;
+		t.sched_ns += c->sched_ns;
+		t.sched_max_ns = max(t.sched_max_ns, c->sched_max_ns);
+		t.runs += c->runs;
+		t.run_ns += c->run_ns;
+		t.polls += c->polls;
+		t.spin_polls += c->spin_polls;
+		t.wcs += c->wcs;
+		t.requests += c->requests;
+		t.doorbells += c->doorbells;
+		t.rx_posts += c->rx_posts;
+	}
+	seq_printf(m, "kicks %llu\nsched_ns %llu\nsched_max_ns %llu\n",
+		   t.kicks, t.sched_ns, t.sched_max_ns);
+	seq_printf(m, "runs %llu\nrun_ns %llu\npolls %llu\nspin_polls %llu\n",
+		   t.runs, t.run_ns, t.polls, t.spin_polls);
+	seq_printf(m, "wcs %llu\nrequests %llu\ndoorbells %llu\nrx_posts %llu\n",
+		   t.wcs, t.requests, t.doorbells, t.rx_posts);
+	return 0;
+}
+
+static int rof_dp_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, rof_dp_show, NULL);
+}
+
+static ssize_t rof_dp_write(struct file *file, const char __user *buf,
+			    size_t len, loff_t *ppos)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(&rof_dp_stats, cpu), 0,
+		       sizeof(struct rof_dp_stats));
+	return len;
+}
+
+static const struct file_operations rof_dp_fops = {
+	.owner		= THIS_MODULE,
+	.open		= rof_dp_open,
+	.read		= seq_read,
+	.write		= rof_dp_write,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+};
+
+void rof_session_debugfs(struct dentry *dir)
+{
+	debugfs_create_file("datapath", 0600, dir, NULL, &rof_dp_fops);
 }
 
 int rof_session_init(void)
