@@ -14,6 +14,9 @@
  *   ksess-client list | get SESSION | close SESSION
  *   ksess-client audit                        print pending audit records
  *   ksess-client audit-stats                  print ROF_IOC_AUDIT_STATS
+ *   ksess-client audit-drain                  read the audit ring as rofd does
+ *                (blocking poll, then read until empty) until SIGTERM; print
+ *                the records and the read() calls it took
  *   ksess-client tenant-counters TENANT       print the tenant's counters
  *   ksess-client region-destroy ID [force] | tenant-destroy ID [force]
  *   ksess-client badargs TENANT REGION        every session ioctl with bad
@@ -351,6 +354,59 @@ static int cmd_audit(void)
 	}
 	if (n < 0 && errno != EAGAIN)
 		die("audit read: %s", strerror(errno));
+	return 0;
+}
+
+/* SIGTERM's handler: its only effect is ppoll's EINTR. */
+static void drain_on_term(int sig __attribute__((unused)))
+{
+}
+
+/*
+ * audit-drain: the audit ring's reader, as rofd is: poll() for records,
+ * read them in batches until the ring is empty, again, until SIGTERM.
+ * Prints "audit-drain: R records, W wake-ups, C reads".
+ */
+static int cmd_audit_drain(void)
+{
+	struct sigaction sa = { .sa_handler = drain_on_term };
+	struct rof_audit_record rec[64];
+	uint64_t records = 0, wakes = 0, reads = 0;
+	struct rof_audit_open ao;
+	struct pollfd pfd;
+	ssize_t n;
+
+	sigset_t block, unblocked;
+
+	/* SIGTERM is taken only inside ppoll: no window to miss it. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &unblocked);
+	sigdelset(&unblocked, SIGTERM);
+	sigaction(SIGTERM, &sa, NULL);
+	memset(&ao, 0, sizeof(ao));
+	ao.flags = ROF_AUDIT_NONBLOCK;
+	xioctl(rof_fd(), ROF_IOC_AUDIT_OPEN, &ao, "audit open");
+	printf("audit-drain: ready\n");
+	fflush(stdout);
+	pfd.fd = ao.fd;
+	pfd.events = POLLIN;
+	for (;;) {
+		if (ppoll(&pfd, 1, NULL, &unblocked) < 0) {
+			if (errno == EINTR)
+				break;	/* SIGTERM, the only signal let in */
+			die("audit poll: %s", strerror(errno));
+		}
+		wakes++;
+		while ((n = read(ao.fd, rec, sizeof(rec))) > 0) {
+			reads++;
+			records += n / sizeof(rec[0]);
+		}
+		if (n < 0 && errno != EAGAIN)
+			die("audit read: %s", strerror(errno));
+	}
+	printf("audit-drain: %" PRIu64 " records, %" PRIu64 " wake-ups, %" PRIu64 " reads\n",
+	       records, wakes, reads);
 	return 0;
 }
 
@@ -1260,7 +1316,7 @@ static int cmd_connect(int argc, char **argv)
 static int cmd_invoke_flood(int argc, char **argv)
 {
 	struct rof_invoke inv = { .program = htole64(0x1234) };
-	uint64_t n, sent = 0;
+	uint64_t n, sent = 0, t0;
 	struct conn c;
 	int reason, ok;
 
@@ -1270,12 +1326,15 @@ static int cmd_invoke_flood(int argc, char **argv)
 	reason = conn_open(&c, argv[1], argv[2]);
 	if (reason)
 		die("rejected: %s (%d)", reason_name(reason), reason);
+	t0 = now_ns(CLOCK_MONOTONIC);
 	if (!send_stream(&c, n, c.credits, ROF_OP_INVOKE, &inv, sizeof(inv), false,
 			 ROF_ST_NO_PROGRAM, 5000, &sent))
 		die("invoke-flood: no response in 5 s");
 	ok = !c.dead && c.answered == n && !c.failed;
-	printf("invoke-flood: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64 " failed\n",
-	       sent, c.answered, c.failed);
+	/* The time is information for a reader; nothing checks it. */
+	printf("invoke-flood: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64
+	       " failed, %" PRIu64 " us\n",
+	       sent, c.answered, c.failed, (now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 	conn_close(&c);
 	return ok ? 0 : 1;
 }
@@ -1406,6 +1465,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "audit"))
 		return cmd_audit();
+	if (!strcmp(argv[1], "audit-drain"))
+		return cmd_audit_drain();
 	if (!strcmp(argv[1], "audit-stats"))
 		return cmd_audit_stats();
 	if (!strcmp(argv[1], "tenant-counters") && argc == 3)
