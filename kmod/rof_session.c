@@ -515,10 +515,17 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 		st->requests++;
 		cond_resched();
 	}
-	/* Receives first: a client may send again as soon as it has a reply. */
+	/*
+	 * Receives first: a client may send again as soon as it has a reply.
+	 * With bottom halves off: a software device (rxe) hands a kernel
+	 * QP's sends to a tasklet, which would otherwise wake ksoftirqd from
+	 * here; this way it runs at once, on this CPU, at local_bh_enable().
+	 */
+	local_bh_disable();
 	ret = rof_post_rx_chain(s, rx_first);
 	if (!ret && tx_first)
 		ret = ib_post_send(s->qp, tx_first, &bad);
+	local_bh_enable();
 	st->rx_posts += !!rx_first;
 	st->doorbells += !!tx_first;
 	return ret;
