@@ -40,6 +40,8 @@
  *                    another rkey; EXPECT ok or prot
  *     -H SEC         print the regions, then stay connected SEC seconds
  *                    (or until the device or the server goes away)
+ *     -P             busy poll the CQ (no sleep between empty polls), as a
+ *                    latency benchmark's client does
  *     -B             send credits NOPs the moment the connection is
  *                    established, before the welcome: all are answered,
  *                    after the welcome
@@ -655,6 +657,7 @@ struct conn {
 
 /* -B: credits NOPs sent before the welcome. */
 static bool early_mode;
+static bool busy_poll;		/* -P: never sleep between empty polls */
 
 static void send_req(struct conn *c, uint16_t op, const void *payload, uint32_t len);
 
@@ -943,7 +946,7 @@ static int poll_resp(struct conn *c, uint32_t want_status, uint32_t echo_len, in
 		}
 		if (got || c->dead || now_ns(CLOCK_MONOTONIC) > deadline)
 			return got;
-		if (!n)
+		if (!n && !busy_poll)
 			usleep(20);
 	}
 }
@@ -1244,7 +1247,7 @@ static int cmd_connect(int argc, char **argv)
 	if (argc < 3)
 		die("connect ADDR TICKET [actions]");
 	optind = 3;
-	while ((c_opt = getopt(argc, argv, "r:e:k:s:nR:S:Vx:H:B")) != -1) {
+	while ((c_opt = getopt(argc, argv, "r:e:k:s:nR:S:Vx:H:BP")) != -1) {
 		switch (c_opt) {
 		case 'r': want_reason = num(optarg); break;
 		case 'e': echo_n = num(optarg); break;
@@ -1261,6 +1264,7 @@ static int cmd_connect(int argc, char **argv)
 			break;
 		case 'H': hold_secs = num(optarg); break;
 		case 'B': early_mode = true; break;
+		case 'P': busy_poll = true; break;
 		default: die("connect: bad option");
 		}
 	}
