@@ -113,6 +113,29 @@ static inline void rof_bucket_take(struct rof_bucket *b, u64 cost)
 }
 
 /*
+ * Give back what rof_bucket_take(@b, @cost) took, for a request that did
+ * not run after all: a debt charged meanwhile is paid first, and the
+ * bucket never holds more than it can.
+ */
+static inline void rof_bucket_untake(struct rof_bucket *b, u64 cost)
+{
+	u64 give;
+
+	if (!b->rate)
+		return;
+	give = cost * ROF_BUCKET_SCALE;
+	if (cost > b->cap / ROF_BUCKET_SCALE)
+		give = b->cap;
+	if (b->debt >= give) {
+		b->debt -= give;
+		return;
+	}
+	give -= b->debt;
+	b->debt = 0;
+	b->tokens = b->cap - b->tokens > give ? b->tokens + give : b->cap;
+}
+
+/*
  * Charge @cost that was not known before the work was admitted (an
  * INVOKE's response): what the bucket lacks becomes a debt, paid from
  * the next refills before anything else is admitted.

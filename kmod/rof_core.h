@@ -256,6 +256,8 @@ struct rof_tenant_rl *rof_trl_get(struct rof_tenant *t);	/* +1 user, or NULL */
 void rof_trl_put(struct rof_tenant_rl *rl);
 /* 0 and tokens taken, or nanoseconds until one request of @bytes fits. */
 u64 rof_trl_admit(struct rof_tenant_rl *rl, u64 bytes, u64 now_ns);
+/* What rof_trl_admit took, back: the request did not run. */
+void rof_trl_unadmit(struct rof_tenant_rl *rl, u64 bytes);
 /* Bytes known only after admission (a response): a debt if short. */
 void rof_trl_charge(struct rof_tenant_rl *rl, u64 bytes);
 int rof_rate_check(const struct rof_rate *rate);	/* 0 or -ERANGE */
@@ -268,12 +270,16 @@ struct rof_prog_scratch;
  * One INVOKE: returns an enum rof_status, writes the response payload
  * (struct rof_invoke_result, then the program's response) into @out of
  * @out_cap bytes, fills @rec's insns and reason.  *@scratch is the
- * session's, grown here on demand; process context, as the session's
- * poll work is.  rof_prog_scratch_free(NULL) is a no-op.
+ * session's, grown here on demand in process context (@atomic_budget 0);
+ * in atomic context (@atomic_budget: the instructions it may take) a run
+ * that would sleep or take longer returns ROF_PROG_DEFER and does
+ * nothing.  rof_prog_scratch_free(NULL) is a no-op.
  */
+#define ROF_PROG_DEFER	U32_MAX	/* not a wire status: retry in process context */
 u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scratch,
 		    u64 tag, const u8 *args, u32 args_len, u8 *out,
-		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec);
+		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec,
+		    u64 atomic_budget);
 void rof_prog_scratch_free(struct rof_prog_scratch *scratch);
 long rof_prog_ioctl(unsigned int cmd, void __user *uarg);
 int rof_prog_init(void);

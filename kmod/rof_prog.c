@@ -269,13 +269,17 @@ static void rof_put_result(u8 *out, u32 prog_status, int exec_status,
  * scratch is *@scp.  Writes the response payload (struct
  * rof_invoke_result, then the program's response) into @out, which holds
  * @out_cap bytes, and returns an enum rof_status.  Fills @rec's insns and
- * reason (the executor status).  Process context (the session's poll
- * work), which the scratch allocation needs; the run itself neither
- * sleeps nor allocates.
+ * reason (the executor status).  With @atomic_budget 0: process context
+ * (the session's poll work), which growing the scratch and a long run's
+ * reschedule points need.  Otherwise any context but hardirq: a run that
+ * could take more than @atomic_budget instructions, reach a reschedule
+ * point, or grow the scratch returns ROF_PROG_DEFER at once, with no
+ * effect, for the caller to retry in process context.
  */
 u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 		    u64 tag, const u8 *args, u32 args_len, u8 *out,
-		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec)
+		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec,
+		    u64 atomic_budget)
 {
 	struct rof_exec_ctx ctx = {};
 	const struct rof_isa_hdr *h;
@@ -295,6 +299,12 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 		goto out;
 	}
 	h = p->hdr;
+	if (atomic_budget &&
+	    (p->budget > atomic_budget || p->budget >= ROF_EXEC_YIELD_EVERY ||
+	     (h->scratch_size && (!*scp || (*scp)->size < h->scratch_size)))) {
+		status = ROF_PROG_DEFER;
+		goto out;
+	}
 	if (args_len < h->args_min || args_len > h->args_max) {
 		rec->reason = ROF_ISA_EARGS;
 		status = ROF_ST_BAD_ARGS;

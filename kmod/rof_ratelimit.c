@@ -149,6 +149,16 @@ u64 rof_trl_admit(struct rof_tenant_rl *rl, u64 bytes, u64 now_ns)
 	return wait;
 }
 
+void rof_trl_unadmit(struct rof_tenant_rl *rl, u64 bytes)
+{
+	if (!READ_ONCE(rl->limited))
+		return;
+	spin_lock_bh(&rl->lock);
+	rof_bucket_untake(&rl->ops, 1);
+	rof_bucket_untake(&rl->bytes, bytes);
+	spin_unlock_bh(&rl->lock);
+}
+
 void rof_trl_charge(struct rof_tenant_rl *rl, u64 bytes)
 {
 	if (!READ_ONCE(rl->limited))

@@ -31,6 +31,7 @@
 #include <linux/debugfs.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/irq_poll.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/scatterlist.h>
@@ -73,7 +74,19 @@ static uint poll_spin_us;
 module_param(poll_spin_us, uint, 0644);
 MODULE_PARM_DESC(poll_spin_us, "poll an idle session this long before sleeping (0: off)");
 
+/*
+ * Requests served from the completion's softirq (irq_poll), not a work
+ * item's wake-up later: those whose run is short and sleeps nowhere.  The
+ * rest, and whatever one softirq run leaves, go to the poll work.
+ */
+static bool poll_softirq = true;
+module_param(poll_softirq, bool, 0644);
+MODULE_PARM_DESC(poll_softirq, "serve short requests in the completion's softirq");
+
 #define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
+/* One softirq run: at most this many polls and program instructions. */
+#define ROF_SIRQ_ROUNDS		4
+#define ROF_SIRQ_INSNS		32768	/* below ROF_EXEC_YIELD_EVERY: no resched */
 #define ROF_POLL_ROUNDS		64	/* polls before yielding the worker */
 /* Program instructions one poll work run may execute before it yields. */
 #define ROF_POLL_INSNS		(2ULL * 1000 * 1000)
@@ -90,6 +103,8 @@ enum {
 	ROF_SF_WELCOME,		/* established: register MRs, send regions */
 	ROF_SF_OPENED,		/* established and audited: the data path may run */
 	ROF_SF_ERR_AUDITED,	/* the error that closes it is audited */
+	ROF_SF_POLLING,		/* the data path is owned: poll work or softirq */
+	ROF_SF_KICKED,		/* the poll work found it owned: run it after */
 };
 
 struct rof_sregion {
@@ -168,6 +183,7 @@ struct rof_session {
 	struct rof_bucket bytes_b;
 
 	struct work_struct poll_work;
+	struct irq_poll iop;		/* the softirq side of the data path */
 	struct delayed_work throttle_work;
 	struct work_struct close_work;
 
@@ -191,6 +207,8 @@ struct rof_dp_stats {
 	u64 sched_ns;		/* completion event to the run's start (local_clock) */
 	u64 sched_max_ns;
 	u64 runs;
+	u64 sirq_runs;		/* of which in softirq */
+	u64 sirq_defers;	/* softirq runs that left work to the poll work */
 	u64 run_ns;		/* time inside runs */
 	u64 polls;		/* ib_poll_cq calls */
 	u64 spin_polls;		/* of which busy polling an idle CQ */
@@ -344,12 +362,13 @@ static bool rof_sq_full(struct rof_session *s)
 /* The seam to the executor: the tenant's program @program, by its tag. */
 static u32 rof_session_invoke(struct rof_session *s, u64 program,
 			      const u8 *args, u32 args_len, u8 *resp,
-			      u32 *resp_len, struct rof_audit_record *rec)
+			      u32 *resp_len, struct rof_audit_record *rec,
+			      u64 atomic_budget)
 {
 	return rof_prog_invoke(s->tenant, &s->prog_scratch, program, args,
 			       args_len, resp,
 			       ROF_MSG_SIZE - sizeof(struct rof_resp_hdr),
-			       resp_len, rec);
+			       resp_len, rec, atomic_budget);
 }
 
 /*
@@ -372,11 +391,13 @@ static void rof_charge_late(struct rof_session *s, u64 bytes)
 }
 
 /*
- * Returns the response length written into @out (header included).
+ * Returns the response length written into @out (header included), or 0
+ * when in atomic context (@atomic_budget, see rof_prog_invoke) the request
+ * must wait for process context: then nothing happened.
  * @insns: instructions a program ran for it, for the poll work's budget.
  */
 static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
-			      u8 *out, u64 rx_ns, u64 *insns)
+			      u8 *out, u64 rx_ns, u64 *insns, u64 atomic_budget)
 {
 	struct rof_resp_hdr *rh = (struct rof_resp_hdr *)out;
 	struct rof_audit_record rec = {
@@ -415,7 +436,10 @@ static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
 			status = rof_session_invoke(s, rec.program,
 						    payload + sizeof(inv),
 						    in_len - sizeof(inv),
-						    out + sizeof(*rh), &plen, &rec);
+						    out + sizeof(*rh), &plen, &rec,
+						    atomic_budget);
+			if (status == ROF_PROG_DEFER)
+				return 0;
 			*insns = rec.insns;
 			rof_charge_late(s, plen);
 			break;
@@ -464,16 +488,26 @@ static u64 rof_admit(struct rof_session *s, u64 bytes, u64 now)
 	return 0;
 }
 
+/* Undo rof_admit: the request of @bytes did not run after all. */
+static void rof_unadmit(struct rof_session *s, u64 bytes)
+{
+	rof_bucket_untake(&s->ops_b, 1);
+	rof_bucket_untake(&s->bytes_b, bytes);
+	rof_trl_unadmit(s->trl, bytes);
+}
+
 /*
  * Answer the pending requests that tokens, send queue room and @budget
  * (program instructions this run may still execute) allow, and post all
  * their responses with one ib_post_send and all the receives they free
  * with one ib_post_recv (Kalia's doorbell batching).  Requests over the
  * rate wait here, their receive buffers (and so the client's credits)
- * held, until the throttle work wakes the poller.
+ * held, until the throttle work wakes the poller.  In the softirq
+ * (@atomic) it stops at the first request that needs process context and
+ * sets *@defer.
  */
 static int rof_process_pending(struct rof_session *s, u64 *budget,
-			       struct rof_dp_stats *st)
+			       struct rof_dp_stats *st, bool atomic, bool *defer)
 {
 	struct ib_send_wr *tx_first = NULL, **tx_tail = &tx_first;
 	struct ib_recv_wr *rx_first = NULL, **rx_tail = &rx_first;
@@ -485,14 +519,15 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 		struct rof_pending *p = &s->pending[s->pend_head];
 		const u8 *in = s->rx[p->slot].buf;
 		struct rof_req_hdr h = {};
-		u64 wait, insns;
+		u64 wait, insns, bytes;
 		u32 rlen;
 
 		if (rof_sq_full(s) || !*budget)
 			break;
 		memcpy(&h, in, min_t(u32, p->len, sizeof(h)));
-		wait = rof_admit(s, p->len - min_t(u32, p->len, sizeof(h)) +
-				 rof_resp_payload(&h, p->len), now);
+		bytes = p->len - min_t(u32, p->len, sizeof(h)) +
+			rof_resp_payload(&h, p->len);
+		wait = rof_admit(s, bytes, now);
 		if (wait) {
 			/* Waiting for tokens is not idleness. */
 			WRITE_ONCE(s->last_active_ns, now);
@@ -505,7 +540,13 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 		insns = 0;
 		rlen = rof_handle_request(s, in, p->len,
 					  s->tx[s->sq_posted % s->sq_depth].buf,
-					  p->rx_ns, &insns);
+					  p->rx_ns, &insns, atomic ? *budget : 0);
+		if (!rlen) {
+			/* For the poll work: it stays pending, uncharged. */
+			rof_unadmit(s, bytes);
+			*defer = true;
+			break;
+		}
 		rof_prep_tx(s, rlen, &tx_tail);
 		rof_prep_rx(s, p->slot, &rx_tail);
 		s->pend_head = (s->pend_head + 1) % s->nrecv;
@@ -513,7 +554,8 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 		/* Every request costs one, a program its instructions too. */
 		*budget -= min(*budget, insns + 1);
 		st->requests++;
-		cond_resched();
+		if (!atomic)
+			cond_resched();
 	}
 	/*
 	 * Receives first: a client may send again as soon as it has a reply.
@@ -604,6 +646,8 @@ static void rof_dp_account(const struct rof_dp_stats *st)
 	c->sched_ns += st->sched_ns;
 	c->sched_max_ns = max(c->sched_max_ns, st->sched_max_ns);
 	c->runs++;
+	c->sirq_runs += st->sirq_runs;
+	c->sirq_defers += st->sirq_defers;
 	c->run_ns += st->run_ns;
 	c->polls += st->polls;
 	c->spin_polls += st->spin_polls;
@@ -614,51 +658,124 @@ static void rof_dp_account(const struct rof_dp_stats *st)
 	put_cpu_ptr(&rof_dp_stats);
 }
 
-static void rof_poll_run(struct rof_session *s, struct rof_dp_stats *st);
+/*
+ * The data path of a session runs in its poll work or in the softirq of
+ * its completions (rof_iop_poll), never in both at once: whoever runs it
+ * owns ROF_SF_POLLING.  The poll work that finds it owned leaves
+ * ROF_SF_KICKED for the owner, which queues the work again when it lets
+ * go: no kick is lost.  The softirq that finds it owned kicks the work.
+ */
+static bool rof_dp_claim(struct rof_session *s)
+{
+	return !test_and_set_bit_lock(ROF_SF_POLLING, &s->flags);
+}
+
+static void rof_dp_release(struct rof_session *s)
+{
+	clear_bit_unlock(ROF_SF_POLLING, &s->flags);
+	smp_mb__after_atomic();	/* POLLING clear before KICKED is read */
+	if (test_and_clear_bit(ROF_SF_KICKED, &s->flags))
+		rof_kick(s);
+}
+
+static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
+			 bool atomic);
+
+/* Start a run's tally; the completion event's delay if it started one. */
+static u64 rof_dp_start(struct rof_session *s, struct rof_dp_stats *st)
+{
+	u64 start = local_clock(), kick = xchg(&s->kick_ns, 0);
+
+	if (kick && kick < start) {
+		st->kicks = 1;
+		st->sched_ns = start - kick;
+		st->sched_max_ns = st->sched_ns;
+	}
+	return start;
+}
 
 static void rof_poll_work(struct work_struct *work)
 {
 	struct rof_session *s = container_of(work, struct rof_session, poll_work);
 	struct rof_dp_stats st = {};
-	u64 start = local_clock(), kick = xchg(&s->kick_ns, 0);
+	u64 start;
 
-	if (kick && kick < start) {
-		st.kicks = 1;
-		st.sched_ns = start - kick;
-		st.sched_max_ns = st.sched_ns;
+	if (!rof_dp_claim(s)) {
+		set_bit(ROF_SF_KICKED, &s->flags);
+		smp_mb__after_atomic();	/* KICKED set before POLLING is read */
+		if (!rof_dp_claim(s))
+			return;		/* the owner sees KICKED as it lets go */
+		clear_bit(ROF_SF_KICKED, &s->flags);
 	}
-	rof_poll_run(s, &st);
+	start = rof_dp_start(s, &st);
+	rof_poll_run(s, &st, false);
 	st.run_ns = local_clock() - start;
+	rof_dp_release(s);
 	rof_dp_account(&st);
 }
 
 /*
- * The data path of one session.  One run is bounded: at most
- * ROF_POLL_ROUNDS polls (those busy polling an idle CQ apart: at most
- * poll_spin_us each time it goes idle) and ROF_POLL_INSNS program
- * instructions, with a reschedule point between requests; then it
- * queues itself again behind the other sessions' work.  The workqueue is
- * unbound: the scheduler, not the CPU a completion came in on, decides
- * where each session runs.
+ * The completion's softirq (irq_poll): serve what is short here, without
+ * the work item's wake-up, and leave the rest to the poll work.
  */
-static void rof_poll_run(struct rof_session *s, struct rof_dp_stats *st)
+static int rof_iop_poll(struct irq_poll *iop, int weight)
+{
+	struct rof_session *s = container_of(iop, struct rof_session, iop);
+	struct rof_dp_stats st = { .sirq_runs = 1 };
+	u64 start;
+
+	irq_poll_complete(iop);
+	/* The welcome registers MRs: process context. */
+	if (test_bit(ROF_SF_WELCOME, &s->flags) || !rof_dp_claim(s)) {
+		rof_kick(s);
+		return 0;
+	}
+	start = rof_dp_start(s, &st);
+	if (rof_poll_run(s, &st, true)) {
+		st.sirq_defers = 1;
+		rof_kick(s);
+	}
+	st.run_ns = local_clock() - start;
+	rof_dp_release(s);
+	rof_dp_account(&st);
+	return 0;
+}
+
+/*
+ * The data path of one session; its caller owns it (rof_dp_claim).  One
+ * run is bounded: at most ROF_POLL_ROUNDS polls (those busy polling an
+ * idle CQ apart: at most poll_spin_us each time it goes idle) and
+ * ROF_POLL_INSNS program instructions, with a reschedule point between
+ * requests; then it queues itself again behind the other sessions' work.
+ * The workqueue is unbound: the scheduler, not the CPU a completion came
+ * in on, decides where each session runs.
+ *
+ * In the softirq (@atomic) a run is shorter (ROF_SIRQ_ROUNDS polls,
+ * ROF_SIRQ_INSNS instructions), never spins, and stops at the first
+ * request that needs process context (a long program, or a scratch to
+ * grow).  Returns true when it stopped with work left: the caller hands
+ * it to the poll work.
+ */
+static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
+			 bool atomic)
 {
 	struct ib_wc wcs[ROF_POLL_BATCH];
-	u64 budget = ROF_POLL_INSNS, spin_until = 0;
-	int rounds = 0, n, i, ret;
-	bool spinning = false;
+	u64 budget = atomic ? ROF_SIRQ_INSNS : ROF_POLL_INSNS, spin_until = 0;
+	int rounds = 0, max_rounds = atomic ? ROF_SIRQ_ROUNDS : ROF_POLL_ROUNDS;
+	int n, i, ret;
+	bool spinning = false, defer = false;
 
 	/* Not before ESTABLISHED (the welcome goes first), not after close. */
 	if (test_bit(ROF_SF_CLOSING, &s->flags) ||
 	    !test_bit(ROF_SF_OPENED, &s->flags))
-		return;
-	if (test_and_clear_bit(ROF_SF_WELCOME, &s->flags)) {
+		return false;
+	if (!atomic && test_and_clear_bit(ROF_SF_WELCOME, &s->flags)) {
 		ret = rof_send_welcome(s);
 		if (ret) {
 			pr_info_ratelimited("session %u: cannot register regions: %d\n",
 					    s->id, ret);
 			rof_session_close(s, ROF_CLOSE_QP_ERROR);
-			return;
+			return false;
 		}
 	}
 	for (;;) {
@@ -670,33 +787,39 @@ static void rof_poll_run(struct rof_session *s, struct rof_dp_stats *st)
 			st->wcs += n;
 			for (i = 0; i < n; i++)
 				if (!rof_handle_wc(s, &wcs[i], now))
-					return;
+					return false;
 			WRITE_ONCE(s->last_active_ns, now);
 			spinning = false;
 		}
 		if (n > 0 || s->pend_count) {
-			ret = rof_process_pending(s, &budget, st);
+			ret = rof_process_pending(s, &budget, st, atomic, &defer);
 			if (ret) {
 				pr_info_ratelimited("session %u: post failed: %d\n",
 						    s->id, ret);
 				rof_session_close(s, ROF_CLOSE_QP_ERROR);
-				return;
+				return false;
 			}
+			if (defer)
+				return true;
 		}
 		/* Busy polling an idle CQ is bounded by its time, not rounds. */
-		if (!budget || (!spinning && ++rounds >= ROF_POLL_ROUNDS)) {
+		if (!budget || (!spinning && ++rounds >= max_rounds)) {
+			if (atomic)
+				return true;
 			/* Let other sessions' work run; come back at once. */
 			rof_kick(s);
-			return;
+			return false;
 		}
-		cond_resched();
+		if (!atomic)
+			cond_resched();
 		if (n == ROF_POLL_BATCH)
 			continue;
 		/*
-		 * Idle: busy poll a while if asked to, not while a rate limit
-		 * holds requests back.
+		 * Idle: busy poll a while if asked to (not in the softirq), and
+		 * not while a rate limit holds requests back.
 		 */
-		if (n == 0 && !s->pend_count && !test_bit(ROF_SF_CLOSING, &s->flags)) {
+		if (!atomic && n == 0 && !s->pend_count &&
+		    !test_bit(ROF_SF_CLOSING, &s->flags)) {
 			u32 spin = READ_ONCE(poll_spin_us);
 			/* The CPU's clock: cheap, unlike a clocksource read. */
 			u64 now = spin ? local_clock() : 0;
@@ -715,7 +838,7 @@ static void rof_poll_run(struct rof_session *s, struct rof_dp_stats *st)
 		/* Empty: re-arm, and poll again if a completion slipped in. */
 		if (ib_req_notify_cq(s->cq, IB_CQ_NEXT_COMP |
 				     IB_CQ_REPORT_MISSED_EVENTS) <= 0)
-			return;
+			return false;
 	}
 }
 
@@ -733,7 +856,10 @@ static void rof_cq_comp(struct ib_cq *cq, void *ctx)
 
 	/* When the event came, for the scheduling delay (rof_dp_stats). */
 	cmpxchg64(&s->kick_ns, 0, local_clock());
-	rof_kick(s);
+	if (READ_ONCE(poll_softirq) && !test_bit(ROF_SF_CLOSING, &s->flags))
+		irq_poll_sched(&s->iop);
+	else
+		rof_kick(s);
 }
 
 static void rof_cq_event(struct ib_event *ev, void *ctx)
@@ -1429,6 +1555,7 @@ static void rof_close_work(struct work_struct *work)
 	 * may queue the poll, so: the poll, then the throttle, and both
 	 * again once the CQ and the cm_id, the last sources, are gone.
 	 */
+	irq_poll_disable(&s->iop);	/* none runs, none is scheduled again */
 	cancel_work_sync(&s->poll_work);
 	cancel_delayed_work_sync(&s->throttle_work);
 	id = s->cm_id;
@@ -1615,6 +1742,7 @@ static long rof_session_prepare(void __user *uarg)
 	kref_init(&s->ref);
 	mutex_init(&s->lock);
 	INIT_WORK(&s->poll_work, rof_poll_work);
+	irq_poll_init(&s->iop, ROF_POLL_BATCH, rof_iop_poll);
 	INIT_DELAYED_WORK(&s->throttle_work, rof_throttle_work);
 	INIT_WORK(&s->close_work, rof_close_work);
 	s->tenant_id = req.tenant;
@@ -1893,6 +2021,8 @@ static int rof_dp_show(struct seq_file *m, void *v)
 		t.sched_ns += c->sched_ns;
 		t.sched_max_ns = max(t.sched_max_ns, c->sched_max_ns);
 		t.runs += c->runs;
+		t.sirq_runs += c->sirq_runs;
+		t.sirq_defers += c->sirq_defers;
 		t.run_ns += c->run_ns;
 		t.polls += c->polls;
 		t.spin_polls += c->spin_polls;
@@ -1903,8 +2033,9 @@ static int rof_dp_show(struct seq_file *m, void *v)
 	}
 	seq_printf(m, "kicks %llu\nsched_ns %llu\nsched_max_ns %llu\n",
 		   t.kicks, t.sched_ns, t.sched_max_ns);
-	seq_printf(m, "runs %llu\nrun_ns %llu\npolls %llu\nspin_polls %llu\n",
-		   t.runs, t.run_ns, t.polls, t.spin_polls);
+	seq_printf(m, "runs %llu\nsirq_runs %llu\nsirq_defers %llu\nrun_ns %llu\n",
+		   t.runs, t.sirq_runs, t.sirq_defers, t.run_ns);
+	seq_printf(m, "polls %llu\nspin_polls %llu\n", t.polls, t.spin_polls);
 	seq_printf(m, "wcs %llu\nrequests %llu\ndoorbells %llu\nrx_posts %llu\n",
 		   t.wcs, t.requests, t.doorbells, t.rx_posts);
 	return 0;

@@ -152,4 +152,32 @@ TEST(Bucket, ChargedStreamKeepsTheRate)
 	EXPECT_GE(sent, 10 * 10000u - 200);
 }
 
+// A request taken and given back leaves the bucket as it was; a debt
+// charged meanwhile is paid first; the bucket never overfills.
+TEST(Bucket, UntakeGivesBackWhatTakeTook)
+{
+	rof_bucket b;
+	rof_bucket_init(&b, 100, 1, 0); // 5 tokens of burst
+	rof_bucket_refill(&b, kSec);
+	const rof_bucket full = b;
+	rof_bucket_take(&b, 2);
+	rof_bucket_untake(&b, 2);
+	EXPECT_EQ(b.tokens, full.tokens);
+	EXPECT_EQ(b.debt, 0u);
+	rof_bucket_untake(&b, 3); // nothing was taken: still full
+	EXPECT_EQ(b.tokens, b.cap);
+
+	rof_bucket_take(&b, 5);
+	rof_bucket_charge(&b, 2); // empty: a debt of 2
+	EXPECT_EQ(b.debt, 2 * ROF_BUCKET_SCALE);
+	rof_bucket_untake(&b, 5);
+	EXPECT_EQ(b.debt, 0u);
+	EXPECT_EQ(b.tokens, 3 * ROF_BUCKET_SCALE);
+
+	rof_bucket u;
+	rof_bucket_init(&u, 0, 1, 0); // unlimited: nothing to give back
+	rof_bucket_untake(&u, 7);
+	EXPECT_EQ(u.tokens, 0u);
+}
+
 } // namespace
