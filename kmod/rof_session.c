@@ -29,6 +29,7 @@
 
 #include <linux/capability.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/irq_poll.h>
@@ -184,6 +185,7 @@ struct rof_session {
 
 	struct work_struct poll_work;
 	struct irq_poll iop;		/* the softirq side of the data path */
+	atomic_t sirq_active;		/* rof_iop_poll runs under way */
 	struct delayed_work throttle_work;
 	struct work_struct close_work;
 
@@ -724,11 +726,18 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	struct rof_dp_stats st = { .sirq_runs = 1 };
 	u64 start;
 
+	/*
+	 * Counted before irq_poll_complete(), which lets irq_poll_disable()
+	 * return: close work then waits for the count to drop to 0 before it
+	 * destroys the CQ.  Completing first means no completion event is
+	 * lost: the run re-arms the CQ itself.
+	 */
+	atomic_inc(&s->sirq_active);
 	irq_poll_complete(iop);
 	/* The welcome registers MRs: process context. */
 	if (test_bit(ROF_SF_WELCOME, &s->flags) || !rof_dp_claim(s)) {
 		rof_kick(s);
-		return 0;
+		goto out;
 	}
 	start = rof_dp_start(s, &st);
 	if (rof_poll_run(s, &st, true)) {
@@ -738,6 +747,9 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	st.run_ns = local_clock() - start;
 	rof_dp_release(s);
 	rof_dp_account(&st);
+out:
+	smp_mb__before_atomic();	/* every access to @s before the count drops */
+	atomic_dec(&s->sirq_active);	/* the last one */
 	return 0;
 }
 
@@ -1555,7 +1567,10 @@ static void rof_close_work(struct work_struct *work)
 	 * may queue the poll, so: the poll, then the throttle, and both
 	 * again once the CQ and the cm_id, the last sources, are gone.
 	 */
-	irq_poll_disable(&s->iop);	/* none runs, none is scheduled again */
+	/* No softirq run is scheduled again; wait for one under way. */
+	irq_poll_disable(&s->iop);
+	while (atomic_read_acquire(&s->sirq_active))
+		usleep_range(50, 100);
 	cancel_work_sync(&s->poll_work);
 	cancel_delayed_work_sync(&s->throttle_work);
 	id = s->cm_id;
