@@ -1511,6 +1511,30 @@ static void rof_cm_established(struct rof_session *s)
 	mutex_unlock(&s->lock);
 }
 
+/*
+ * The peer disconnected.  A QP already in error was moved there by an error
+ * of its own, typically a protection error its responder saw, which reaches
+ * us only as flushed receives; the peer, told of it by the NAK, may
+ * disconnect before those flushes are polled, and once the session is
+ * closing a flush is not audited.  So audit it here, as the flush would
+ * have: only if nothing else was.  Under s->lock, as the close work
+ * destroys the QP under it.
+ */
+static void rof_cm_disconnected(struct rof_session *s)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+
+	mutex_lock(&s->lock);
+	if (!test_bit(ROF_SF_CLOSING, &s->flags) && s->qp &&
+	    !ib_query_qp(s->qp, &attr, IB_QP_STATE, &init) &&
+	    attr.qp_state == IB_QPS_ERR &&
+	    rof_audit_error(s, IB_WC_WR_FLUSH_ERR, true))
+		s->cnt.completion_errors++;
+	mutex_unlock(&s->lock);
+	rof_session_close(s, ROF_CLOSE_DISCONNECT);
+}
+
 static int rof_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rof_session *s = id->context;
@@ -1529,7 +1553,7 @@ static int rof_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-		rof_session_close(s, ROF_CLOSE_DISCONNECT);
+		rof_cm_disconnected(s);
 		break;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
