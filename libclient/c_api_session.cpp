@@ -94,6 +94,9 @@ enum rof_code rof_session_open(rof_client* client, const struct rof_session_opti
         if (options->nregions != 0 && options->regions == nullptr) {
             invalid("rof_session_open: nregions is not 0 but regions is NULL");
         }
+        if (options->flags & ~ROF_SESSION_BUSY_POLL) {
+            invalid("rof_session_open: unknown flags");
+        }
         rof::SessionOptions o;
         if (options->tenant != nullptr) {
             o.tenant = options->tenant;
@@ -119,6 +122,7 @@ enum rof_code rof_session_open(rof_client* client, const struct rof_session_opti
         }
         o.connect_timeout = ms_or(options->connect_timeout_ms, o.connect_timeout);
         o.op_timeout = ms_or(options->op_timeout_ms, o.op_timeout);
+        o.busy_poll = (options->flags & ROF_SESSION_BUSY_POLL) != 0;
         *session = new rof_session{rof::Session::open(client->client, o), {}, {}};
     });
 }

@@ -171,6 +171,19 @@ TEST(CApiNullArguments, ClientFunctions) {
     rof_client_close(client);
 }
 
+TEST(CApiSessionOptions, UnknownFlagsAreRefusedBeforeAnyCall) {
+    rof_error err = dirty_error();
+    rof_client* client = nullptr;
+    rof_session* session = reinterpret_cast<rof_session*>(0x1);
+    ASSERT_EQ(rof_client_open(nullptr, &client, &err), ROF_OK) << err.message;
+    rof_session_options options{};
+    options.flags = ROF_SESSION_BUSY_POLL | 0x80u;
+    expect_invalid(rof_session_open(client, &options, &session, &err), err, "rof_session_open");
+    EXPECT_NE(std::string(err.message).find("unknown flags"), std::string::npos) << err.message;
+    EXPECT_EQ(session, nullptr);
+    rof_client_close(client);
+}
+
 TEST(CApiNullArguments, SessionFunctions) {
     rof_error err = dirty_error();
     rof_session* session = reinterpret_cast<rof_session*>(0x1);

@@ -168,6 +168,7 @@ struct Session::Impl {
     Completion sync_c;
     std::string sync_err;
     std::uint64_t progress = 0;
+    std::uint64_t empty_polls = 0;  // busy_poll: poll() calls that found nothing
 
     bool welcome_pending = true;
     std::vector<rof_wire_region> welcome;
@@ -776,6 +777,22 @@ struct Session::Impl {
     // runs.
     bool wait_progress(std::unique_lock<std::mutex>& lk, Clock::time_point deadline) {
         std::uint64_t p0 = progress;
+        if (opt.busy_poll) {
+            // Spin, holding the lock (no keepalive is due while a verb is
+            // in flight); look at the clock and the CM now and then.
+            for (unsigned i = 1;; i++) {
+                drain();
+                if (progress != p0 || broken) {
+                    return true;
+                }
+                if (i % 1024 == 0) {
+                    check_cm();
+                    if (Clock::now() >= deadline) {
+                        return false;
+                    }
+                }
+            }
+        }
         for (int i = 0; i < kSpin; i++) {
             drain();
             if (progress != p0 || broken) {
@@ -1093,13 +1110,21 @@ struct Session::Impl {
         if (n) {
             return n;
         }
-        // Nothing: re-arm the completion channel so that completion_fd()
-        // wakes for what comes next, then look once more.
-        consume_cq_events();
-        check_cm();
-        ibv_req_notify_cq(cq.get(), 0);
-        drain();
-        n = take(out);
+        if (opt.busy_poll) {
+            // Driven by spinning, not by completion_fd(): no syscall on
+            // an empty poll, and the CM looked at now and then.
+            if (++empty_polls % 1024 == 0) {
+                check_cm();
+            }
+        } else {
+            // Nothing: re-arm the completion channel so that
+            // completion_fd() wakes for what comes next, then look once more.
+            consume_cq_events();
+            check_cm();
+            ibv_req_notify_cq(cq.get(), 0);
+            drain();
+            n = take(out);
+        }
         if (n || timeout.count() <= 0) {
             return n;
         }
@@ -1109,7 +1134,7 @@ struct Session::Impl {
                 break;
             }
         }
-        if (!n) {
+        if (!n && !opt.busy_poll) {
             ibv_req_notify_cq(cq.get(), 0);
         }
         return n;

@@ -186,7 +186,13 @@ struct rof_session_options {
     uint32_t depth;              /* one-sided operations in flight; 0: 64 */
     uint32_t connect_timeout_ms; /* 0: 10000 */
     uint32_t op_timeout_ms;      /* deadline of a synchronous verb; 0: 10000 */
+    uint32_t flags;              /* ROF_SESSION_* */
 };
+
+/* rof_session_options.flags: synchronous verbs spin until their answer, and
+ * an empty rof_poll() makes no system call (the completion fd is
+ * then not armed): rof::SessionOptions::busy_poll. */
+#define ROF_SESSION_BUSY_POLL 1u
 
 /* A region granted to the session.  @name stays valid until the session is
  * closed. */

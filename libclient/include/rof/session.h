@@ -54,6 +54,12 @@ struct SessionOptions {
     std::chrono::milliseconds connect_timeout = std::chrono::seconds(10);
     // Deadline of a synchronous verb.
     std::chrono::milliseconds op_timeout = std::chrono::seconds(10);
+    // For a caller that spins: a synchronous verb polls the completion
+    // queue until its answer comes, instead of sleeping on the completion
+    // channel after a short spin, and an empty poll() makes no system call
+    // (it does not re-arm the channel: completion_fd() is not for such a
+    // session).  The lowest latency, for a core busy while it waits.
+    bool busy_poll = false;
 };
 
 struct GrantedRegion {
