@@ -4,8 +4,9 @@
 # Both install missing Debian packages first (as root), then build.
 #
 # Other targets: build (default), deps, kmod, userspace, progs, unit, vmtest,
-# lint, fuzz, clean.  BUILD=dir picks the out-of-tree build directory;
-# KVER=version the kernel (default: packaging/kver).
+# lint, fuzz, bench (rof-bench's cases B0-B8 in the VM: bench/run), clean.
+# BUILD=dir picks the out-of-tree build directory; KVER=version the kernel
+# (default: packaging/kver).
 
 BUILD ?= $(CURDIR)/build
 FUZZ_BUILD ?= $(CURDIR)/build-fuzz
@@ -14,7 +15,7 @@ FUZZ_SECONDS ?= 300
 export ROF_SRC := $(CURDIR)
 export ROF_BUILD := $(BUILD)
 
-.PHONY: all build deps kmod userspace progs check demo unit vmtest lint fuzz fuzz-build clean
+.PHONY: all build deps kmod userspace progs check demo unit vmtest lint fuzz fuzz-build bench clean
 
 all: build
 
@@ -46,6 +47,10 @@ vmtest: build
 
 demo: build
 	selftests/vm/run --mode demo --timeout 300
+
+# The whole benchmark, one VM boot; BENCH_ARGS passes rof-bench options.
+bench: build
+	bench/run $(BENCH_ARGS)
 
 lint: deps
 	selftests/lint

@@ -105,8 +105,24 @@ std::vector<std::array<double, 2>> Histogram::cdf() const {
 
 std::string Target::text() const {
     char buf[48];
-    std::snprintf(buf, sizeof buf, "%s %gx", cmp == Cmp::le ? "<=" : ">=", bound);
+    if (cmp == Cmp::within) {
+        std::snprintf(buf, sizeof buf, "1 +- %gx", bound);
+    } else {
+        std::snprintf(buf, sizeof buf, "%s %gx", cmp == Cmp::le ? "<=" : ">=", bound);
+    }
     return buf;
+}
+
+bool Target::met(double ratio) const {
+    switch (cmp) {
+        case Cmp::le:
+            return ratio <= bound;
+        case Cmp::ge:
+            return ratio >= bound;
+        case Cmp::within:
+            return std::fabs(ratio - 1) <= bound;
+    }
+    return false;
 }
 
 CaseReport::CaseReport(std::string id, std::string title)
@@ -130,8 +146,7 @@ void CaseReport::figure(std::string name, double value, std::string unit, std::s
             f["ratio"] = ratio;
             if (target) {
                 f["target"] = target->text();
-                f["met"] = target->cmp == Target::Cmp::le ? ratio <= target->bound
-                                                          : ratio >= target->bound;
+                f["met"] = target->met(ratio);
             }
         }
     }
@@ -140,6 +155,19 @@ void CaseReport::figure(std::string name, double value, std::string unit, std::s
         f["met"] = nullptr;  // no baseline measured: cannot say
     }
     j_["figures"].push_back(std::move(f));
+}
+
+void CaseReport::bound(std::string name, double value, std::string unit, Target::Cmp cmp,
+                       double bound) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %g %s", cmp == Target::Cmp::le ? "<=" : ">=", bound,
+                  unit.c_str());
+    bool met = cmp == Target::Cmp::le ? value <= bound : value >= bound;
+    j_["figures"].push_back({{"name", std::move(name)},
+                             {"value", value},
+                             {"unit", std::move(unit)},
+                             {"target", buf},
+                             {"met", met}});
 }
 
 void CaseReport::latency(const std::string& name, const Histogram& h) {

@@ -58,12 +58,14 @@ class Histogram {
     std::uint64_t count_ = 0, min_ = UINT64_MAX, max_ = 0, sum_ = 0;
 };
 
-// What makes a figure meet its target: ratio <= bound or ratio >= bound.
+// What makes a figure meet its target: ratio <= bound, ratio >= bound, or
+// |ratio - 1| <= bound (within).
 struct Target {
-    enum class Cmp { le, ge };
+    enum class Cmp { le, ge, within };
     Cmp cmp;
     double bound;
-    std::string text() const;  // "<= 1.5x"
+    std::string text() const;  // "<= 1.5x", "1 +- 0.05x"
+    bool met(double ratio) const;
 };
 
 // One case's part of the report.
@@ -75,6 +77,9 @@ class CaseReport {
     // Without a baseline, the figure is reported alone (B0, B8's absolutes).
     void figure(std::string name, double value, std::string unit, std::string baseline = {},
                 std::optional<double> baseline_value = {}, std::optional<Target> target = {});
+    // A figure with an absolute bound, no baseline: met when value <= or
+    // >= bound (B3's failed requests, B8's load time).
+    void bound(std::string name, double value, std::string unit, Target::Cmp cmp, double bound);
     // A latency distribution, under @name.
     void latency(const std::string& name, const Histogram& h);
     // A table for a plot: plot.sh draws one PNG per series, x the first

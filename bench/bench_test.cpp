@@ -74,6 +74,22 @@ TEST(CaseReport, RatioAndTargetOfAFigure) {
     EXPECT_TRUE(f[4]["met"].is_null());
 }
 
+TEST(CaseReport, WithinAndAbsoluteBounds) {
+    CaseReport r("B4", "t");
+    r.figure("rate", 1040, "ops/s", "limit", 1000.0, Target{Target::Cmp::within, 0.05});
+    r.figure("rate2", 940, "ops/s", "limit", 1000.0, Target{Target::Cmp::within, 0.05});
+    r.bound("failed", 0, "requests", Target::Cmp::le, 0);
+    r.bound("load", 51, "ms", Target::Cmp::le, 50);
+    const auto& f = r.json()["figures"];
+    EXPECT_TRUE(f[0]["met"].get<bool>());
+    EXPECT_EQ(f[0]["target"], "1 +- 0.05x");
+    EXPECT_FALSE(f[1]["met"].get<bool>());
+    EXPECT_TRUE(f[2]["met"].get<bool>());
+    EXPECT_EQ(f[2]["target"], "<= 0 requests");
+    EXPECT_FALSE(f[3]["met"].get<bool>());
+    EXPECT_FALSE(f[3].contains("ratio"));
+}
+
 TEST(Options, ParamsParseOrFailClearly) {
     Options o;
     o.params["n"] = "0x10";

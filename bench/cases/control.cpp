@@ -1,0 +1,148 @@
+// B8: the control plane.  Verify and load of a 1000-instruction program,
+// a policy reload with 10,000 tenants, rofd's resident memory.
+// docs/performance.md.
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "../common.h"
+
+namespace rofbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// .args 8; r2 = args[0] + 997 in 997 adds; 1000 instructions in all.
+std::string long_program(std::size_t insns) {
+    std::string s = "; rof-bench B8: a straight line of " + std::to_string(insns) +
+                    " instructions\n.args 8, 8\n.resp 8\n        ld64  r2, args[0]\n";
+    for (std::size_t i = 0; i + 3 < insns; i++) {
+        s += "        add64 r2, 1\n";
+    }
+    s += "        st64  resp[0], r2\n        exit  0\n";
+    return s;
+}
+
+// The first process named rofd, and its resident set in KiB (0: none).
+std::uint64_t rofd_rss_kib() {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        std::string name = e.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        std::ifstream comm(e.path() / "comm");
+        std::string c;
+        if (!std::getline(comm, c) || c != "rofd") {
+            continue;
+        }
+        std::ifstream st(e.path() / "status");
+        std::string line;
+        while (std::getline(st, line)) {
+            if (line.rfind("VmRSS:", 0) == 0) {
+                return std::stoull(line.substr(6));
+            }
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants, rofd's memory") {
+    rof::Client client = connect_rofd(env.opt);
+    const std::string t = bench_tenant(env.opt);
+    auto& r = env.report;
+
+    // Verify + load, as LoadProgram does both; unloaded between repetitions.
+    const std::size_t insns = std::size_t(env.opt.param_int("b8_insns", 1000));
+    const std::string src = long_program(insns);
+    std::vector<double> load_ms;
+    std::uint64_t tag = 0;
+    const int loads = env.opt.smoke ? 2 : 10;
+    for (int i = 0; i < loads; i++) {
+        progress("B8", "load " + std::to_string(i + 1) + "/" + std::to_string(loads));
+        rof::v1::LoadProgramRequest l;
+        l.set_tenant(t);
+        l.set_name("b8-long");
+        l.mutable_program()->set_source(src);
+        l.mutable_program()->set_file("b8-long.rofs");
+        std::uint64_t t0 = now_ns();
+        tag = client.load_program(l).tag();
+        load_ms.push_back(double(now_ns() - t0) / 1e6);
+        if (i + 1 < loads) {
+            rof::v1::UnloadProgramRequest u;
+            u.set_tenant(t);
+            u.set_tag(tag);
+            client.unload_program(u);
+        }
+    }
+    {
+        rof::Session s = open_session(client, t);
+        std::uint64_t arg = 5, out = 0;
+        invoke_polling(s, tag, std::as_bytes(std::span(&arg, 1)),
+                       std::as_writable_bytes(std::span(&out, 1)));
+        if (out != arg + insns - 3) {
+            throw std::runtime_error("the long program answered " + std::to_string(out));
+        }
+    }
+    r.bound("load_" + std::to_string(insns) + "_insns_ms", median(load_ms), "ms", Target::Cmp::le,
+            50);
+    std::uint64_t idle_kib = rofd_rss_kib();
+    if (idle_kib) {
+        r.bound("rofd_idle_rss_mib", double(idle_kib) / 1024, "MiB", Target::Cmp::le, 64);
+    } else {
+        r.note("no process named rofd here: its memory is not measured");
+    }
+
+    // 10,000 tenants: their files written into rofd's tenants.d, one
+    // ReloadPolicy timed; then removed and reloaded again.
+    const std::string dir = env.opt.param("policy_dir", "");
+    const std::size_t ntenants = std::size_t(env.opt.param_int("b8_tenants",
+                                                               env.opt.smoke ? 100 : 10000));
+    if (dir.empty()) {
+        r.note("policy reload not measured: no --set policy_dir=DIR (rofd's tenants.d)");
+        return;
+    }
+    progress("B8", "writing " + std::to_string(ntenants) + " tenant files");
+    std::vector<fs::path> files;
+    for (std::size_t i = 0; i < ntenants; i++) {
+        char name[40];
+        std::snprintf(name, sizeof name, "b8t%05zu", i);
+        fs::path p = fs::path(dir) / (std::string(name) + ".toml");
+        std::ofstream f(p);
+        f << "name = \"" << name << "\"\ncontrol_rate = 0\n[quota]\nsessions = 1\n";
+        if (!f) {
+            throw std::runtime_error("cannot write " + p.string());
+        }
+        files.push_back(p);
+    }
+    auto reload = [&](const char* what) {
+        progress("B8", what);
+        std::uint64_t t0 = now_ns();
+        client.reload_policy();
+        return double(now_ns() - t0) / 1e6;
+    };
+    double add_ms = reload("reload with the tenants added");
+    std::uint64_t full_kib = rofd_rss_kib();
+    std::size_t seen = std::size_t(client.list_tenants().tenants_size());
+    for (const auto& p : files) {
+        fs::remove(p);
+    }
+    double remove_ms = reload("reload with them removed");
+    if (seen < ntenants) {
+        throw std::runtime_error("rofd lists " + std::to_string(seen) + " tenants after the reload");
+    }
+    r.bound("reload_add_" + std::to_string(ntenants) + "_tenants_ms", add_ms, "ms",
+            Target::Cmp::le, 1000);
+    r.figure("reload_remove_" + std::to_string(ntenants) + "_tenants_ms", remove_ms, "ms");
+    if (full_kib) {
+        r.figure("rofd_rss_with_tenants_mib", double(full_kib) / 1024, "MiB", "rofd_idle_rss_mib",
+                 double(idle_kib) / 1024);
+    }
+    r.note("the program is a straight line of adds (ld64, " + std::to_string(insns - 3) +
+           " add64, st64, exit), loaded by LoadProgram (rofd's verifier, then the module's); "
+           "median of " + std::to_string(loads) + " loads. The reload is one ReloadPolicy call, "
+           "timed by the caller, after the tenant files were written");
+}
+
+}  // namespace rofbench

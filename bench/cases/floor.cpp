@@ -1,0 +1,153 @@
+// B0, the floor, and B5, invocation throughput against the raw echo
+// (docs/performance.md).
+#include <array>
+#include <cstring>
+#include <stdexcept>
+
+#include "../common.h"
+#include "../raw.h"
+
+namespace rofbench {
+namespace {
+
+constexpr std::size_t kEchoBytes = 32;
+
+std::string need_raw(const Options& o) {
+    if (o.raw_server.empty()) {
+        throw std::runtime_error("needs --raw-server (rof-bench-server's address)");
+    }
+    return o.raw_server;
+}
+
+// The offload's echo with @window in flight for @ns; returns how many
+// finished.  One doorbell per poll's worth of new requests (Kalia's
+// doorbell batching): what a pipelining client of librof does.
+std::uint64_t invoke_window(rof::Session& s, std::uint64_t tag, std::size_t window,
+                            std::uint64_t ns) {
+    std::array<std::byte, kEchoBytes> args{};
+    window = std::min<std::size_t>(window, s.credits());
+    std::vector<std::array<std::byte, kEchoBytes>> resp(window);
+    for (std::size_t i = 0; i < window; i++) {
+        s.post_invoke(tag, args, resp[i], i);
+    }
+    std::uint64_t done = 0, end = now_ns() + ns;
+    std::array<rof::Completion, 64> c;
+    bool stop = false;
+    std::size_t inflight = window;
+    while (inflight) {
+        std::size_t n = s.poll(c);  // flushes what was posted
+        for (std::size_t i = 0; i < n; i++) {
+            if (c[i].code != rof::Code::ok || c[i].len != kEchoBytes) {
+                throw std::runtime_error("INVOKE echo: " + std::string(c[i].error));
+            }
+            done++;
+            inflight--;
+            if (!stop) {
+                s.post_invoke(tag, args, resp[c[i].user], c[i].user);
+                inflight++;
+            }
+        }
+        stop = stop || (n && now_ns() >= end);
+    }
+    return done;
+}
+
+}  // namespace
+
+ROF_BENCH_CASE("B0", "the floor: raw READ and SEND/RECV echo, the offload's echo and READ") {
+    raw::Conn rc(need_raw(env.opt));
+    rof::Client client = connect_rofd(env.opt);
+    const std::string t = bench_tenant(env.opt);
+    ensure_region(client, t, "bench_data", 65536);
+    std::uint64_t echo = load_program(client, t, "echo", kEchoProgram);
+    rof::Session s = open_session(client, t, {"bench_data"});
+
+    Histogram read = measure_latency(env, "raw READ 64 B", [&] {
+        rc.read(rc.hello().heap_addr, 64);
+    });
+    Histogram raw_echo = measure_latency(env, "raw SEND/RECV echo 32 B", [&] {
+        rc.echo(kEchoBytes);
+    });
+    std::array<std::byte, kEchoBytes> args{}, resp{};
+    Histogram rof_echo = measure_latency(env, "offload echo 32 B", [&] {
+        if (invoke_polling(s, echo, args, resp) != kEchoBytes) {
+            throw std::runtime_error("echo: short response");
+        }
+    });
+    Histogram rof_nop = measure_latency(env, "offload NOP", [&] { s.nop(); });
+    std::array<std::byte, 64> buf{};
+    Histogram rof_read = measure_latency(env, "READ 64 B of a rof region", [&] {
+        s.post_read("bench_data", 0, buf, 0);
+        rof::Completion c;
+        while (s.poll({&c, 1}) == 0) {
+        }
+        if (c.code != rof::Code::ok) {
+            throw std::runtime_error("READ: " + std::string(c.error));
+        }
+    });
+
+    auto& r = env.report;
+    auto us = [](const Histogram& h) { return double(h.percentile(50)) / 1e3; };
+    r.figure("raw_read_64B_us", us(read), "us");
+    r.figure("raw_echo_32B_us", us(raw_echo), "us");
+    r.figure("rof_echo_32B_us", us(rof_echo), "us", "raw_echo_32B_us", us(raw_echo),
+             Target{Target::Cmp::le, 1.2});
+    r.figure("rof_nop_us", us(rof_nop), "us", "raw_echo_32B_us", us(raw_echo));
+    r.figure("rof_read_64B_us", us(rof_read), "us", "raw_read_64B_us", us(read));
+    r.latency("raw_read_64B", read);
+    r.latency("raw_echo_32B", raw_echo);
+    r.latency("rof_echo_32B", rof_echo);
+    r.latency("rof_nop", rof_nop);
+    r.latency("rof_read_64B", rof_read);
+    r.cdf("b0_cdf", "B0: round trips, one in flight",
+          {{"raw READ 64 B", &read},
+           {"raw echo 32 B", &raw_echo},
+           {"offload echo 32 B", &rof_echo},
+           {"module NOP", &rof_nop},
+           {"READ of a rof region 64 B", &rof_read}});
+    r.note("medians of every recorded round trip; the offload's echo is an INVOKE of a program "
+           "that copies its 32 bytes of arguments into the response; the NOP is the module's "
+           "empty request (no program), the transport alone");
+}
+
+ROF_BENCH_CASE("B5", "invocation throughput vs the raw echo, 1..32 in flight") {
+    raw::Conn rc(need_raw(env.opt));
+    rof::Client client = connect_rofd(env.opt);
+    const std::string t = bench_tenant(env.opt);
+    std::uint64_t echo = load_program(client, t, "echo", kEchoProgram);
+    rof::Session s = open_session(client, t);
+
+    std::vector<std::vector<double>> rows;
+    double rof1 = 0, rof32 = 0, raw32 = 0;
+    for (std::size_t w : {1, 2, 4, 8, 16, 32}) {
+        double raw_rate = measure_rate(env, "raw echo, window " + std::to_string(w),
+                                       [&](std::uint64_t ns) {
+                                           return rc.echo_window(kEchoBytes, w, ns);
+                                       });
+        double rof_rate = measure_rate(env, "offload echo, window " + std::to_string(w),
+                                       [&](std::uint64_t ns) {
+                                           return invoke_window(s, echo, w, ns);
+                                       });
+        rows.push_back({double(w), raw_rate, rof_rate});
+        if (w == 1) {
+            rof1 = rof_rate;
+        }
+        if (w == 32) {
+            rof32 = rof_rate;
+            raw32 = raw_rate;
+        }
+        env.report.figure("rof_echo_ops_w" + std::to_string(w), rof_rate, "ops/s",
+                          "raw_echo_ops_w" + std::to_string(w), raw_rate,
+                          w == 32 ? std::optional(Target{Target::Cmp::ge, 0.8}) : std::nullopt);
+    }
+    env.report.figure("rof_batching_gain_w32", rof32, "ops/s", "rof_echo_ops_w1", rof1);
+    env.report.figure("raw_batching_gain_w32", raw32, "ops/s", "raw_echo_ops_w1", rows[0][1]);
+    env.report.series("b5_throughput", "B5: echo throughput vs requests in flight",
+                      "requests in flight", "operations/s",
+                      {"in flight", "raw SEND/RECV echo", "offload echo (INVOKE)"}, rows, true);
+    env.report.note("one client thread, one session or connection; the VM has 2 vCPUs, shared by "
+                    "the client, the raw server's polling thread and the module's softirq work, so "
+                    "'per server core' is not separable here");
+}
+
+}  // namespace rofbench

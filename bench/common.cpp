@@ -1,0 +1,278 @@
+// rof-bench's shared set-up and measuring: see common.h.
+#include "common.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "raw.h"
+
+namespace rofbench {
+
+std::string bench_tenant(const Options& opt) {
+    return opt.param("tenant", "bench");
+}
+
+std::string kv_tenant(const Options& opt) {
+    return opt.param("kv_tenant", "kv");
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) {
+        return 0;
+    }
+    std::sort(v.begin(), v.end());
+    std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+Histogram measure_latency(const Env& env, std::string_view what, const std::function<void()>& op) {
+    const Options& o = env.opt;
+    std::string id = env.report.json().value("id", "");
+    progress(id, std::string(what) + ": warm-up");
+    std::uint64_t end = now_ns() + std::uint64_t(o.warmup * 1e9);
+    do {
+        op();
+    } while (now_ns() < end);
+    Histogram all;
+    for (int rep = 0; rep < o.reps; rep++) {
+        progress(id, std::string(what) + ": rep " + std::to_string(rep + 1) + "/" +
+                         std::to_string(o.reps));
+        end = now_ns() + std::uint64_t(o.seconds * 1e9);
+        std::uint64_t t = now_ns();
+        do {
+            op();
+            std::uint64_t t2 = now_ns();
+            all.record(t2 - t);
+            t = t2;
+        } while (t < end);
+    }
+    return all;
+}
+
+double measure_rate(const Env& env, std::string_view what,
+                    const std::function<std::uint64_t(std::uint64_t)>& run) {
+    const Options& o = env.opt;
+    std::string id = env.report.json().value("id", "");
+    progress(id, std::string(what) + ": warm-up");
+    run(std::uint64_t(o.warmup * 1e9) + 1);
+    std::vector<double> rates;
+    for (int rep = 0; rep < o.reps; rep++) {
+        progress(id, std::string(what) + ": rep " + std::to_string(rep + 1) + "/" +
+                         std::to_string(o.reps));
+        std::uint64_t t0 = now_ns();
+        std::uint64_t n = run(std::uint64_t(o.seconds * 1e9));
+        rates.push_back(double(n) * 1e9 / double(now_ns() - t0));
+    }
+    return median(rates);
+}
+
+// ---- the rof side ----------------------------------------------------------------
+
+rof::Client connect_rofd(const Options& opt) {
+    rof::ClientOptions co;
+    co.target = opt.rofd;
+    co.deadline = std::chrono::seconds(60);
+    return rof::Client(co);
+}
+
+std::uint64_t load_program(rof::Client& c, const std::string& tenant, const std::string& name,
+                           const std::string& source,
+                           const std::vector<std::pair<std::string, std::string>>& binds) {
+    rof::v1::ProgramSource src;
+    src.set_source(source);
+    src.set_file(name + ".rofs");
+    rof::v1::VerifyProgramRequest v;
+    v.set_tenant(tenant);
+    *v.mutable_program() = src;
+    for (const auto& [slot, region] : binds) {
+        auto* b = v.add_binds();
+        b->set_slot(slot);
+        b->set_region(region);
+    }
+    const auto vr = c.verify_program(v);
+    if (!vr.ok()) {
+        throw std::runtime_error(name + ": rejected: " + vr.error());
+    }
+    rof::v1::ListProgramsRequest lr;
+    lr.set_tenant(tenant);
+    const rof::v1::ListProgramsResponse loaded = c.list_programs(lr);
+    for (const auto& p : loaded.programs()) {
+        if (p.name() == name && p.tag() == vr.tag()) {
+            return p.tag();
+        }
+        if (p.name() == name) {
+            rof::v1::UnloadProgramRequest u;
+            u.set_tenant(tenant);
+            u.set_tag(p.tag());
+            c.unload_program(u);
+        }
+    }
+    rof::v1::LoadProgramRequest l;
+    l.set_tenant(tenant);
+    l.set_name(name);
+    *l.mutable_program() = src;
+    *l.mutable_binds() = v.binds();
+    return c.load_program(l).tag();
+}
+
+void ensure_region(rof::Client& c, const std::string& tenant, const std::string& name,
+                   std::uint64_t size) {
+    rof::v1::CreateRegionRequest req;
+    req.set_tenant(tenant);
+    req.set_name(name);
+    req.set_size(size);
+    req.set_rights(7);
+    try {
+        c.create_region(req);
+    } catch (const rof::Error& e) {
+        if (e.code() != rof::Code::already_exists) {
+            throw;
+        }
+    }
+}
+
+rof::Session open_session(rof::Client& c, const std::string& tenant,
+                          const std::vector<std::string>& regions) {
+    rof::SessionOptions so;
+    so.tenant = tenant;
+    for (const auto& r : regions) {
+        so.regions.push_back({r, 0});
+    }
+    so.max_transfer = raw::kMaxValue;
+    return rof::Session::open(c, so);
+}
+
+const char* const kEchoProgram = R"(; echo: the arguments back, as the response
+.args 8, 992
+.resp 992
+        copy  resp[0], args[0], r1 max 992
+        respond r1, 0
+)";
+
+std::size_t invoke_polling(rof::Session& s, std::uint64_t tag, std::span<const std::byte> args,
+                           std::span<std::byte> resp) {
+    s.post_invoke(tag, args, resp, 0);
+    rof::Completion c;
+    while (s.poll({&c, 1}) == 0) {
+    }
+    if (c.code != rof::Code::ok) {
+        throw std::runtime_error("INVOKE: " + std::string(c.error));
+    }
+    if (c.invoke.prog_status != 0) {
+        throw std::runtime_error("INVOKE: program status " + std::to_string(c.invoke.prog_status));
+    }
+    return c.len;
+}
+
+// ---- stock memcached ---------------------------------------------------------------
+
+Memcached::Memcached(const std::string& host_port) {
+    auto [host, port] = raw::split_host_port(host_port);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res)) {
+        throw std::runtime_error("memcached " + host_port + ": " + gai_strerror(rc));
+    }
+    for (addrinfo* a = res; a && fd_ < 0; a = a->ai_next) {
+        fd_ = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd_ >= 0 && connect(fd_, a->ai_addr, a->ai_addrlen) != 0) {
+            close(fd_);
+            fd_ = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd_ < 0) {
+        throw std::runtime_error("memcached " + host_port + ": cannot connect: " +
+                                 std::strerror(errno));
+    }
+    int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+Memcached::~Memcached() {
+    if (fd_ >= 0) {
+        close(fd_);
+    }
+}
+
+void Memcached::send_all(std::string_view s) {
+    while (!s.empty()) {
+        ssize_t n = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            throw std::runtime_error(std::string("memcached: send: ") + std::strerror(errno));
+        }
+        s.remove_prefix(std::size_t(n));
+    }
+}
+
+void Memcached::fill() {
+    char b[16384];
+    for (;;) {
+        ssize_t got = ::recv(fd_, b, sizeof b, 0);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got <= 0) {
+            throw std::runtime_error("memcached: the connection closed");
+        }
+        in_.append(b, std::size_t(got));
+        return;
+    }
+}
+
+void Memcached::skip(std::size_t n) {
+    while (in_.size() < n) {
+        fill();
+    }
+    in_.erase(0, n);
+}
+
+std::string Memcached::line() {
+    std::size_t at;
+    while ((at = in_.find("\r\n")) == std::string::npos) {
+        fill();
+    }
+    std::string l = in_.substr(0, at);
+    in_.erase(0, at + 2);
+    return l;
+}
+
+void Memcached::set(std::string_view key, std::string_view value) {
+    std::string cmd = "set " + std::string(key) + " 0 0 " + std::to_string(value.size()) + "\r\n";
+    cmd.append(value);
+    cmd.append("\r\n");
+    send_all(cmd);
+    std::string l = line();
+    if (l != "STORED") {
+        throw std::runtime_error("memcached: set " + std::string(key) + ": " + l);
+    }
+}
+
+std::size_t Memcached::get(std::string_view key) {
+    send_all("get " + std::string(key) + "\r\n");
+    std::string l = line();
+    // VALUE <key> <flags> <bytes>
+    if (l.rfind("VALUE ", 0) != 0) {
+        throw std::runtime_error("memcached: get " + std::string(key) + ": " + l);
+    }
+    std::size_t n = std::stoul(l.substr(l.rfind(' ') + 1));
+    skip(n + 2);  // the value and its \r\n
+    if (line() != "END") {
+        throw std::runtime_error("memcached: get " + std::string(key) + ": no END");
+    }
+    return n;
+}
+
+}  // namespace rofbench

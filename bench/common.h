@@ -1,0 +1,80 @@
+// What rof-bench's cases share beyond bench.h: measuring loops, the rof
+// side's set-up (programs, regions, sessions through rofd), and a client of
+// stock memcached's text protocol.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench.h"
+#include "rof/client.h"
+#include "rof/session.h"
+
+namespace rofbench {
+
+// The tenant every case but B4/B6 runs as (bench/guest.sh's policy), and the
+// kvstore's (rof-kvstore's).
+std::string bench_tenant(const Options& opt);  // --set tenant=..., default "bench"
+std::string kv_tenant(const Options& opt);     // --set kv_tenant=..., default "kv"
+
+// Closed loop, one operation in flight: warm-up, then opt.reps repetitions
+// of opt.seconds, each operation's latency recorded.  @op throws on a wrong
+// answer (a benchmark that reads a wrong value has measured nothing).
+Histogram measure_latency(const Env& env, std::string_view what, const std::function<void()>& op);
+
+// Throughput: @run(ns) does as many operations as it can in ns nanoseconds
+// and returns how many; warm-up, then opt.reps runs; the median rate (ops/s).
+double measure_rate(const Env& env, std::string_view what,
+                    const std::function<std::uint64_t(std::uint64_t)>& run);
+
+double median(std::vector<double> v);
+
+// ---- the rof side ----------------------------------------------------------------
+
+rof::Client connect_rofd(const Options& opt);
+// Loads @source as @name for @tenant, replacing a program of that name with
+// another tag; returns the tag.  @binds: slot -> region, in slot order.
+std::uint64_t load_program(rof::Client& c, const std::string& tenant, const std::string& name,
+                           const std::string& source,
+                           const std::vector<std::pair<std::string, std::string>>& binds = {});
+// Creates region @name (read, write, atomic) unless the tenant has it.
+void ensure_region(rof::Client& c, const std::string& tenant, const std::string& name,
+                   std::uint64_t size);
+// A session of @tenant, granted @regions.
+rof::Session open_session(rof::Client& c, const std::string& tenant,
+                          const std::vector<std::string>& regions = {});
+
+// "echo": the INVOKE that does nothing but answer: its arguments back.  The
+// offload's counterpart of the raw SEND/RECV echo.
+extern const char* const kEchoProgram;
+
+// One INVOKE of @tag with @args, busy-polling (the raw baselines poll too);
+// throws unless the program answered with status 0.  Returns response bytes.
+std::size_t invoke_polling(rof::Session& s, std::uint64_t tag, std::span<const std::byte> args,
+                           std::span<std::byte> resp);
+
+// ---- stock memcached, over TCP -----------------------------------------------
+
+class Memcached {
+  public:
+    explicit Memcached(const std::string& host_port);
+    Memcached(const Memcached&) = delete;
+    Memcached& operator=(const Memcached&) = delete;
+    ~Memcached();
+    void set(std::string_view key, std::string_view value);
+    // The value's length; throws when the key is missing.
+    std::size_t get(std::string_view key);
+
+  private:
+    void send_all(std::string_view s);
+    void fill();                 // receives more into in_
+    std::string line();          // up to "\r\n", without it
+    void skip(std::size_t n);    // consumes n bytes
+    int fd_ = -1;
+    std::string in_;             // received, not yet consumed
+};
+
+}  // namespace rofbench

@@ -1,0 +1,148 @@
+#!/bin/bash
+# bench/guest.sh - rof-bench's run inside the test VM (selftests/vm/run
+# --mode bench, which bench/run starts; and selftests/tests/bench-smoke):
+# rof.ko and soft-RoCE are up (guest-run did that); this starts what the
+# cases measure against, in the same boot:
+#   - rofd with the bench's policy (tenants bench, kv, aggressor, victim,
+#     t00..t63), and rof-kvstore for tenant kv, each under a respawn loop,
+#     so that B3 can kill -9 them;
+#   - rof-bench-server (the raw-verbs RPC and READ server), its polling
+#     thread on CPU 1;
+#   - stock memcached on 127.0.0.1;
+# then runs rof-bench with BENCH_ARGS and writes the JSON to BENCH_OUT
+# (default $ROF_SCRATCH/bench/result.json).  With BENCH_PRINT=1 it also
+# prints the JSON on stdout between "# rofbench: json begin/end" lines,
+# which is how the host gets it out of the VM.  Exits with rof-bench's status.
+. "$ROF_SRC/selftests/rofd-lib.sh"
+set -u
+
+S=$ROF_SCRATCH/bench
+rm -rf "$S" && mkdir -p "$S"
+BENCH_OUT=${BENCH_OUT:-$S/result.json}
+BENCH_ARGS=${BENCH_ARGS:-}
+RAW_PORT=18600
+MC_PORT=11311
+PATH=$ROF_BUILD/bench:$ROF_BUILD/examples:$PATH
+log() { echo "# bench: $*" >&2; }
+
+policy() {
+	mkdir -p "$ROF_ETC/tenants.d"
+	rm -f "$ROF_ETC"/tenants.d/*.toml
+	cat >"$ROF_ETC/rofd.toml" <<-EOF
+	[sessions]
+	address = "$ROF_ADDR"
+	EOF
+	# The cases' own tenant (regions, programs, sessions) and the kvstore's.
+	cat >"$ROF_ETC/tenants.d/bench.toml" <<-EOF
+	name = "bench"
+	control_rate = 0
+	[quota]
+	sessions = 64
+	programs = 16
+	regions = 8
+	region_bytes = "16MiB"
+	EOF
+	cat >"$ROF_ETC/tenants.d/kv.toml" <<-EOF
+	name = "kv"
+	control_rate = 0
+	[quota]
+	sessions = 64
+	programs = 16
+	regions = 8
+	region_bytes = "96MiB"
+	EOF
+	# B4: an aggressor limited to 500 requests/s, a victim that is not.
+	cat >"$ROF_ETC/tenants.d/aggressor.toml" <<-EOF
+	name = "aggressor"
+	control_rate = 0
+	[quota]
+	sessions = 4
+	programs = 4
+	[rate.tenant]
+	ops_per_sec = 500
+	EOF
+	cat >"$ROF_ETC/tenants.d/victim.toml" <<-EOF
+	name = "victim"
+	control_rate = 0
+	[quota]
+	sessions = 4
+	programs = 4
+	EOF
+	# B6: 64 tenants of 16 sessions, 8 requests in flight each.
+	local i
+	for i in $(seq -w 0 63); do
+		cat >"$ROF_ETC/tenants.d/t$i.toml" <<-EOF
+		name = "t$i"
+		control_rate = 0
+		[quota]
+		sessions = 20
+		programs = 2
+		inflight = 8
+		EOF
+	done
+}
+
+# respawn NAME CMD...: runs CMD again whenever it exits, until $S/stop
+# exists (systemd's Restart=always, for B3's kill loop).
+respawn() {
+	local name=$1
+	shift
+	(
+		while [ ! -e "$S/stop" ]; do
+			"$@" >>"$S/$name.out" 2>>"$S/$name.err"
+		done
+	) &
+}
+
+ready() { grep -q "$2" "$S/$1.out" 2>/dev/null; }
+
+# Stops everything this started: the respawn loops first, then what they
+# run (by name: a respawned process has a new pid), then the rest by pid.
+PIDS=()
+cleanup() {
+	touch "$S/stop"
+	pkill -TERM -x rof-kvstore
+	pkill -TERM -x rofd
+	[ ${#PIDS[@]} -eq 0 ] || kill -TERM "${PIDS[@]}" 2>/dev/null
+	wait
+}
+trap cleanup EXIT
+
+policy
+respawn rofd rofd --socket "$ROF_SOCKET"
+if ! "$ROF_SRC/selftests/rofd-call" --socket "$ROF_SOCKET" --wait 120 Health.Check >/dev/null; then
+	log "rofd does not serve:"; cat "$S/rofd.err" >&2
+	exit 1
+fi
+respawn kvstore rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items 4096
+wait_for 180 ready kvstore '^rof-kvstore: ready' || { log "rof-kvstore is not ready:"; cat "$S/kvstore.err" >&2; exit 1; }
+rof-bench-server --bind "$ROF_ADDR" --port $RAW_PORT --items 1024 --cpu 1 >"$S/raw.out" 2>"$S/raw.err" &
+PIDS+=($!)
+wait_for 60 ready raw '^rof-bench-server: ready' || { log "rof-bench-server is not ready:"; cat "$S/raw.err" >&2; exit 1; }
+memcached -u nobody -l 127.0.0.1 -p $MC_PORT -m 64 -t 1 -U 0 >"$S/memcached.out" 2>&1 &
+PIDS+=($!)
+wait_for 60 bash -c "exec 3<>/dev/tcp/127.0.0.1/$MC_PORT" || { log "memcached does not listen"; exit 1; }
+
+# B3's kill round N: rofd on even rounds, rof-kvstore on odd ones.
+cat >"$S/kill-round" <<-'EOF'
+#!/bin/sh
+if [ $(($1 % 2)) -eq 0 ]; then exec pkill -KILL -x rofd; else exec pkill -KILL -x rof-kvstore; fi
+EOF
+chmod +x "$S/kill-round"
+
+log "rof-bench $BENCH_ARGS"
+dp=/sys/kernel/debug/rof/datapath
+[ -w $dp ] && echo 0 >$dp
+# shellcheck disable=SC2086 # BENCH_ARGS is a list of options
+rof-bench --rofd "unix:$ROF_SOCKET" --raw-server "$ROF_ADDR:$RAW_PORT" \
+	--memcached "127.0.0.1:$MC_PORT" --set "kill_cmd=$S/kill-round" \
+	--set "policy_dir=$ROF_ETC/tenants.d" $BENCH_ARGS -o "$BENCH_OUT"
+rc=$?
+# What the module did for the whole run (docs/kmod.md, section 8.3).
+[ -r $dp ] && sed 's/^/# bench: datapath: /' $dp >&2
+if [ "${BENCH_PRINT:-0}" = 1 ] && [ -s "$BENCH_OUT" ]; then
+	echo "# rofbench: json begin"
+	cat "$BENCH_OUT"
+	echo "# rofbench: json end"
+fi
+exit $rc
