@@ -98,13 +98,18 @@ ready() { grep -q "$2" "$S/$1.out" 2>/dev/null; }
 
 # Stops everything this started: the respawn loops first, then what they
 # run (by name: a respawned process has a new pid), then the rest by pid.
+# rof.ko is left empty, as every test leaves it: the tenants (and with
+# them their regions, programs and sessions) destroyed once rofd is gone.
 PIDS=()
 cleanup() {
+	local ids id
+	ids=$(rofd_call Tenants.ListTenants 2>/dev/null | jq -r '.tenants[].id')
 	touch "$S/stop"
 	pkill -TERM -x rof-kvstore
 	pkill -TERM -x rofd
 	[ ${#PIDS[@]} -eq 0 ] || kill -TERM "${PIDS[@]}" 2>/dev/null
 	wait
+	for id in $ids; do ksess-client tenant-destroy "$id" force >/dev/null 2>&1; done
 }
 trap cleanup EXIT
 
