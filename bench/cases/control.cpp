@@ -142,7 +142,8 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
     r.note("the program is a straight line of adds (ld64, " + std::to_string(insns - 3) +
            " add64, st64, exit), loaded by LoadProgram (rofd's verifier, then the module's); "
            "median of " + std::to_string(loads) + " loads. The reload is one ReloadPolicy call, "
-           "timed by the caller, after the tenant files were written");
+           "timed by the caller, after the tenant files were written; removed from the policy, "
+           "the tenants stay in the module (rofd leaves alone what is not in its policy)");
 }
 
 }  // namespace rofbench
