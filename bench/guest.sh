@@ -136,6 +136,8 @@ EOF
 chmod +x "$S/kill-round"
 
 log "rof-bench $BENCH_ARGS"
+# B6's 1024 sessions take 3 descriptors each.
+ulimit -Hn 65536 && ulimit -n 65536
 dp=/sys/kernel/debug/rof/datapath
 [ -w $dp ] && echo 0 >$dp
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of options

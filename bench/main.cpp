@@ -1,5 +1,6 @@
 // rof-bench: runs the benchmark cases (bench.h, docs/performance.md) and
 // writes one JSON document with every figure, its baseline and the ratio.
+#include <sys/resource.h>
 #include <sys/utsname.h>
 
 #include <cstdio>
@@ -94,6 +95,13 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "rof-bench: no case %s (--list shows them)\n", id.c_str());
             return 2;
         }
+    }
+
+    // B6 opens 1024 sessions, a few descriptors each: as many as allowed.
+    rlimit nofile{};
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
     }
 
     utsname u{};
