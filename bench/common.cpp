@@ -191,8 +191,8 @@ Memcached::Memcached(const std::string& host_port) {
     }
     freeaddrinfo(res);
     if (fd_ < 0) {
-        throw std::runtime_error("memcached " + host_port + ": cannot connect: " +
-                                 std::strerror(errno));
+        throw std::runtime_error("memcached " + host_port +
+                                 ": cannot connect: " + std::strerror(errno));
     }
     int one = 1;
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

@@ -70,11 +70,11 @@ class Memcached {
 
   private:
     void send_all(std::string_view s);
-    void fill();                 // receives more into in_
-    std::string line();          // up to "\r\n", without it
-    void skip(std::size_t n);    // consumes n bytes
+    void fill();               // receives more into in_
+    std::string line();        // up to "\r\n", without it
+    void skip(std::size_t n);  // consumes n bytes
     int fd_ = -1;
-    std::string in_;             // received, not yet consumed
+    std::string in_;  // received, not yet consumed
 };
 
 }  // namespace rofbench

@@ -12,15 +12,34 @@ namespace rofbench::raw {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& what, int err = errno) {
+constexpr std::uint64_t kWrRead = 1ULL << 62;
+
+}  // namespace
+
+void fail(const std::string& what, int err) {
     throw std::runtime_error(what + ": " + std::strerror(err));
 }
 
-constexpr std::uint32_t kSqDepth = 2 * kDepth;
-constexpr std::uint32_t kSignalEvery = 16;
-constexpr std::uint64_t kWrRecv = 1ULL << 63, kWrRead = 1ULL << 62;
+MrPtr register_buffer(ibv_pd* pd, std::vector<std::uint8_t>& buf) {
+    ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (!mr) {
+        fail("ibv_reg_mr");
+    }
+    return MrPtr(mr);
+}
 
-}  // namespace
+void post_recv(ibv_qp* qp, std::vector<std::uint8_t>& buf, const ibv_mr& mr, std::size_t slot) {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[slot * kMsgMax]),
+                static_cast<std::uint32_t>(kMsgMax), mr.lkey};
+    ibv_recv_wr wr{};
+    ibv_recv_wr* bad = nullptr;
+    wr.wr_id = kWrRecv | slot;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if (int rc = ibv_post_recv(qp, &wr, &bad)) {
+        fail("ibv_post_recv", rc);
+    }
+}
 
 std::uint64_t hash(std::uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
@@ -65,18 +84,11 @@ Conn::Conn(const std::string& host_port) {
     rx_.resize(std::size_t(kDepth) * kMsgMax);
     tx_.resize(std::size_t(kDepth) * kMsgMax);
     rd_.resize(kMaxValue + kBucketSlots * sizeof(Slot));
-    auto reg = [&](std::vector<std::uint8_t>& b) {
-        ibv_mr* mr = ibv_reg_mr(id_->pd, b.data(), b.size(), IBV_ACCESS_LOCAL_WRITE);
-        if (!mr) {
-            fail("ibv_reg_mr");
-        }
-        return MrPtr(mr);
-    };
-    rx_mr_ = reg(rx_);
-    tx_mr_ = reg(tx_);
-    rd_mr_ = reg(rd_);
+    rx_mr_ = register_buffer(id_->pd, rx_);
+    tx_mr_ = register_buffer(id_->pd, tx_);
+    rd_mr_ = register_buffer(id_->pd, rd_);
     for (std::size_t i = 0; i < kDepth; i++) {
-        post_recv(i);
+        post_recv(id_->qp, rx_, *rx_mr_, i);
     }
     ibv_device_attr dev{};
     if (ibv_query_device(id_->verbs, &dev)) {
@@ -92,7 +104,7 @@ Conn::Conn(const std::string& host_port) {
     }
     std::size_t slot = wait_recv();
     std::memcpy(&hello_, &rx_[slot * kMsgMax], sizeof(hello_));
-    post_recv(slot);
+    post_recv(id_->qp, rx_, *rx_mr_, slot);
     if (hello_.magic != kHelloMagic) {
         throw std::runtime_error(host_port + ": not rof-bench-server");
     }
@@ -101,19 +113,6 @@ Conn::Conn(const std::string& host_port) {
 Conn::~Conn() {
     if (id_) {
         rdma_disconnect(id_.get());
-    }
-}
-
-void Conn::post_recv(std::size_t slot) {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(&rx_[slot * kMsgMax]),
-                static_cast<std::uint32_t>(kMsgMax), rx_mr_->lkey};
-    ibv_recv_wr wr{};
-    ibv_recv_wr* bad = nullptr;
-    wr.wr_id = kWrRecv | slot;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    if (int rc = ibv_post_recv(id_->qp, &wr, &bad)) {
-        fail("ibv_post_recv", rc);
     }
 }
 
@@ -213,7 +212,7 @@ std::span<const std::uint8_t> Conn::reply(std::size_t slot, std::size_t want) {
     std::memcpy(&rep, m, sizeof(rep));
     // Reposted at once: receives are consumed in order, so these bytes stay
     // until kDepth - 1 more replies have come, long after the caller read them.
-    post_recv(slot);
+    post_recv(id_->qp, rx_, *rx_mr_, slot);
     if (rep.status != kStatusOk) {
         throw std::runtime_error("rof-bench-server: status " + std::to_string(rep.status));
     }

@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,10 +30,13 @@ namespace rofbench::raw {
 inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c6568666f72ULL;  // "rofhello"
 inline constexpr std::uint32_t kOpEcho = 1, kOpGet = 2;
 inline constexpr std::uint32_t kStatusOk = 0, kStatusNotFound = 1, kStatusBad = 2;
-inline constexpr std::uint32_t kDepth = 64;         // receives per connection; client window cap
-inline constexpr std::uint32_t kMaxValue = 4096;    // largest value and echo payload
-inline constexpr std::uint32_t kBucketSlots = 4;    // a key lies within 4 slots of its home
-inline constexpr std::uint32_t kInline = 64;        // inline data asked of the QP
+inline constexpr std::uint32_t kDepth = 64;       // receives per connection; client window cap
+inline constexpr std::uint32_t kMaxValue = 4096;  // largest value and echo payload
+inline constexpr std::uint32_t kBucketSlots = 4;  // a key lies within 4 slots of its home
+inline constexpr std::uint32_t kInline = 64;      // inline data asked of the QP
+inline constexpr std::uint32_t kSqDepth = 2 * kDepth;
+inline constexpr std::uint32_t kSignalEvery = 16;     // selective signalling of SENDs
+inline constexpr std::uint64_t kWrRecv = 1ULL << 63;  // wr_id of a receive: this | slot
 
 // The server's first message on a connection: where its table is.
 struct Hello {
@@ -88,6 +92,13 @@ using EpPtr = std::unique_ptr<rdma_cm_id, EpFree>;
 // "host:port" -> the two parts; throws std::runtime_error when malformed.
 std::pair<std::string, std::string> split_host_port(const std::string& hp);
 
+// Throws std::runtime_error("@what: strerror(@err)").
+[[noreturn]] void fail(const std::string& what, int err = errno);
+// @buf registered in @pd for local writes; throws on failure.
+MrPtr register_buffer(ibv_pd* pd, std::vector<std::uint8_t>& buf);
+// Posts receive slot @slot of @buf (kMsgMax bytes per slot), wr_id kWrRecv | slot.
+void post_recv(ibv_qp* qp, std::vector<std::uint8_t>& buf, const ibv_mr& mr, std::size_t slot);
+
 // ---- the client side ---------------------------------------------------------
 
 // One RC connection to rof-bench-server, busy-polled.  Requests and READs
@@ -104,8 +115,8 @@ class Conn {
     const Hello& hello() const { return hello_; }
 
     // One operation, waited for; returns the bytes it brought back.
-    void echo(std::size_t len);                               // SEND, wait for the reply
-    std::span<const std::uint8_t> get(std::uint64_t key, std::size_t len);  // RPC GET
+    void echo(std::size_t len);  // SEND, wait for the reply
+    std::span<const std::uint8_t> get(std::uint64_t key, std::size_t len);    // RPC GET
     std::span<const std::uint8_t> read(std::uint64_t addr, std::size_t len);  // one READ
     // The Pilaf/FaRM lookup: READ the key's bucket, then READ its value.
     std::span<const std::uint8_t> lookup(std::uint64_t key, std::size_t len);
@@ -115,7 +126,6 @@ class Conn {
     std::uint64_t echo_window(std::size_t len, std::size_t window, std::uint64_t ns);
 
   private:
-    void post_recv(std::size_t slot);
     // A SEND of tx slot @slot; every 16th is signalled (selective signalling).
     void post_send(std::size_t slot, std::size_t len);
     void post_read(std::uint64_t addr, std::size_t len);

@@ -30,14 +30,6 @@ namespace {
 
 using namespace rofbench::raw;
 
-[[noreturn]] void fail(const std::string& what, int err = errno) {
-    throw std::runtime_error(what + ": " + std::strerror(err));
-}
-
-constexpr std::uint32_t kSqDepth = 2 * kDepth;
-constexpr std::uint32_t kSignalEvery = 16;
-constexpr std::uint64_t kWrRecv = 1ULL << 63;
-
 struct CqFree {
     void operator()(ibv_cq* p) const { ibv_destroy_cq(p); }
 };
@@ -178,17 +170,10 @@ class Connection {
         }
         rx_.resize(std::size_t(kDepth) * kMsgMax);
         tx_.resize(std::size_t(kSqDepth) * kMsgMax);
-        auto reg = [&](std::vector<std::uint8_t>& b) {
-            ibv_mr* mr = ibv_reg_mr(dev.pd.get(), b.data(), b.size(), IBV_ACCESS_LOCAL_WRITE);
-            if (!mr) {
-                fail("ibv_reg_mr");
-            }
-            return MrPtr(mr);
-        };
-        rx_mr_ = reg(rx_);
-        tx_mr_ = reg(tx_);
+        rx_mr_ = register_buffer(dev.pd.get(), rx_);
+        tx_mr_ = register_buffer(dev.pd.get(), tx_);
         for (std::size_t i = 0; i < kDepth; i++) {
-            post_recv(i);
+            post_recv(id_->qp, rx_, *rx_mr_, i);
         }
         hello_ = Hello{kHelloMagic,
                        reinterpret_cast<std::uintptr_t>(store.base()) + store.table_off(),
@@ -217,19 +202,6 @@ class Connection {
     }
 
   private:
-    void post_recv(std::size_t slot) {
-        ibv_sge sge{reinterpret_cast<std::uintptr_t>(&rx_[slot * kMsgMax]),
-                    static_cast<std::uint32_t>(kMsgMax), rx_mr_->lkey};
-        ibv_recv_wr wr{};
-        ibv_recv_wr* bad = nullptr;
-        wr.wr_id = kWrRecv | slot;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        if (int rc = ibv_post_recv(id_->qp, &wr, &bad)) {
-            fail("ibv_post_recv", rc);
-        }
-    }
-
     // Reaps send completions; false when the queue is in error.
     bool reap() {
         ibv_wc wc[16];
@@ -324,7 +296,7 @@ class Connection {
                 std::size_t slot = wc[i].wr_id & ~kWrRecv;
                 std::size_t ts = t++ % kSqDepth;
                 std::size_t len = serve(slot, wc[i].byte_len, ts);
-                post_recv(slot);
+                post_recv(id_->qp, rx_, *rx_mr_, slot);
                 if (!send(ts, len)) {
                     return;
                 }

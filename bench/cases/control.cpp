@@ -97,8 +97,8 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
     // 10,000 tenants: their files written into rofd's tenants.d, one
     // ReloadPolicy timed; then removed and reloaded again.
     const std::string dir = env.opt.param("policy_dir", "");
-    const std::size_t ntenants = std::size_t(env.opt.param_int("b8_tenants",
-                                                               env.opt.smoke ? 100 : 10000));
+    const std::size_t ntenants =
+        std::size_t(env.opt.param_int("b8_tenants", env.opt.smoke ? 100 : 10000));
     if (dir.empty()) {
         r.note("policy reload not measured: no --set policy_dir=DIR (rofd's tenants.d)");
         return;
@@ -130,10 +130,11 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
     }
     double remove_ms = reload("reload with them removed");
     if (seen < ntenants) {
-        throw std::runtime_error("rofd lists " + std::to_string(seen) + " tenants after the reload");
+        throw std::runtime_error("rofd lists " + std::to_string(seen) +
+                                 " tenants after the reload");
     }
-    r.bound("reload_add_" + std::to_string(ntenants) + "_tenants_ms", add_ms, "ms",
-            Target::Cmp::le, 1000);
+    r.bound("reload_add_" + std::to_string(ntenants) + "_tenants_ms", add_ms, "ms", Target::Cmp::le,
+            1000);
     r.figure("reload_remove_" + std::to_string(ntenants) + "_tenants_ms", remove_ms, "ms");
     if (full_kib) {
         r.figure("rofd_rss_with_tenants_mib", double(full_kib) / 1024, "MiB", "rofd_idle_rss_mib",
@@ -141,7 +142,9 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
     }
     r.note("the program is a straight line of adds (ld64, " + std::to_string(insns - 3) +
            " add64, st64, exit), loaded by LoadProgram (rofd's verifier, then the module's); "
-           "median of " + std::to_string(loads) + " loads. The reload is one ReloadPolicy call, "
+           "median of " +
+           std::to_string(loads) +
+           " loads. The reload is one ReloadPolicy call, "
            "timed by the caller, after the tenant files were written; removed from the policy, "
            "the tenants stay in the module (rofd leaves alone what is not in its policy)");
 }

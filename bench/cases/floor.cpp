@@ -62,12 +62,10 @@ ROF_BENCH_CASE("B0", "the floor: raw READ and SEND/RECV echo, the offload's echo
     std::uint64_t echo = load_program(client, t, "echo", kEchoProgram);
     rof::Session s = open_session(client, t, {"bench_data"});
 
-    Histogram read = measure_latency(env, "raw READ 64 B", [&] {
-        rc.read(rc.hello().heap_addr, 64);
-    });
-    Histogram raw_echo = measure_latency(env, "raw SEND/RECV echo 32 B", [&] {
-        rc.echo(kEchoBytes);
-    });
+    Histogram read =
+        measure_latency(env, "raw READ 64 B", [&] { rc.read(rc.hello().heap_addr, 64); });
+    Histogram raw_echo =
+        measure_latency(env, "raw SEND/RECV echo 32 B", [&] { rc.echo(kEchoBytes); });
     std::array<std::byte, kEchoBytes> args{}, resp{};
     Histogram rof_echo = measure_latency(env, "offload echo 32 B", [&] {
         if (invoke_polling(s, echo, args, resp) != kEchoBytes) {
@@ -105,9 +103,10 @@ ROF_BENCH_CASE("B0", "the floor: raw READ and SEND/RECV echo, the offload's echo
            {"offload echo 32 B", &rof_echo},
            {"module NOP", &rof_nop},
            {"READ of a rof region 64 B", &rof_read}});
-    r.note("medians of every recorded round trip; the offload's echo is an INVOKE of a program "
-           "that copies its 32 bytes of arguments into the response; the NOP is the module's "
-           "empty request (no program), the transport alone");
+    r.note(
+        "medians of every recorded round trip; the offload's echo is an INVOKE of a program "
+        "that copies its 32 bytes of arguments into the response; the NOP is the module's "
+        "empty request (no program), the transport alone");
 }
 
 ROF_BENCH_CASE("B5", "invocation throughput vs the raw echo, 1..32 and a full window in flight") {
@@ -124,14 +123,12 @@ ROF_BENCH_CASE("B5", "invocation throughput vs the raw echo, 1..32 and a full wi
     double rof1 = 0, rof32 = 0, raw32 = 0;
     for (std::size_t w : {std::size_t(1), std::size_t(2), std::size_t(4), std::size_t(8),
                           std::size_t(16), std::size_t(32), full}) {
-        double raw_rate = measure_rate(env, "raw echo, window " + std::to_string(w),
-                                       [&](std::uint64_t ns) {
-                                           return rc.echo_window(kEchoBytes, w, ns);
-                                       });
-        double rof_rate = measure_rate(env, "offload echo, window " + std::to_string(w),
-                                       [&](std::uint64_t ns) {
-                                           return invoke_window(s, echo, w, ns);
-                                       });
+        double raw_rate =
+            measure_rate(env, "raw echo, window " + std::to_string(w),
+                         [&](std::uint64_t ns) { return rc.echo_window(kEchoBytes, w, ns); });
+        double rof_rate =
+            measure_rate(env, "offload echo, window " + std::to_string(w),
+                         [&](std::uint64_t ns) { return invoke_window(s, echo, w, ns); });
         rows.push_back({double(w), raw_rate, rof_rate});
         if (w == 1) {
             rof1 = rof_rate;
@@ -157,9 +154,10 @@ ROF_BENCH_CASE("B5", "invocation throughput vs the raw echo, 1..32 and a full wi
     env.report.series("b5_throughput", "B5: echo throughput vs requests in flight",
                       "requests in flight", "operations/s",
                       {"in flight", "raw SEND/RECV echo", "offload echo (INVOKE)"}, rows, true);
-    env.report.note("one client thread, one session or connection; the VM has 2 vCPUs, shared by "
-                    "the client, the raw server's polling thread and the module's softirq work, so "
-                    "'per server core' is not separable here");
+    env.report.note(
+        "one client thread, one session or connection; the VM has 2 vCPUs, shared by "
+        "the client, the raw server's polling thread and the module's softirq work, so "
+        "'per server core' is not separable here");
 }
 
 }  // namespace rofbench

@@ -34,8 +34,8 @@ ROF_BENCH_CASE("B7", "list traversal of 1..16 nodes: offload vs one READ per hop
     rof::Client client = connect_rofd(env.opt);
     const std::string t = bench_tenant(env.opt);
     ensure_region(client, t, "bench_list", kListBytes);
-    std::uint64_t find = load_program(client, t, "list-find", kListFindProgram,
-                                      {{"list", "bench_list"}});
+    std::uint64_t find =
+        load_program(client, t, "list-find", kListFindProgram, {{"list", "bench_list"}});
     rof::RegionMapping list = rof::RegionMapping::map(client, t, "bench_list", true);
     rof::Session s = open_session(client, t, {"bench_list"});
 
@@ -97,8 +97,9 @@ ROF_BENCH_CASE("B7", "list traversal of 1..16 nodes: offload vs one READ per hop
     env.report.figure("offload_16_vs_reads_16", off_us.back(), "us", "reads_16", rd_us.back());
     env.report.series("b7_latency_vs_length", "B7: latency (median) vs list length", "nodes",
                       "latency (us)", {"nodes", "offload (list-find)", "one READ per hop"}, rows);
-    env.report.note("per-hop slopes are least-squares fits through the medians at 1, 2, 4, 8 and "
-                    "16 nodes; the READs go through the same session's grant of the same region");
+    env.report.note(
+        "per-hop slopes are least-squares fits through the medians at 1, 2, 4, 8 and "
+        "16 nodes; the READs go through the same session's grant of the same region");
 }
 
 }  // namespace rofbench

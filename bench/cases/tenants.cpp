@@ -79,9 +79,8 @@ ROF_BENCH_CASE("B4", "an aggressor tenant offering 10x its rate limit beside a v
     // What a full window offers, unlimited: the victim's own rate.
     std::vector<rof::Session> vss;
     vss.push_back(open_session(client, victim));
-    double offered = measure_rate(env, "unlimited full-window rate", [&](std::uint64_t ns) {
-        return invoke_all(vss, tag_v, 64, ns);
-    });
+    double offered = measure_rate(env, "unlimited full-window rate",
+                                  [&](std::uint64_t ns) { return invoke_all(vss, tag_v, 64, ns); });
     vss.clear();
 
     Histogram alone = measure_latency(env, "victim alone", victim_op);
@@ -119,12 +118,15 @@ ROF_BENCH_CASE("B4", "an aggressor tenant offering 10x its rate limit beside a v
     r.cdf("b4_cdf", "B4: the victim's latency, alone and beside an aggressor at its limit",
           {{"victim alone", &alone}, {"victim beside the aggressor", &beside}});
     r.note("the aggressor keeps a full window (" + std::to_string(window) +
-           ") of echo INVOKEs in flight for the whole measurement (warm-up included, in the achieved rate); what a full window offers "
+           ") of echo INVOKEs in flight for the whole measurement (warm-up included, in the "
+           "achieved rate); what a full window offers "
            "unlimited is measured on the victim tenant. The limit is the aggressor's "
            "[rate.tenant] ops_per_sec, read from rofd. The module counted " +
            std::to_string(info.counters().requests()) + " requests answered and " +
-           std::to_string(info.counters().deferred()) + " waits for tokens on the aggressor's "
-           "session, " + std::to_string(aggr_done) + " completions seen by the client");
+           std::to_string(info.counters().deferred()) +
+           " waits for tokens on the aggressor's "
+           "session, " +
+           std::to_string(aggr_done) + " completions seen by the client");
 }
 
 ROF_BENCH_CASE("B6", "1 to 1024 sessions across 64 tenants; connect time vs raw rdma_cm") {
@@ -200,10 +202,12 @@ ROF_BENCH_CASE("B6", "1 to 1024 sessions across 64 tenants; connect time vs raw 
         r.latency("raw_rdma_cm_connect", raw_connect);
     }
     r.latency("session_open", rof_connect);
-    r.series("b6_throughput_vs_sessions", "B6: aggregate echo throughput vs sessions",
-             "sessions", "operations/s", {"sessions", "offload echo (INVOKE)"}, rows, true);
-    r.note(std::to_string(window) + " INVOKEs in flight per session, one client thread polling "
-           "every session in turn; sessions spread over " + std::to_string(ntenants) +
+    r.series("b6_throughput_vs_sessions", "B6: aggregate echo throughput vs sessions", "sessions",
+             "operations/s", {"sessions", "offload echo (INVOKE)"}, rows, true);
+    r.note(std::to_string(window) +
+           " INVOKEs in flight per session, one client thread polling "
+           "every session in turn; sessions spread over " +
+           std::to_string(ntenants) +
            " tenants. Session::open is OpenSession through rofd, then the rdma_cm connect with "
            "its ticket; the raw connect is rdma_cm to rof-bench-server and its first message");
 }
