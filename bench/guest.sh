@@ -97,7 +97,9 @@ respawn() {
 ready() { grep -q "$2" "$S/$1.out" 2>/dev/null; }
 
 # Stops everything this started: the respawn loops first, then what they
-# run (by name: a respawned process has a new pid), then the rest by pid.
+# run (by name: a respawned process has a new pid), then the rest by pid,
+# again each time one of them exits: a loop that had just passed its check
+# of the stop file starts its command once more.
 # rof.ko is left empty, as every test leaves it: once rofd is gone, every
 # tenant (and with it its regions, programs and sessions) is destroyed,
 # B8's too, which rofd leaves in the module when they leave the policy.
@@ -105,10 +107,12 @@ ready() { grep -q "$2" "$S/$1.out" 2>/dev/null; }
 PIDS=()
 cleanup() {
 	touch "$S/stop"
-	pkill -TERM -x rof-kvstore
-	pkill -TERM -x rofd
-	[ ${#PIDS[@]} -eq 0 ] || kill -TERM "${PIDS[@]}" 2>/dev/null
-	wait
+	while [ -n "$(jobs -rp)" ]; do
+		pkill -TERM -x rof-kvstore
+		pkill -TERM -x rofd
+		[ ${#PIDS[@]} -eq 0 ] || kill -TERM "${PIDS[@]}" 2>/dev/null
+		wait -n
+	done
 	kobj-ioctl drain force >/dev/null
 }
 trap cleanup EXIT
