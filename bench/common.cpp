@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -22,6 +23,13 @@ std::string bench_tenant(const Options& opt) {
 
 std::string kv_tenant(const Options& opt) {
     return opt.param("kv_tenant", "kv");
+}
+
+std::string need(const std::string& v, const char* what) {
+    if (v.empty()) {
+        throw std::runtime_error(std::string("needs ") + what);
+    }
+    return v;
 }
 
 double median(std::vector<double> v) {
@@ -157,19 +165,52 @@ const char* const kEchoProgram = R"(; echo: the arguments back, as the response
         respond r1, 0
 )";
 
-std::size_t invoke_polling(rof::Session& s, std::uint64_t tag, std::span<const std::byte> args,
-                           std::span<std::byte> resp) {
-    s.post_invoke(tag, args, resp, 0);
-    rof::Completion c;
-    while (s.poll({&c, 1}) == 0) {
+std::size_t invoke_ok(rof::Session& s, std::uint64_t tag, std::span<const std::byte> args,
+                      std::span<std::byte> resp) {
+    const rof::InvokeResult r = s.invoke(tag, args, resp);
+    if (r.prog_status != 0) {
+        throw std::runtime_error("INVOKE: program status " + std::to_string(r.prog_status));
     }
-    if (c.code != rof::Code::ok) {
-        throw std::runtime_error("INVOKE: " + std::string(c.error));
+    return r.len;
+}
+
+std::uint64_t invoke_window(std::span<rof::Session> ss, std::uint64_t tag, std::size_t window,
+                            std::uint64_t ns, const std::atomic<bool>* stop) {
+    std::array<std::byte, kEchoBytes> args{};
+    std::vector<std::array<std::byte, kEchoBytes>> resp(ss.size() * window);
+    std::size_t inflight = 0;
+    for (std::size_t i = 0; i < ss.size(); i++) {
+        std::size_t w = std::min<std::size_t>(window, ss[i].credits());
+        for (std::size_t k = 0; k < w; k++) {
+            ss[i].post_invoke(tag, args, resp[i * window + k], i * window + k);
+            inflight++;
+        }
     }
-    if (c.invoke.prog_status != 0) {
-        throw std::runtime_error("INVOKE: program status " + std::to_string(c.invoke.prog_status));
+    std::uint64_t done = 0, t0 = now_ns();
+    const std::uint64_t end = ns > UINT64_MAX - t0 ? UINT64_MAX : t0 + ns;  // ns may be "forever"
+    std::array<rof::Completion, 32> c;
+    bool ending = false;
+    while (inflight) {
+        for (std::size_t i = 0; i < ss.size(); i++) {
+            std::size_t n = ss[i].poll(c);  // flushes what was posted
+            for (std::size_t k = 0; k < n; k++) {
+                if (c[k].code != rof::Code::ok || c[k].len != kEchoBytes) {
+                    throw std::runtime_error("INVOKE echo: " +
+                                             (c[k].code != rof::Code::ok
+                                                  ? std::string(c[k].error)
+                                                  : std::to_string(c[k].len) + " bytes back"));
+                }
+                done++;
+                inflight--;
+                if (!ending) {
+                    ss[i].post_invoke(tag, args, resp[c[k].user], c[k].user);
+                    inflight++;
+                }
+            }
+        }
+        ending = ending || now_ns() >= end || (stop && stop->load(std::memory_order_relaxed));
     }
-    return c.len;
+    return done;
 }
 
 // ---- stock memcached ---------------------------------------------------------------

@@ -3,8 +3,10 @@
 // stock memcached's text protocol.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +21,10 @@ namespace rofbench {
 // kvstore's (rof-kvstore's).
 std::string bench_tenant(const Options& opt);  // --set tenant=..., default "bench"
 std::string kv_tenant(const Options& opt);     // --set kv_tenant=..., default "kv"
+
+// @v, or std::runtime_error("needs @what") when it is empty: an option or
+// parameter a case cannot run without.
+std::string need(const std::string& v, const char* what);
 
 // Closed loop, one operation in flight: warm-up, then opt.reps repetitions
 // of opt.seconds, each operation's latency recorded.  @op throws on a wrong
@@ -48,13 +54,22 @@ rof::Session open_session(rof::Client& c, const std::string& tenant,
                           const std::vector<std::string>& regions = {});
 
 // "echo": the INVOKE that does nothing but answer: its arguments back.  The
-// offload's counterpart of the raw SEND/RECV echo.
+// offload's counterpart of the raw SEND/RECV echo; the cases echo kEchoBytes.
 extern const char* const kEchoProgram;
+inline constexpr std::size_t kEchoBytes = 32;
 
-// One INVOKE of @tag with @args, busy-polling (the raw baselines poll too);
-// throws unless the program answered with status 0.  Returns response bytes.
-std::size_t invoke_polling(rof::Session& s, std::uint64_t tag, std::span<const std::byte> args,
-                           std::span<std::byte> resp);
+// One INVOKE of @tag with @args, synchronous (on a busy_poll session, as
+// open_session() makes them, it spins as the raw baselines do); throws
+// unless the program answered with status 0.  Returns response bytes.
+std::size_t invoke_ok(rof::Session& s, std::uint64_t tag, std::span<const std::byte> args,
+                      std::span<std::byte> resp);
+
+// Keeps @window echoes (INVOKEs of @tag, kEchoBytes each) in flight on each
+// of @ss, round robin, for @ns (UINT64_MAX: until @stop), one doorbell per
+// poll's worth of new requests (Kalia's doorbell batching); returns how many
+// finished.  Throws on a failed or short answer.
+std::uint64_t invoke_window(std::span<rof::Session> ss, std::uint64_t tag, std::size_t window,
+                            std::uint64_t ns, const std::atomic<bool>* stop = nullptr);
 
 // ---- stock memcached, over TCP -----------------------------------------------
 

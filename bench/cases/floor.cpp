@@ -1,61 +1,15 @@
 // B0, the floor, and B5, invocation throughput against the raw echo
 // (docs/performance.md).
 #include <array>
-#include <cstring>
 #include <stdexcept>
 
 #include "../common.h"
 #include "../raw.h"
 
 namespace rofbench {
-namespace {
-
-constexpr std::size_t kEchoBytes = 32;
-
-std::string need_raw(const Options& o) {
-    if (o.raw_server.empty()) {
-        throw std::runtime_error("needs --raw-server (rof-bench-server's address)");
-    }
-    return o.raw_server;
-}
-
-// The offload's echo with @window in flight for @ns; returns how many
-// finished.  One doorbell per poll's worth of new requests (Kalia's
-// doorbell batching): what a pipelining client of librof does.
-std::uint64_t invoke_window(rof::Session& s, std::uint64_t tag, std::size_t window,
-                            std::uint64_t ns) {
-    std::array<std::byte, kEchoBytes> args{};
-    window = std::min<std::size_t>(window, s.credits());
-    std::vector<std::array<std::byte, kEchoBytes>> resp(window);
-    for (std::size_t i = 0; i < window; i++) {
-        s.post_invoke(tag, args, resp[i], i);
-    }
-    std::uint64_t done = 0, end = now_ns() + ns;
-    std::array<rof::Completion, 64> c;
-    bool stop = false;
-    std::size_t inflight = window;
-    while (inflight) {
-        std::size_t n = s.poll(c);  // flushes what was posted
-        for (std::size_t i = 0; i < n; i++) {
-            if (c[i].code != rof::Code::ok || c[i].len != kEchoBytes) {
-                throw std::runtime_error("INVOKE echo: " + std::string(c[i].error));
-            }
-            done++;
-            inflight--;
-            if (!stop) {
-                s.post_invoke(tag, args, resp[c[i].user], c[i].user);
-                inflight++;
-            }
-        }
-        stop = stop || (n && now_ns() >= end);
-    }
-    return done;
-}
-
-}  // namespace
 
 ROF_BENCH_CASE("B0", "the floor: raw READ and SEND/RECV echo, the offload's echo and READ") {
-    raw::Conn rc(need_raw(env.opt));
+    raw::Conn rc(need(env.opt.raw_server, "--raw-server"));
     rof::Client client = connect_rofd(env.opt);
     const std::string t = bench_tenant(env.opt);
     ensure_region(client, t, "bench_data", 65536);
@@ -68,21 +22,14 @@ ROF_BENCH_CASE("B0", "the floor: raw READ and SEND/RECV echo, the offload's echo
         measure_latency(env, "raw SEND/RECV echo 32 B", [&] { rc.echo(kEchoBytes); });
     std::array<std::byte, kEchoBytes> args{}, resp{};
     Histogram rof_echo = measure_latency(env, "offload echo 32 B", [&] {
-        if (invoke_polling(s, echo, args, resp) != kEchoBytes) {
+        if (invoke_ok(s, echo, args, resp) != kEchoBytes) {
             throw std::runtime_error("echo: short response");
         }
     });
     Histogram rof_nop = measure_latency(env, "offload NOP", [&] { s.nop(); });
     std::array<std::byte, 64> buf{};
-    Histogram rof_read = measure_latency(env, "READ 64 B of a rof region", [&] {
-        s.post_read("bench_data", 0, buf, 0);
-        rof::Completion c;
-        while (s.poll({&c, 1}) == 0) {
-        }
-        if (c.code != rof::Code::ok) {
-            throw std::runtime_error("READ: " + std::string(c.error));
-        }
-    });
+    Histogram rof_read =
+        measure_latency(env, "READ 64 B of a rof region", [&] { s.read("bench_data", 0, buf); });
 
     auto& r = env.report;
     auto us = [](const Histogram& h) { return double(h.percentile(50)) / 1e3; };
@@ -110,7 +57,7 @@ ROF_BENCH_CASE("B0", "the floor: raw READ and SEND/RECV echo, the offload's echo
 }
 
 ROF_BENCH_CASE("B5", "invocation throughput vs the raw echo, 1..32 and a full window in flight") {
-    raw::Conn rc(need_raw(env.opt));
+    raw::Conn rc(need(env.opt.raw_server, "--raw-server"));
     rof::Client client = connect_rofd(env.opt);
     const std::string t = bench_tenant(env.opt);
     std::uint64_t echo = load_program(client, t, "echo", kEchoProgram);
@@ -127,8 +74,9 @@ ROF_BENCH_CASE("B5", "invocation throughput vs the raw echo, 1..32 and a full wi
             measure_rate(env, "raw echo, window " + std::to_string(w),
                          [&](std::uint64_t ns) { return rc.echo_window(kEchoBytes, w, ns); });
         double rof_rate =
-            measure_rate(env, "offload echo, window " + std::to_string(w),
-                         [&](std::uint64_t ns) { return invoke_window(s, echo, w, ns); });
+            measure_rate(env, "offload echo, window " + std::to_string(w), [&](std::uint64_t ns) {
+                return invoke_window({&s, 1}, echo, w, ns);
+            });
         rows.push_back({double(w), raw_rate, rof_rate});
         if (w == 1) {
             rof1 = rof_rate;

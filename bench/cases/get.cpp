@@ -22,13 +22,6 @@ extern char** environ;
 namespace rofbench {
 namespace {
 
-std::string need(const std::string& v, const char* what) {
-    if (v.empty()) {
-        throw std::runtime_error(std::string("needs ") + what);
-    }
-    return v;
-}
-
 std::vector<std::size_t> sizes_of(const Options& o) {
     std::vector<std::size_t> out;
     std::stringstream ss(o.param("sizes", "64,256,1024,4096"));

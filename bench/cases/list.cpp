@@ -56,7 +56,7 @@ ROF_BENCH_CASE("B7", "list traversal of 1..16 nodes: offload vs one READ per hop
         std::uint64_t args[4] = {kNode, len, ~0ULL, 0};  // head, key, mask, EQ
         std::array<std::byte, 64> resp{};
         Histogram off = measure_latency(env, "offload walk of " + std::to_string(len), [&] {
-            invoke_polling(s, find, std::as_bytes(std::span(args)), resp);
+            invoke_ok(s, find, std::as_bytes(std::span(args)), resp);
             std::uint64_t key;
             std::memcpy(&key, resp.data() + 8, 8);
             if (key != len) {
@@ -67,13 +67,7 @@ ROF_BENCH_CASE("B7", "list traversal of 1..16 nodes: offload vs one READ per hop
         Histogram rd = measure_latency(env, "READ per hop, " + std::to_string(len), [&] {
             std::uint64_t at = kNode, key = 0;
             for (;;) {
-                s.post_read("bench_list", at, node, 0);
-                rof::Completion c;
-                while (s.poll({&c, 1}) == 0) {
-                }
-                if (c.code != rof::Code::ok) {
-                    throw std::runtime_error("READ: " + std::string(c.error));
-                }
+                s.read("bench_list", at, node);
                 std::memcpy(&key, node.data(), 8);
                 if (key == len) {
                     break;

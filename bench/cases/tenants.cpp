@@ -12,46 +12,6 @@
 namespace rofbench {
 namespace {
 
-constexpr std::size_t kArgs = 32;
-
-// Keeps @window INVOKEs of @tag in flight on each of @ss, round robin, for
-// @ns (UINT64_MAX: until @stop); returns how many finished.
-std::uint64_t invoke_all(std::vector<rof::Session>& ss, std::uint64_t tag, std::size_t window,
-                         std::uint64_t ns, const std::atomic<bool>* stop = nullptr) {
-    std::array<std::byte, kArgs> args{};
-    std::vector<std::array<std::byte, kArgs>> resp(ss.size() * window);
-    std::size_t inflight = 0;
-    for (std::size_t i = 0; i < ss.size(); i++) {
-        std::size_t w = std::min<std::size_t>(window, ss[i].credits());
-        for (std::size_t k = 0; k < w; k++) {
-            ss[i].post_invoke(tag, args, resp[i * window + k], i * window + k);
-            inflight++;
-        }
-    }
-    std::uint64_t done = 0, t0 = now_ns();
-    const std::uint64_t end = ns > UINT64_MAX - t0 ? UINT64_MAX : t0 + ns;  // ns may be "forever"
-    std::array<rof::Completion, 32> c;
-    bool ending = false;
-    while (inflight) {
-        for (std::size_t i = 0; i < ss.size(); i++) {
-            std::size_t n = ss[i].poll(c);
-            for (std::size_t k = 0; k < n; k++) {
-                if (c[k].code != rof::Code::ok) {
-                    throw std::runtime_error("INVOKE: " + std::string(c[k].error));
-                }
-                done++;
-                inflight--;
-                if (!ending) {
-                    ss[i].post_invoke(tag, args, resp[c[k].user], c[k].user);
-                    inflight++;
-                }
-            }
-        }
-        ending = ending || now_ns() >= end || (stop && stop->load(std::memory_order_relaxed));
-    }
-    return done;
-}
-
 std::uint64_t tenant_ops_limit(rof::Client& c, const std::string& tenant) {
     rof::v1::GetTenantRequest req;
     req.set_name(tenant);
@@ -70,25 +30,28 @@ ROF_BENCH_CASE("B4", "an aggressor tenant offering 10x its rate limit beside a v
     }
     std::uint64_t tag_a = load_program(client, aggr, "echo", kEchoProgram);
     std::uint64_t tag_v = load_program(client, victim, "echo", kEchoProgram);
-    std::vector<rof::Session> as;
-    as.push_back(open_session(client, aggr));
+    rof::Session as = open_session(client, aggr);
     rof::Session vs = open_session(client, victim);
-    std::array<std::byte, kArgs> args{}, resp{};
-    auto victim_op = [&] { invoke_polling(vs, tag_v, args, resp); };
+    std::array<std::byte, kEchoBytes> args{}, resp{};
+    auto victim_op = [&] { invoke_ok(vs, tag_v, args, resp); };
 
     // What a full window offers, unlimited: the victim's own rate.
-    std::vector<rof::Session> vss;
-    vss.push_back(open_session(client, victim));
-    double offered = measure_rate(env, "unlimited full-window rate",
-                                  [&](std::uint64_t ns) { return invoke_all(vss, tag_v, 64, ns); });
-    vss.clear();
+    double offered = 0;
+    {
+        rof::Session full = open_session(client, victim);
+        offered = measure_rate(env, "unlimited full-window rate", [&](std::uint64_t ns) {
+            return invoke_window({&full, 1}, tag_v, 64, ns);
+        });
+    }
 
     Histogram alone = measure_latency(env, "victim alone", victim_op);
     std::atomic<bool> stop{false};
     std::uint64_t aggr_done = 0;
     std::uint64_t t0 = now_ns();
     const std::size_t window = std::size_t(env.opt.param_int("b4_window", 64));
-    std::thread flood([&] { aggr_done = invoke_all(as, tag_a, window, UINT64_MAX, &stop); });
+    std::thread flood([&] {
+        aggr_done = invoke_window({&as, 1}, tag_a, window, UINT64_MAX, &stop);
+    });
     Histogram beside;
     try {
         beside = measure_latency(env, "victim beside the aggressor", victim_op);
@@ -102,7 +65,7 @@ ROF_BENCH_CASE("B4", "an aggressor tenant offering 10x its rate limit beside a v
     double achieved = double(aggr_done) * 1e9 / double(now_ns() - t0);
     // The module's view of the aggressor's session: answered, and held back.
     rof::v1::GetSessionRequest gs;
-    gs.set_id(as[0].id());
+    gs.set_id(as.id());
     const rof::v1::Session info = client.get_session(gs);
 
     auto& r = env.report;
@@ -181,7 +144,7 @@ ROF_BENCH_CASE("B6", "1 to 1024 sessions across 64 tenants; connect time vs raw 
             rof_connect.record(now_ns() - t0);
         }
         double rate = measure_rate(env, std::to_string(n) + " sessions", [&](std::uint64_t ns) {
-            return invoke_all(ss, tags[0], window, ns);
+            return invoke_window(ss, tags[0], window, ns);
         });
         rows.push_back({double(n), rate});
         peak = std::max(peak, rate);
