@@ -15,7 +15,8 @@ FUZZ_SECONDS ?= 300
 export ROF_SRC := $(CURDIR)
 export ROF_BUILD := $(BUILD)
 
-.PHONY: all build deps kmod userspace progs check demo unit vmtest lint fuzz fuzz-build bench clean
+.PHONY: all build deps kmod userspace progs check demo unit vmtest lint fuzz fuzz-build bench deb \
+	check-install clean
 
 all: build
 
@@ -30,10 +31,11 @@ kmod: deps
 	@mkdir -p $(BUILD)/kmod
 	@cd kmod && find . -name '*.[ch]' -o -name Kbuild -o -name Makefile | \
 		cpio -pdmu --quiet $(BUILD)/kmod
-	$(MAKE) -C /usr/src/linux-headers-$$(packaging/kver) M=$(BUILD)/kmod modules
+	@cmp -s VERSION $(BUILD)/kmod/VERSION || cp VERSION $(BUILD)/kmod/VERSION
+	$(MAKE) -C /usr/src/linux-headers-$$(packaging/kver) M=$(BUILD)/kmod ROF_WERROR=1 modules
 
 userspace: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROF_WERROR=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 progs: deps
@@ -52,11 +54,19 @@ demo: build
 bench: build
 	bench/run $(BENCH_ARGS)
 
+# The Debian packages (packaging/deb: dpkg-buildpackage, then lintian), in
+# $(BUILD)/deb; check-install installs them in a VM booting systemd.
+deb: deps
+	packaging/deb
+
+check-install: build deb
+	selftests/install/run
+
 lint: deps
 	selftests/lint
 
 fuzz-build: deps
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DROF_FUZZ=ON
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DROF_FUZZ=ON -DROF_WERROR=ON
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target rof_fuzz rof_prog_test
 
 fuzz: fuzz-build

@@ -15,7 +15,9 @@
 
 #include "include/uapi/rof.h"
 
-#define ROF_MODULE_VERSION	"0.1.0"
+#ifndef ROF_MODULE_VERSION	/* from Kbuild: the project's VERSION file */
+#error "ROF_MODULE_VERSION is not defined: build with kmod/Kbuild"
+#endif
 
 /* rof_device.c */
 
