@@ -32,8 +32,9 @@ namespace {
 constexpr std::string_view unix_prefix = "unix:";
 
 // gRPC only says "failed to connect"; a plain connect() says why.
-std::string connect_reason(const std::string& path) {
+std::string connect_reason(const std::string& path, int& err) {
     const internal::UnixAddr addr(path);
+    err = 0;
 
     if (!addr.ok()) {
         return addr.error();
@@ -43,7 +44,7 @@ std::string connect_reason(const std::string& path) {
         return std::generic_category().message(errno);
     }
     const int ret = addr.connect(fd);
-    const int err = errno;
+    err = errno;
     ::close(fd);
     if (ret == 0) {
         return {};
@@ -106,12 +107,15 @@ void Endpoint::fail(std::string_view call, const grpc::Status& st) const {
 
     if (!connected && (st.error_code() == grpc::StatusCode::UNAVAILABLE ||
                        st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)) {
-        std::string reason = unix_path.empty() ? std::string() : connect_reason(unix_path);
+        int err = 0;
+        std::string reason = unix_path.empty() ? std::string() : connect_reason(unix_path, err);
         if (reason.empty()) {
             reason = st.error_message();
         }
-        throw Error(Code::unavailable,
-                    "cannot reach rofd at " + where + ": " + reason + " (is rofd running?)");
+        // EACCES: rofd runs, and the socket is not this user's to open.
+        const char* hint =
+            err == EACCES ? " (the socket is for root and the group rof)" : " (is rofd running?)";
+        throw Error(Code::unavailable, "cannot reach rofd at " + where + ": " + reason + hint);
     }
     if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
         throw Error(Code::deadline_exceeded, "rofd at " + where + " did not answer " +

@@ -98,7 +98,7 @@ TEST(PolicyLookup, PeersSubjectsAdmins) {
     EXPECT_EQ(p.for_subject("CN=kv")->name, "kv");
     EXPECT_EQ(p.for_subject("CN=k"), nullptr);
     EXPECT_TRUE(p.is_admin(0, 100));
-    EXPECT_TRUE(p.is_admin(1000, 100));
+    EXPECT_FALSE(p.is_admin(1000, 100));  // the shipped policy: root only
     EXPECT_FALSE(p.is_admin(1001, 100));
 
     Policy empty;
