@@ -191,8 +191,8 @@ std::uint64_t invoke_window(std::span<rof::Session> ss, std::uint64_t tag, std::
     std::array<rof::Completion, 32> c;
     bool ending = false;
     while (inflight) {
-        for (std::size_t i = 0; i < ss.size(); i++) {
-            std::size_t n = ss[i].poll(c);  // flushes what was posted
+        for (rof::Session& s : ss) {
+            std::size_t n = s.poll(c);  // flushes what was posted
             for (std::size_t k = 0; k < n; k++) {
                 if (c[k].code != rof::Code::ok || c[k].len != kEchoBytes) {
                     throw std::runtime_error("INVOKE echo: " +
@@ -203,7 +203,7 @@ std::uint64_t invoke_window(std::span<rof::Session> ss, std::uint64_t tag, std::
                 done++;
                 inflight--;
                 if (!ending) {
-                    ss[i].post_invoke(tag, args, resp[c[k].user], c[k].user);
+                    s.post_invoke(tag, args, resp[c[k].user], c[k].user);
                     inflight++;
                 }
             }
@@ -245,7 +245,7 @@ Memcached::~Memcached() {
     }
 }
 
-void Memcached::send_all(std::string_view s) {
+void Memcached::send_all(std::string_view s) const {
     while (!s.empty()) {
         ssize_t n = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) {

@@ -84,7 +84,7 @@ class Memcached {
     std::size_t get(std::string_view key);
 
   private:
-    void send_all(std::string_view s);
+    void send_all(std::string_view s) const;
     void fill();               // receives more into in_
     std::string line();        // up to "\r\n", without it
     void skip(std::size_t n);  // consumes n bytes

@@ -42,7 +42,7 @@ std::set<std::string> split_ids(const std::vector<std::string>& in) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
     rofbench::Options opt;
     std::vector<std::string> only, sets;
     std::string out = "-";
@@ -150,4 +150,14 @@ int main(int argc, char** argv) {
         }
     }
     return failed ? 1 : 0;
+}
+
+// What escapes run() is reported, not left to std::terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: %s\n", "rof-bench", e.what());
+        return 1;
+    }
 }

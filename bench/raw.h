@@ -50,8 +50,8 @@ struct Hello {
 };
 
 struct Slot {
-    std::uint64_t key;   // 0: empty
-    std::uint64_t voff;  // the value's offset in the heap
+    std::uint64_t key = 0;   // 0: empty
+    std::uint64_t voff = 0;  // the value's offset in the heap
 };
 
 struct Req {
@@ -61,8 +61,8 @@ struct Req {
 };
 
 struct Rep {
-    std::uint32_t status;
-    std::uint32_t len;  // bytes that follow
+    std::uint32_t status = 0;
+    std::uint32_t len = 0;  // bytes that follow
 };
 
 inline constexpr std::size_t kMsgMax = sizeof(Req) + kMaxValue;

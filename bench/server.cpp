@@ -6,13 +6,13 @@
 //   rof-bench-server [--bind ADDR] [--port N] [--items N] [--vmax BYTES] [--cpu N]
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -461,7 +461,7 @@ class Server {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
     std::string bind = "0.0.0.0";
     std::string port = "18600";
     std::uint32_t items = 1024, vmax = kMaxValue;
@@ -500,6 +500,16 @@ int main(int argc, char** argv) {
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "rof-bench-server: %s\n", e.what());
+        return 1;
+    }
+}
+
+// What escapes run() is reported, not left to std::terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: %s\n", "rof-bench-server", e.what());
         return 1;
     }
 }

@@ -28,7 +28,7 @@ int tail(Context& ctx, const AuditOpts& o) {
 
     std::jthread timer;
     if (!o.follow) {
-        timer = std::jthread([&stream, ms = o.wait_ms](std::stop_token st) {
+        timer = std::jthread([&stream, ms = o.wait_ms](const std::stop_token& st) {
             const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
             while (!st.stop_requested() && std::chrono::steady_clock::now() < until) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -64,6 +64,7 @@ rof::policy::LoadResult check_paths(const PolicyOpts& o, std::vector<std::string
         }
     }
     std::vector<std::pair<std::string, std::string>> list;
+    list.reserve(tenants.size());
     for (auto& [stem, ft] : tenants) {
         list.push_back(ft);
     }

@@ -6,6 +6,7 @@
 // (the kernel's rof_exec.c built for userspace) against local files as
 // regions, with no server at all.
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,28 @@
 
 namespace rofctl {
 namespace {
+
+// "A:B:C", three unsigned decimal numbers, nothing else.
+bool parse_triple(std::string_view s, unsigned long long& a, unsigned long long& b,
+                  unsigned long long& c) {
+    unsigned long long* out[] = {&a, &b, &c};
+    const char* p = s.data();
+    const char* end = s.data() + s.size();
+    for (std::size_t i = 0; i < 3; i++) {
+        if (i > 0) {
+            if (p == end || *p != ':') {
+                return false;
+            }
+            p++;
+        }
+        const auto r = std::from_chars(p, end, *out[i]);
+        if (r.ec != std::errc() || r.ptr == p) {
+            return false;
+        }
+        p = r.ptr;
+    }
+    return p == end;
+}
 
 namespace fs = std::filesystem;
 
@@ -238,8 +261,7 @@ int test_local(Context& ctx, const ProgOpts& o) {
         const auto eq = spec.find('=');
         const auto slot = eq == std::string::npos ? std::nullopt : p.find_slot(spec.substr(0, eq));
         unsigned long long bs = 0, first = 0, count = 0;
-        if (!slot ||
-            std::sscanf(spec.c_str() + eq + 1, "%llu:%llu:%llu", &bs, &first, &count) != 3) {
+        if (!slot || !parse_triple(std::string_view(spec).substr(eq + 1), bs, first, count)) {
             throw UsageError("--freelist \"" + spec + "\": want REGION=BLOCK_SIZE:FIRST:COUNT");
         }
         lay_freelist(mem[*slot], bs, first, count);

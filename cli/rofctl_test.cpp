@@ -444,4 +444,18 @@ TEST(ProgTest, TheFuzzCorpusRuns) {
     }
 }
 
+// --freelist REGION=BLOCK_SIZE:FIRST:COUNT: three unsigned numbers, nothing
+// else (a negative one used to wrap through sscanf).
+TEST(ProgTest, FreelistSpecIsStrict) {
+    const std::string prog = (src_dir / "libclient/prog/fuzz/corpus" / "hash_get.rofs").string();
+    for (const char* bad : {"heap=64:-1:8", "heap=64:64", "heap=64:64:8x", "heap=64::8",
+                            "heap=99999999999999999999:0:1", "nope=64:64:8", "heap"}) {
+        const Result r =
+            rofctl({"prog", "test", prog, "--args", std::string(32, '0'), "--freelist", bad});
+        EXPECT_EQ(r.rc, rofctl::exit_usage) << bad << r.out << r.err;
+        EXPECT_NE(r.err.find("want REGION=BLOCK_SIZE:FIRST:COUNT"), std::string::npos)
+            << bad << r.err;
+    }
+}
+
 }  // namespace

@@ -85,7 +85,7 @@ std::uint64_t fnv1a(std::string_view s) {
 
 // A retry with the same idempotency key is answered from the store for a
 // week after the call; records are dropped at each start after that.
-constexpr std::int64_t idempotency_max_age_s = 7 * 24 * 3600;
+constexpr std::int64_t idempotency_max_age_s = std::int64_t{7} * 24 * 3600;
 
 TicketKey random_key() {
     TicketKey key{};

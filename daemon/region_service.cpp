@@ -367,10 +367,9 @@ ServerUnaryReactor* RegionService::MapRegion(CallbackServerContext* ctx,
             return module_status(e, what);
         }
         std::string bytes(16, '\0');
-        for (int w = 0; w < 2; w++) {
-            for (int b = 0; b < 8; b++) {
-                bytes[static_cast<std::size_t>(w * 8 + b)] =
-                    static_cast<char>((token[static_cast<std::size_t>(w)] >> (8 * b)) & 0xff);
+        for (std::size_t w = 0; w < 2; w++) {
+            for (std::size_t b = 0; b < 8; b++) {
+                bytes[w * 8 + b] = static_cast<char>((token[w] >> (8 * b)) & 0xff);
             }
         }
         resp->set_token(bytes);

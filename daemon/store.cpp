@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
 #include "store.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <array>
 #include <bit>
+#include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <string_view>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -56,12 +57,13 @@ enum rof_code rof_client_open(const struct rof_client_options* options, rof_clie
             }
             o.wait_for_ready = options->fail_fast == 0;
         }
-        *client = new rof_client{rof::Client(std::move(o))};
+        // The handle is the caller's until rof_client_close().
+        *client = std::make_unique<rof_client>(rof_client{rof::Client(std::move(o))}).release();
     });
 }
 
 void rof_client_close(rof_client* client) {
-    delete client;
+    std::unique_ptr<rof_client> owned(client);
 }
 
 const char* rof_client_target(const rof_client* client) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -123,12 +124,15 @@ enum rof_code rof_session_open(rof_client* client, const struct rof_session_opti
         o.connect_timeout = ms_or(options->connect_timeout_ms, o.connect_timeout);
         o.op_timeout = ms_or(options->op_timeout_ms, o.op_timeout);
         o.busy_poll = (options->flags & ROF_SESSION_BUSY_POLL) != 0;
-        *session = new rof_session{rof::Session::open(client->client, o), {}, {}};
+        // The handle is the caller's until rof_session_close().
+        *session = std::make_unique<rof_session>(
+                       rof_session{rof::Session::open(client->client, o), {}, {}})
+                       .release();
     });
 }
 
 void rof_session_close(rof_session* session) {
-    delete session;
+    std::unique_ptr<rof_session> owned(session);
 }
 
 uint32_t rof_session_id(const rof_session* session) {

@@ -37,14 +37,16 @@ RegionMapping RegionMapping::map(Client& client, const std::string& tenant, cons
 }
 
 RegionMapping RegionMapping::map(const v1::MapRegionResponse& token, const std::string& name) {
-    if (token.token().size() != 16)
+    if (token.token().size() != 16) {
         throw Error(Code::invalid_argument, "region \"" + name + "\": the token is not 16 bytes");
+    }
     rof_region_map m{};
     std::memcpy(m.token, token.token().data(), 16);  // little-endian, as the module reads it
     const std::string dev = token.device().empty() ? "/dev/rof" : token.device();
     const int fd = ::open(dev.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
         throw os_error(name, "open " + dev, errno);
+    }
     if (::ioctl(fd, ROF_IOC_REGION_MAP, &m) < 0) {
         const int err = errno;
         ::close(fd);
@@ -56,8 +58,9 @@ RegionMapping RegionMapping::map(const v1::MapRegionResponse& token, const std::
     void* p = ::mmap(nullptr, m.size, prot, MAP_SHARED, fd, 0);
     const int err = errno;
     ::close(fd);  // the mapping keeps the region
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
         throw os_error(name, "mmap of " + std::to_string(m.size) + " bytes", err);
+    }
     r.data_ = static_cast<std::byte*>(p);
     r.size_ = m.size;
     r.id_ = m.region;
@@ -86,8 +89,9 @@ RegionMapping::~RegionMapping() {
 }
 
 void RegionMapping::reset() noexcept {
-    if (data_)
+    if (data_) {
         ::munmap(data_, size_);
+    }
     data_ = nullptr;
     size_ = 0;
 }

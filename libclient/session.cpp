@@ -62,7 +62,7 @@ struct QpDel {  // the QP of an rdma_cm id
     void operator()(rdma_cm_id* id) const { rdma_destroy_qp(id); }
 };
 struct FreeDel {
-    void operator()(std::byte* p) const { std::free(p); }
+    void operator()(std::byte* p) const { std::free(p); }  // NOLINT(*-no-malloc,*-owning-memory)
 };
 
 // wr_id: kind in bits 60..63, for signalled sends the entries the
@@ -206,7 +206,7 @@ struct Session::Impl {
 
     // ---- connect -------------------------------------------------------
 
-    rdma_cm_event* cm_wait(Clock::time_point deadline) {
+    rdma_cm_event* cm_wait(Clock::time_point deadline) const {
         for (;;) {
             rdma_cm_event* ev = nullptr;
             if (rdma_get_cm_event(ec.get(), &ev) == 0) {
@@ -225,7 +225,7 @@ struct Session::Impl {
         }
     }
 
-    void cm_expect(rdma_cm_event_type want, Clock::time_point deadline, const char* what) {
+    void cm_expect(rdma_cm_event_type want, Clock::time_point deadline, const char* what) const {
         rdma_cm_event* ev = cm_wait(deadline);
         if (!ev) {
             fail(Code::deadline_exceeded, std::string(what) + " " + peer + ": timed out");
@@ -328,7 +328,9 @@ struct Session::Impl {
         }
         std::size_t bytes = (static_cast<std::size_t>(nrx) + nreq) * msg + none * xfer;
         bytes = (bytes + 4095) & ~static_cast<std::size_t>(4095);
-        mem.reset(static_cast<std::byte*>(std::aligned_alloc(4096, bytes)));
+        // Page-aligned, for the MR; freed by FreeDel.
+        mem.reset(static_cast<std::byte*>(
+            std::aligned_alloc(4096, bytes)));  // NOLINT(*-no-malloc,*-owning-memory)
         if (!mem) {
             fail(Code::resource_exhausted,
                  "cannot allocate " + std::to_string(bytes) + " bytes of buffers");
@@ -550,7 +552,7 @@ struct Session::Impl {
 
     void on_response(std::uint32_t rslot, std::uint32_t byte_len) {
         const std::byte* b = rx(rslot);
-        rof_resp_hdr h;
+        rof_resp_hdr h{};
         if (byte_len < sizeof(h)) {
             queue_rx(rslot);
             return;
@@ -588,7 +590,7 @@ struct Session::Impl {
         std::size_t out_len = 0;
         if (op.verb == Verb::invoke && (status == ROF_ST_OK || status == ROF_ST_PROG_FAULT) &&
             len >= 16) {
-            rof_invoke_result r;
+            rof_invoke_result r{};
             std::memcpy(&r, payload, sizeof(r));
             inv.prog_status = le32toh(r.prog_status);
             inv.insns = le32toh(r.insns);
@@ -823,7 +825,7 @@ struct Session::Impl {
         }
     }
 
-    void consume_cq_events() {
+    void consume_cq_events() const {
         ibv_cq* ecq = nullptr;
         void* ctx = nullptr;
         while (ibv_get_cq_event(comp.get(), &ecq, &ctx) == 0) {
@@ -895,7 +897,7 @@ struct Session::Impl {
         check_live();
     }
 
-    void check_outstanding(bool sync) {
+    void check_outstanding(bool sync) const {
         if (!sync && outstanding >= ready.size()) {
             fail(Code::resource_exhausted,
                  std::to_string(outstanding) + " operations not polled yet: poll() first");
@@ -970,7 +972,7 @@ struct Session::Impl {
         if (!args.empty()) {
             std::memcpy(b + sizeof(h) + pre, args.data(), args.size());
         }
-        std::uint32_t total = static_cast<std::uint32_t>(sizeof(h) + pre + args.size());
+        auto total = static_cast<std::uint32_t>(sizeof(h) + pre + args.size());
         ibv_send_wr& w = next_wr(wr_id(kReq, slot), b, total);
         w.opcode = IBV_WR_SEND;
         if (total <= max_inline) {

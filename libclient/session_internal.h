@@ -97,7 +97,7 @@ class SendQueue {
 // Parses "198.18.0.1", "fd00::1", "[fd00::1]", "fe80::1%eth0"; the port
 // goes in as given.  Returns false (and says why) for anything else.
 struct SockAddr {
-    alignas(8) unsigned char storage[128];
+    alignas(8) unsigned char storage[128]{};
     unsigned len = 0;
     int family = 0;
 };

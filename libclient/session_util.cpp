@@ -240,7 +240,7 @@ bool parse_address(const std::string& addr, std::uint16_t port, SockAddr* out, s
 std::string format_peer(const SockAddr& a) {
     char buf[INET6_ADDRSTRLEN + 1] = {};
     if (a.family == AF_INET6) {
-        sockaddr_in6 s;
+        sockaddr_in6 s{};
         std::memcpy(&s, a.storage, sizeof(s));
         inet_ntop(AF_INET6, &s.sin6_addr, buf, sizeof(buf));
         std::string h = buf;
@@ -252,7 +252,7 @@ std::string format_peer(const SockAddr& a) {
         }
         return "[" + h + "]:" + std::to_string(ntohs(s.sin6_port));
     }
-    sockaddr_in s;
+    sockaddr_in s{};
     std::memcpy(&s, a.storage, sizeof(s));
     inet_ntop(AF_INET, &s.sin_addr, buf, sizeof(buf));
     return std::string(buf) + ":" + std::to_string(ntohs(s.sin_port));

@@ -64,18 +64,20 @@ template <class Map, class Key>
 bool claim(Reader& r, Map& claims, const Key& key, std::string_view what, const Owner& me,
            std::string_view path) {
     auto [it, inserted] = claims.try_emplace(key, me);
-    if (inserted)
+    if (inserted) {
         return true;
+    }
     const Owner& first = it->second;
     std::string at =
         first.file + ":" + std::to_string(first.pos.line) + ":" + std::to_string(first.pos.col);
     std::string msg = std::string(path) + ": " + std::string(what);
-    if (first.admin == me.admin && first.tenant == me.tenant && first.file == me.file)
+    if (first.admin == me.admin && first.tenant == me.tenant && first.file == me.file) {
         msg += " is listed twice (first at " + at + ")";
-    else if (first.admin)
+    } else if (first.admin) {
         msg += " is an admin identity (" + at + "); an identity is either admin or one tenant's";
-    else
+    } else {
         msg += " already belongs to tenant " + quote(first.tenant) + " (" + at + ")";
+    }
     r.error(me.pos, std::move(msg));
     return false;
 }
@@ -90,16 +92,18 @@ void read_identity(Reader& r, const toml::table& t, std::string_view path, Ident
             std::string p = index(join(path, "uids"), i);
             // (uid_t)-1 is "no uid" to the kernel, never a caller.
             auto v = r.integer_node(n, p, 0, u32_max - 1);
-            if (!v)
+            if (!v) {
                 continue;
+            }
             auto uid = static_cast<std::uint32_t>(*v);
             me.pos = pos_of(n);
             if (uid == 0 && !me.admin) {
                 r.error(me.pos, p + ": uid 0 is always admin; it cannot be a tenant's");
                 continue;
             }
-            if (claim(r, claims.uids, uid, "uid " + std::to_string(uid), me, p))
+            if (claim(r, claims.uids, uid, "uid " + std::to_string(uid), me, p)) {
                 id.uids.push_back(static_cast<uid_t>(uid));
+            }
         }
     }
     if (auto a = r.array(t, path, "gids")) {
@@ -107,12 +111,14 @@ void read_identity(Reader& r, const toml::table& t, std::string_view path, Ident
             const toml::node& n = *a->get(i);
             std::string p = index(join(path, "gids"), i);
             auto v = r.integer_node(n, p, 0, u32_max - 1);
-            if (!v)
+            if (!v) {
                 continue;
+            }
             auto gid = static_cast<std::uint32_t>(*v);
             me.pos = pos_of(n);
-            if (claim(r, claims.gids, gid, "gid " + std::to_string(gid), me, p))
+            if (claim(r, claims.gids, gid, "gid " + std::to_string(gid), me, p)) {
                 id.gids.push_back(static_cast<gid_t>(gid));
+            }
         }
     }
     if (auto a = r.array(t, path, "subjects")) {
@@ -120,15 +126,17 @@ void read_identity(Reader& r, const toml::table& t, std::string_view path, Ident
             const toml::node& n = *a->get(i);
             std::string p = index(join(path, "subjects"), i);
             auto s = r.string_node(n, p);
-            if (!s)
+            if (!s) {
                 continue;
+            }
             me.pos = pos_of(n);
             if (s->empty()) {
                 r.error(me.pos, p + ": empty certificate subject");
                 continue;
             }
-            if (claim(r, claims.subjects, *s, "subject " + quote(*s), me, p))
+            if (claim(r, claims.subjects, *s, "subject " + quote(*s), me, p)) {
                 id.subjects.push_back(*s);
+            }
         }
     }
 }
@@ -146,52 +154,64 @@ std::optional<HostPort> split_host_port(std::string_view s, bool port_zero) {
     std::string_view port;
     if (!s.empty() && s.front() == '[') {
         auto close = s.find(']');
-        if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':')
+        if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':') {
             return std::nullopt;
+        }
         hp.host = std::string(s.substr(1, close - 1));
         port = s.substr(close + 2);
-        in6_addr a6;
-        if (inet_pton(AF_INET6, hp.host.c_str(), &a6) != 1)
+        in6_addr a6{};
+        if (inet_pton(AF_INET6, hp.host.c_str(), &a6) != 1) {
             return std::nullopt;
+        }
     } else {
         auto colon = s.rfind(':');
-        if (colon == std::string_view::npos)
+        if (colon == std::string_view::npos) {
             return std::nullopt;
+        }
         hp.host = std::string(s.substr(0, colon));
         port = s.substr(colon + 1);
-        if (hp.host.empty())
+        if (hp.host.empty()) {
             return std::nullopt;
-        for (char c : hp.host)
-            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-')
+        }
+        for (char c : hp.host) {
+            if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') {
                 return std::nullopt;
+            }
+        }
     }
-    if (port.empty() || port.size() > 5)
+    if (port.empty() || port.size() > 5) {
         return std::nullopt;
+    }
     for (char c : port) {
-        if (c < '0' || c > '9')
+        if (c < '0' || c > '9') {
             return std::nullopt;
+        }
         hp.port = hp.port * 10 + static_cast<std::uint32_t>(c - '0');
     }
-    if ((hp.port == 0 && !port_zero) || hp.port > 65535)
+    if ((hp.port == 0 && !port_zero) || hp.port > 65535) {
         return std::nullopt;
+    }
     return hp;
 }
 
 bool is_loopback(const std::string& host) {
-    in_addr a4;
-    in6_addr a6;
-    if (host == "localhost")
+    in_addr a4{};
+    in6_addr a6{};
+    if (host == "localhost") {
         return true;
-    if (inet_pton(AF_INET, host.c_str(), &a4) == 1)
+    }
+    if (inet_pton(AF_INET, host.c_str(), &a4) == 1) {
         return (ntohl(a4.s_addr) >> 24) == 127;
-    if (inet_pton(AF_INET6, host.c_str(), &a6) == 1)
+    }
+    if (inet_pton(AF_INET6, host.c_str(), &a6) == 1) {
         return IN6_IS_ADDR_LOOPBACK(&a6);
+    }
     return false;
 }
 
 bool is_ip(const std::string& host) {
-    in_addr a4;
-    in6_addr a6;
+    in_addr a4{};
+    in6_addr a6{};
     return inet_pton(AF_INET, host.c_str(), &a4) == 1 ||
            inet_pton(AF_INET6, host.c_str(), &a6) == 1;
 }
@@ -203,13 +223,14 @@ std::optional<std::string> read_address(Reader& r, const toml::table& t, std::st
                                         std::string_view key, bool loopback_only,
                                         bool port_zero = false) {
     auto s = r.string(t, path, key);
-    if (!s)
+    if (!s) {
         return std::nullopt;
+    }
     Pos p = pos_of(*t.get(key));
     auto hp = split_host_port(*s, port_zero);
     if (!hp) {
         r.error(p, join(path, key) + ": " + quote(*s) +
-                       " is not \"host:port\" (e.g. \"127.0.0.1:9464\" or \"[::1]:9464\")");
+                       R"( is not "host:port" (e.g. "127.0.0.1:9464" or "[::1]:9464"))");
         return std::nullopt;
     }
     if (loopback_only && !is_loopback(hp->host)) {
@@ -224,8 +245,9 @@ std::optional<std::string> read_address(Reader& r, const toml::table& t, std::st
 std::optional<std::string> read_abs_path(Reader& r, const toml::table& t, std::string_view path,
                                          std::string_view key, std::size_t max_len = 4095) {
     auto s = r.string(t, path, key);
-    if (!s)
+    if (!s) {
         return std::nullopt;
+    }
     Pos p = pos_of(*t.get(key));
     if (s->empty() || s->front() != '/') {
         r.error(p, join(path, key) + ": " + quote(*s) + " is not an absolute path");
@@ -241,8 +263,9 @@ std::optional<std::string> read_abs_path(Reader& r, const toml::table& t, std::s
 
 template <class T>
 void set(T& field, std::optional<std::uint64_t> v) {
-    if (v)
+    if (v) {
         field = static_cast<T>(*v);
+    }
 }
 
 // ---- rofd.toml ------------------------------------------------------------
@@ -250,60 +273,73 @@ void set(T& field, std::optional<std::uint64_t> v) {
 void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) {
     r.check_keys(root, "", {"admin", "listen", "metrics", "state", "sessions", "limits"});
 
-    if (auto t = r.table(root, "", "admin"))
+    if (auto t = r.table(root, "", "admin")) {
         read_identity(r, *t, "admin", d.admin, Owner{true, "", r.file(), {}}, claims);
+    }
 
     if (auto t = r.table(root, "", "listen")) {
         r.check_keys(*t, "listen", {"socket", "tcp"});
         // sockaddr_un.sun_path holds 108 bytes with the NUL.
-        if (auto s = read_abs_path(r, *t, "listen", "socket", 107))
+        if (auto s = read_abs_path(r, *t, "listen", "socket", 107)) {
             d.socket = *s;
+        }
         if (auto tcp = r.table(*t, "listen", "tcp")) {
             const std::string path = "listen.tcp";
             r.check_keys(*tcp, path, {"enabled", "address", "cert", "key", "client_ca"});
-            if (auto b = r.boolean(*tcp, path, "enabled"))
+            if (auto b = r.boolean(*tcp, path, "enabled")) {
                 d.tcp.enabled = *b;
-            if (auto s = read_address(r, *tcp, path, "address", false, true))
+            }
+            if (auto s = read_address(r, *tcp, path, "address", false, true)) {
                 d.tcp.address = *s;
-            if (auto s = read_abs_path(r, *tcp, path, "cert"))
+            }
+            if (auto s = read_abs_path(r, *tcp, path, "cert")) {
                 d.tcp.cert = *s;
-            if (auto s = read_abs_path(r, *tcp, path, "key"))
+            }
+            if (auto s = read_abs_path(r, *tcp, path, "key")) {
                 d.tcp.key = *s;
-            if (auto s = read_abs_path(r, *tcp, path, "client_ca"))
+            }
+            if (auto s = read_abs_path(r, *tcp, path, "client_ca")) {
                 d.tcp.client_ca = *s;
+            }
             if (d.tcp.enabled) {
-                for (auto key : {"cert", "key", "client_ca"})
-                    if (!tcp->contains(key))
+                for (auto key : {"cert", "key", "client_ca"}) {
+                    if (!tcp->contains(key)) {
                         r.error(pos_of(*tcp), path + ": enabled, but " + quote(key) +
                                                   " is missing (TLS needs cert, key and "
                                                   "client_ca)");
+                    }
+                }
             }
         }
     }
 
     if (auto t = r.table(root, "", "metrics")) {
         r.check_keys(*t, "metrics", {"enabled", "address"});
-        if (auto b = r.boolean(*t, "metrics", "enabled"))
+        if (auto b = r.boolean(*t, "metrics", "enabled")) {
             d.metrics.enabled = *b;
-        if (auto s = read_address(r, *t, "metrics", "address", true))
+        }
+        if (auto s = read_address(r, *t, "metrics", "address", true)) {
             d.metrics.address = *s;
+        }
     }
 
     if (auto t = r.table(root, "", "state")) {
         r.check_keys(*t, "state", {"dir"});
-        if (auto s = read_abs_path(r, *t, "state", "dir"))
+        if (auto s = read_abs_path(r, *t, "state", "dir")) {
             d.state_dir = *s;
+        }
     }
 
     if (auto t = r.table(root, "", "sessions")) {
         r.check_keys(*t, "sessions", {"address", "ticket_ttl_s", "idle_timeout_ms"});
         if (auto s = r.string(*t, "sessions", "address")) {
-            if (!s->empty() && !is_ip(*s))
+            if (!s->empty() && !is_ip(*s)) {
                 r.error(pos_of(*t->get("address")),
                         "sessions.address: " + quote(*s) +
                             " is not an IP address (or \"\" for the RDMA netdev's first IPv4)");
-            else
+            } else {
                 d.session_address = *s;
+            }
         }
         set(d.ticket_ttl_s, r.integer(*t, "sessions", "ticket_ttl_s", 1, 3600));
         set(d.idle_timeout_ms, r.integer(*t, "sessions", "idle_timeout_ms", 0, ms_per_day));
@@ -325,19 +361,24 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
 // ---- tenants.d/NAME.toml --------------------------------------------------
 
 std::optional<AuditLevel> audit_level_from_name(std::string_view s) {
-    for (auto a : {AuditLevel::none, AuditLevel::errors, AuditLevel::sessions, AuditLevel::all})
-        if (audit_level_name(a) == s)
+    for (auto a : {AuditLevel::none, AuditLevel::errors, AuditLevel::sessions, AuditLevel::all}) {
+        if (audit_level_name(a) == s) {
             return a;
+        }
+    }
     return std::nullopt;
 }
 
 std::optional<std::uint32_t> right_from_name(std::string_view s) {
-    if (s == "read")
+    if (s == "read") {
         return ROF_ACCESS_READ;
-    if (s == "write")
+    }
+    if (s == "write") {
         return ROF_ACCESS_WRITE;
-    if (s == "atomic")
+    }
+    if (s == "atomic") {
         return ROF_ACCESS_ATOMIC;
+    }
     return std::nullopt;
 }
 
@@ -370,17 +411,19 @@ void read_programs(Reader& r, const toml::table& t, ProgramLimits& pl) {
             const toml::node& n = *a->get(i);
             std::string p = index("programs.classes", i);
             auto s = r.string_node(n, p);
-            if (!s)
+            if (!s) {
                 continue;
+            }
             auto c = insn_class_from_name(*s);
-            if (!c)
+            if (!c) {
                 r.error(pos_of(n), p + ": " + quote(*s) +
                                        " is not an instruction class (alu, jmp, loop, ld, st, "
                                        "atomic, alloc, copy, hash)");
-            else if (classes & *c)
+            } else if (classes & *c) {
                 r.error(pos_of(n), p + ": " + quote(*s) + " is listed twice");
-            else
+            } else {
                 classes |= *c;
+            }
         }
         pl.classes = classes;
     }
@@ -403,8 +446,9 @@ void read_freelist(Reader& r, const toml::table& t, const std::string& path,
     Pos at = pos_of(t);
     r.check_keys(t, path, {"block_size", "offset", "count"});
     bool ok = true;
-    for (auto key : {"block_size", "offset", "count"})
+    for (auto key : {"block_size", "offset", "count"}) {
         ok = r.require(t, at, path, key) && ok;
+    }
     FreeListDecl fl;
     if (auto v = r.integer(t, path, "block_size", 8, u32_max)) {
         if (*v % 8 != 0) {
@@ -427,12 +471,14 @@ void read_freelist(Reader& r, const toml::table& t, const std::string& path,
     } else {
         ok = false;
     }
-    if (auto v = r.integer(t, path, "count", 1, ROF_FREELIST_BLOCKS_MAX))
+    if (auto v = r.integer(t, path, "count", 1, ROF_FREELIST_BLOCKS_MAX)) {
         fl.count = static_cast<std::uint32_t>(*v);
-    else
+    } else {
         ok = false;
-    if (!ok || region_size == 0)
+    }
+    if (!ok || region_size == 0) {
         return;
+    }
     // count <= 2^20 and block_size < 2^32: no overflow below 2^63.
     std::uint64_t len = freelist_header + std::uint64_t{fl.count} * fl.block_size;
     if (fl.offset > region_size || len > region_size - fl.offset) {
@@ -469,14 +515,16 @@ void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
     for (std::size_t i = 0; i < a.size(); i++) {
         const std::string path = index("regions", i);
         const toml::table* t = r.table_node(*a.get(i), path);
-        if (!t)
+        if (!t) {
             continue;
+        }
         Pos at = pos_of(*t);
         r.check_keys(*t, path, {"name", "size", "rights", "freelists"});
-        if (i == tenant.quota.regions)
+        if (i == tenant.quota.regions) {
             r.error(at, path + ": " + std::to_string(i + 1) +
                             " regions declared, more than quota.regions (" +
                             std::to_string(tenant.quota.regions) + ")");
+        }
         RegionDecl reg;
         reg.line = at.line;
         bool ok = true;
@@ -523,23 +571,26 @@ void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
 
         if (r.require(*t, at, path, "rights")) {
             if (auto ra = r.array(*t, path, "rights")) {
-                if (ra->empty())
+                if (ra->empty()) {
                     r.error(pos_of(*ra), join(path, "rights") +
                                              ": empty; give at least one of read, write, atomic");
+                }
                 for (std::size_t j = 0; j < ra->size(); j++) {
                     const toml::node& n = *ra->get(j);
                     std::string p = index(join(path, "rights"), j);
                     auto s = r.string_node(n, p);
-                    if (!s)
+                    if (!s) {
                         continue;
+                    }
                     auto bit = right_from_name(*s);
-                    if (!bit)
+                    if (!bit) {
                         r.error(pos_of(n),
                                 p + ": " + quote(*s) + " is not a right (read, write, atomic)");
-                    else if (reg.rights & *bit)
+                    } else if (reg.rights & *bit) {
                         r.error(pos_of(n), p + ": " + quote(*s) + " is listed twice");
-                    else
+                    } else {
                         reg.rights |= *bit;
+                    }
                 }
             }
         }
@@ -549,14 +600,16 @@ void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
             std::vector<std::size_t> valid_index;
             for (std::size_t j = 0; j < fa->size(); j++) {
                 std::string p = index(join(path, "freelists"), j);
-                if (auto ft = r.table_node(*fa->get(j), p))
+                if (auto ft = r.table_node(*fa->get(j), p)) {
                     read_freelist(r, *ft, p, reg.size, valid, valid_index, j);
+                }
             }
             reg.freelists = std::move(valid);
         }
 
-        if (ok)
+        if (ok) {
             by_name.emplace(reg.name, RegionSeen{tenant.regions.size(), reg.rights});
+        }
         tenant.regions.push_back(std::move(reg));
     }
 }
@@ -567,8 +620,9 @@ void read_grants(Reader& r, const toml::array& a, Tenant& tenant,
     for (std::size_t i = 0; i < a.size(); i++) {
         const std::string path = index("grants", i);
         const toml::table* t = r.table_node(*a.get(i), path);
-        if (!t)
+        if (!t) {
             continue;
+        }
         Pos at = pos_of(*t);
         r.check_keys(*t, path, {"region", "to", "write"});
         GrantDecl g;
@@ -622,8 +676,9 @@ void read_grants(Reader& r, const toml::array& a, Tenant& tenant,
                 ok = false;
             }
         }
-        if (!ok)
+        if (!ok) {
             continue;
+        }
         for (const GrantDecl& o : tenant.grants) {
             if (o.region == g.region && o.to == g.to) {
                 r.error(at, path + ": region " + quote(g.region) + " is already granted to " +
@@ -632,8 +687,9 @@ void read_grants(Reader& r, const toml::array& a, Tenant& tenant,
                 break;
             }
         }
-        if (ok)
+        if (ok) {
             tenant.grants.push_back(std::move(g));
+        }
     }
 }
 
@@ -649,49 +705,59 @@ void read_tenant(Reader& r, const toml::table& root, Tenant& tenant,
     if (r.require(root, Pos{}, "", "name")) {
         const toml::node& n = *root.get("name");
         if (auto name = r.name_node(n, "name")) {
-            if (*name != stem)
+            if (*name != stem) {
                 r.error(pos_of(n), "name: " + quote(*name) + " does not match the file name " +
                                        quote(file_name) + " (tenant " + quote(*name) +
                                        " belongs in " + *name + ".toml)");
-            else if (auto it = declared.find(*name); it != declared.end())
+            } else if (auto it = declared.find(*name); it != declared.end()) {
                 r.error(pos_of(n), "name: tenant " + quote(*name) + " is declared twice (also in " +
                                        it->second + ")");
-            else
+            } else {
                 declared.emplace(*name, r.file());
+            }
         }
     }
 
     if (auto s = r.string(root, "", "audit")) {
-        if (auto a = audit_level_from_name(*s))
+        if (auto a = audit_level_from_name(*s)) {
             tenant.audit = *a;
-        else
+        } else {
             r.error(pos_of(*root.get("audit")),
                     "audit: " + quote(*s) + " is not an audit level (none, errors, sessions, all)");
+        }
     }
     set(tenant.control_rate, r.integer(root, "", "control_rate", 0, 1000000));
 
-    if (auto t = r.table(root, "", "identity"))
+    if (auto t = r.table(root, "", "identity")) {
         read_identity(r, *t, "identity", tenant.identity, Owner{false, tenant.name, r.file(), {}},
                       claims);
-    if (auto t = r.table(root, "", "quota"))
+    }
+    if (auto t = r.table(root, "", "quota")) {
         read_quota(r, *t, tenant.quota);
+    }
     if (auto t = r.table(root, "", "rate")) {
         r.check_keys(*t, "rate", {"session", "tenant"});
-        if (auto s = r.table(*t, "rate", "session"))
+        if (auto s = r.table(*t, "rate", "session")) {
             read_rate(r, *s, "rate.session", tenant.session_rate);
-        if (auto s = r.table(*t, "rate", "tenant"))
+        }
+        if (auto s = r.table(*t, "rate", "tenant")) {
             read_rate(r, *s, "rate.tenant", tenant.tenant_rate);
+        }
     }
-    if (auto t = r.table(root, "", "programs"))
+    if (auto t = r.table(root, "", "programs")) {
         read_programs(r, *t, tenant.programs);
-    if (auto t = r.table(root, "", "quarantine"))
+    }
+    if (auto t = r.table(root, "", "quarantine")) {
         read_quarantine(r, *t, tenant.quarantine);
+    }
 
     std::map<std::string, RegionSeen, std::less<>> regions;
-    if (auto a = r.array(root, "", "regions"))
+    if (auto a = r.array(root, "", "regions")) {
         read_regions(r, *a, tenant, regions);
-    if (auto a = r.array(root, "", "grants"))
+    }
+    if (auto a = r.array(root, "", "grants")) {
         read_grants(r, *a, tenant, regions, tenant_names);
+    }
 }
 
 // ---- files ----------------------------------------------------------------
@@ -730,13 +796,15 @@ LoadResult run(std::optional<Source> daemon, std::string daemon_file, std::vecto
     }
 
     std::set<std::string, std::less<>> names;
-    for (const Source& s : tenants)
+    for (const Source& s : tenants) {
         names.insert(std::filesystem::path(s.file).stem().string());
+    }
     std::map<std::string, std::string, std::less<>> declared;
     for (const Source& s : tenants) {
         auto root = parse_toml(s, errors);
-        if (!root)
+        if (!root) {
             continue;
+        }
         Reader r(s.file, errors);
         Tenant t;
         t.file = s.file;
@@ -746,22 +814,27 @@ LoadResult run(std::optional<Source> daemon, std::string daemon_file, std::vecto
 
     // Per file in load order, by position within a file.
     std::map<std::string, std::size_t, std::less<>> rank;
-    if (daemon)
+    if (daemon) {
         rank.emplace(daemon->file, 0);
-    for (const Source& s : tenants)
+    }
+    for (const Source& s : tenants) {
         rank.emplace(s.file, rank.size());
+    }
     auto rank_of = [&](const std::string& f) {
         auto it = rank.find(f);
         return it == rank.end() ? 0 : it->second;
     };
     std::stable_sort(errors.begin(), errors.end(), [&](const Diagnostic& a, const Diagnostic& b) {
         auto ra = rank_of(a.file), rb = rank_of(b.file);
-        if (ra != rb)
+        if (ra != rb) {
             return ra < rb;
-        if (a.file != b.file)
+        }
+        if (a.file != b.file) {
             return false;
-        if (a.line != b.line)
+        }
+        if (a.line != b.line) {
             return a.line < b.line;
+        }
         return a.col < b.col;
     });
 
@@ -796,26 +869,30 @@ std::optional<std::string> read_text(const std::string& path, std::string& why) 
 // ---- the public helpers -----------------------------------------------------
 
 std::string Diagnostic::str() const {
-    if (line == 0)
+    if (line == 0) {
         return file + ": " + message;
+    }
     return file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + message;
 }
 
 std::string LoadResult::error_text() const {
     std::string s;
-    for (const Diagnostic& d : errors)
+    for (const Diagnostic& d : errors) {
         s += d.str() + "\n";
+    }
     return s;
 }
 
 bool valid_name(std::string_view name) {
-    if (name.empty() || name.size() > name_max)
+    if (name.empty() || name.size() > name_max) {
         return false;
+    }
     for (char c : name) {
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                   c == '.' || c == '_' || c == ':' || c == '-';
-        if (!ok)
+        if (!ok) {
             return false;
+        }
     }
     return true;
 }
@@ -825,29 +902,34 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     std::uint64_t v = 0;
     while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
         auto d = static_cast<std::uint64_t>(text[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
+        if (v > (UINT64_MAX - d) / 10) {
             return std::nullopt;
+        }
         v = v * 10 + d;
         i++;
     }
-    if (i == 0)
+    if (i == 0) {
         return std::nullopt;
-    if (i < text.size() && text[i] == ' ')
+    }
+    if (i < text.size() && text[i] == ' ') {
         i++;
+    }
     std::string_view unit = text.substr(i);
     std::uint64_t mul = 0;
-    if (unit.empty() || unit == "B")
+    if (unit.empty() || unit == "B") {
         mul = 1;
-    else if (unit == "KiB")
+    } else if (unit == "KiB") {
         mul = KiB;
-    else if (unit == "MiB")
+    } else if (unit == "MiB") {
         mul = MiB;
-    else if (unit == "GiB")
+    } else if (unit == "GiB") {
         mul = GiB;
-    else
+    } else {
         return std::nullopt;
-    if (v > UINT64_MAX / mul)
+    }
+    if (v > UINT64_MAX / mul) {
         return std::nullopt;
+    }
     return v * mul;
 }
 
@@ -860,16 +942,20 @@ constexpr std::pair<InsnClass, std::string_view> insn_class_names[] = {
 }  // namespace
 
 std::optional<InsnClass> insn_class_from_name(std::string_view name) {
-    for (const auto& [c, n] : insn_class_names)
-        if (n == name)
+    for (const auto& [c, n] : insn_class_names) {
+        if (n == name) {
             return c;
+        }
+    }
     return std::nullopt;
 }
 
 std::string_view insn_class_name(InsnClass c) {
-    for (const auto& [k, n] : insn_class_names)
-        if (k == c)
+    for (const auto& [k, n] : insn_class_names) {
+        if (k == c) {
             return n;
+        }
+    }
     return "?";
 }
 
@@ -894,20 +980,28 @@ const Tenant* Policy::find(std::string_view name) const {
 }
 
 const Tenant* Policy::for_peer(uid_t uid, gid_t gid) const {
-    for (const Tenant& t : tenants)
-        if (std::find(t.identity.uids.begin(), t.identity.uids.end(), uid) != t.identity.uids.end())
+    for (const Tenant& t : tenants) {
+        if (std::find(t.identity.uids.begin(), t.identity.uids.end(), uid) !=
+            t.identity.uids.end()) {
             return &t;
-    for (const Tenant& t : tenants)
-        if (std::find(t.identity.gids.begin(), t.identity.gids.end(), gid) != t.identity.gids.end())
+        }
+    }
+    for (const Tenant& t : tenants) {
+        if (std::find(t.identity.gids.begin(), t.identity.gids.end(), gid) !=
+            t.identity.gids.end()) {
             return &t;
+        }
+    }
     return nullptr;
 }
 
 const Tenant* Policy::for_subject(std::string_view subject) const {
-    for (const Tenant& t : tenants)
+    for (const Tenant& t : tenants) {
         if (std::find(t.identity.subjects.begin(), t.identity.subjects.end(), subject) !=
-            t.identity.subjects.end())
+            t.identity.subjects.end()) {
             return &t;
+        }
+    }
     return nullptr;
 }
 
@@ -920,8 +1014,10 @@ bool Policy::is_admin(uid_t uid, gid_t gid) const {
 LoadResult parse(std::string_view daemon_text, std::string_view daemon_file,
                  const std::vector<std::pair<std::string, std::string>>& tenants) {
     std::vector<Source> sources;
-    for (const auto& [file, text] : tenants)
+    sources.reserve(tenants.size());
+    for (const auto& [file, text] : tenants) {
         sources.push_back(Source{file, text});
+    }
     return run(Source{std::string(daemon_file), std::string(daemon_text)}, std::string(daemon_file),
                std::move(sources), {});
 }
@@ -930,12 +1026,13 @@ LoadResult load(const std::string& daemon_file, const std::string& tenants_dir) 
     std::vector<Diagnostic> errors;
     std::optional<Source> daemon;
     std::string why;
-    if (std::error_code dir_ec; std::filesystem::is_directory(daemon_file, dir_ec))
+    if (std::error_code dir_ec; std::filesystem::is_directory(daemon_file, dir_ec)) {
         errors.push_back(Diagnostic{daemon_file, 0, 0, "is a directory, not a file"});
-    else if (auto text = read_text(daemon_file, why))
+    } else if (auto text = read_text(daemon_file, why)) {
         daemon = Source{daemon_file, std::move(*text)};
-    else if (std::error_code ec; std::filesystem::exists(daemon_file, ec) || ec)
+    } else if (std::error_code ec; std::filesystem::exists(daemon_file, ec) || ec) {
         errors.push_back(Diagnostic{daemon_file, 0, 0, "cannot read: " + why});
+    }
 
     std::vector<Source> tenants;
     std::error_code ec;
@@ -944,17 +1041,20 @@ LoadResult load(const std::string& daemon_file, const std::string& tenants_dir) 
         std::vector<std::filesystem::path> files;
         for (const auto& e : std::filesystem::directory_iterator(tenants_dir, ec)) {
             std::error_code ec2;
-            if (e.path().extension() == ".toml" && e.is_regular_file(ec2))
+            if (e.path().extension() == ".toml" && e.is_regular_file(ec2)) {
                 files.push_back(e.path());
+            }
         }
-        if (ec)
+        if (ec) {
             errors.push_back(Diagnostic{tenants_dir, 0, 0, "cannot list: " + ec.message()});
+        }
         std::sort(files.begin(), files.end());
         for (const auto& p : files) {
-            if (auto text = read_text(p.string(), why))
+            if (auto text = read_text(p.string(), why)) {
                 tenants.push_back(Source{p.string(), std::move(*text)});
-            else
+            } else {
                 errors.push_back(Diagnostic{p.string(), 0, 0, "cannot read: " + why});
+            }
         }
     } else if (std::filesystem::exists(st)) {
         errors.push_back(Diagnostic{tenants_dir, 0, 0, "not a directory"});

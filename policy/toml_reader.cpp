@@ -36,8 +36,9 @@ std::string_view type_name(toml::node_type t) {
 std::string allowed_list(std::initializer_list<std::string_view> allowed) {
     std::string s;
     for (auto a : allowed) {
-        if (!s.empty())
+        if (!s.empty()) {
             s += ", ";
+        }
         s += a;
     }
     return s;
@@ -58,8 +59,9 @@ Pos pos_of(const toml::key& k) {
 }
 
 std::string join(std::string_view prefix, std::string_view key) {
-    if (prefix.empty())
+    if (prefix.empty()) {
         return std::string(key);
+    }
     std::string s(prefix);
     s += '.';
     s += key;
@@ -74,9 +76,11 @@ std::string fmt_bytes(std::uint64_t v) {
     constexpr std::uint64_t KiB = 1024;
     static const std::pair<std::uint64_t, const char*> units[] = {
         {KiB * KiB * KiB * KiB, "TiB"}, {KiB * KiB * KiB, "GiB"}, {KiB * KiB, "MiB"}, {KiB, "KiB"}};
-    for (const auto& [unit, name] : units)
-        if (v >= unit && v % unit == 0)
+    for (const auto& [unit, name] : units) {
+        if (v >= unit && v % unit == 0) {
             return std::to_string(v / unit) + " " + name;
+        }
+    }
     return std::to_string(v) + (v == 1 ? " byte" : " bytes");
 }
 
@@ -107,17 +111,20 @@ void Reader::check_keys(const toml::table& t, std::string_view path,
                         std::initializer_list<std::string_view> allowed) {
     for (auto&& [k, v] : t) {
         bool known = false;
-        for (auto a : allowed)
+        for (auto a : allowed) {
             known = known || a == k.str();
-        if (!known)
+        }
+        if (!known) {
             error(pos_of(k), join(path, k.str()) +
                                  ": unknown key (known keys: " + allowed_list(allowed) + ")");
+        }
     }
 }
 
 bool Reader::require(const toml::table& t, Pos where, std::string_view path, std::string_view key) {
-    if (t.contains(key))
+    if (t.contains(key)) {
         return true;
+    }
     error(where,
           (path.empty() ? std::string() : std::string(path) + ": ") + "missing key " + quote(key));
     return false;
@@ -126,14 +133,16 @@ bool Reader::require(const toml::table& t, Pos where, std::string_view path, std
 void Reader::wrong_type(const toml::node& n, std::string_view path, std::string_view expected) {
     std::string msg = std::string(path) + ": expected " + std::string(expected) + ", not " +
                       std::string(type_name(n.type()));
-    if (auto s = n.as_string())
+    if (auto s = n.as_string()) {
         msg += " (" + quote(s->get()) + ")";
+    }
     error(pos_of(n), std::move(msg));
 }
 
 const toml::table* Reader::table_node(const toml::node& n, std::string_view path) {
-    if (auto t = n.as_table())
+    if (auto t = n.as_table()) {
         return t;
+    }
     wrong_type(n, path, "a table");
     return nullptr;
 }
@@ -147,17 +156,20 @@ const toml::table* Reader::table(const toml::table& t, std::string_view path,
 const toml::array* Reader::array(const toml::table& t, std::string_view path,
                                  std::string_view key) {
     auto n = t.get(key);
-    if (!n)
+    if (!n) {
         return nullptr;
-    if (auto a = n->as_array())
+    }
+    if (auto a = n->as_array()) {
         return a;
+    }
     wrong_type(*n, join(path, key), "an array");
     return nullptr;
 }
 
 std::optional<std::string> Reader::string_node(const toml::node& n, std::string_view path) {
-    if (auto s = n.as_string())
+    if (auto s = n.as_string()) {
         return s->get();
+    }
     wrong_type(n, path, "a string");
     return std::nullopt;
 }
@@ -171,10 +183,12 @@ std::optional<std::string> Reader::string(const toml::table& t, std::string_view
 std::optional<bool> Reader::boolean(const toml::table& t, std::string_view path,
                                     std::string_view key) {
     auto n = t.get(key);
-    if (!n)
+    if (!n) {
         return std::nullopt;
-    if (auto b = n->as_boolean())
+    }
+    if (auto b = n->as_boolean()) {
         return b->get();
+    }
     wrong_type(*n, join(path, key), "a boolean (true or false)");
     return std::nullopt;
 }
@@ -241,8 +255,9 @@ std::optional<std::uint64_t> Reader::size(const toml::table& t, std::string_view
 
 std::optional<std::string> Reader::name_node(const toml::node& n, std::string_view path) {
     auto s = string_node(n, path);
-    if (!s)
+    if (!s) {
         return std::nullopt;
+    }
     if (s->empty()) {
         error(pos_of(n), std::string(path) + ": empty name");
         return std::nullopt;

@@ -3,11 +3,11 @@
 // server) and B3 (GETs while rofd and the kvstore's server are killed).
 // docs/performance.md.
 #include <sched.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
@@ -143,7 +143,7 @@ class Pin {
     Pin& operator=(const Pin&) = delete;
 
   private:
-    cpu_set_t old_;
+    cpu_set_t old_{};
 };
 
 // stress-ng as a child, stopped (SIGTERM, reaped) when this goes.
@@ -158,6 +158,7 @@ class Stress {
             a.insert(a.end(), {"--taskset", cpus});
         }
         std::vector<char*> argv;
+        argv.reserve(a.size() + 1);
         for (auto& s : a) {
             argv.push_back(s.data());
         }

@@ -9,14 +9,16 @@ namespace rofkv {
 namespace {
 
 void put32(std::byte* p, std::uint32_t v) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         p[i] = static_cast<std::byte>(v >> (8 * i));
+    }
 }
 
 std::uint32_t get32(const std::byte* p) {
     std::uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
+    }
     return v;
 }
 
@@ -59,8 +61,9 @@ constexpr std::size_t kArgsMax = 1000, kChunk = 976, kGetAttempts = 8;
 }  // namespace
 
 bool KvClient::encode_key(std::string_view key, std::uint32_t voff) {
-    if (key.empty() || key.size() > kMaxKey)
+    if (key.empty() || key.size() > kMaxKey) {
         return false;
+    }
     const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
     args_.assign(8 + padded, std::byte{0});
     put32(args_.data(), static_cast<std::uint32_t>(key.size()));
@@ -78,23 +81,27 @@ void KvClient::encode_put(std::string_view key, std::uint32_t flags, std::uint32
     put32(args_.data() + 8, vlen);
     put32(args_.data() + 12, voff);
     std::memcpy(args_.data() + 16, key.data(), key.size());
-    if (!chunk.empty())
+    if (!chunk.empty()) {
         std::memcpy(args_.data() + 16 + padded, chunk.data(), chunk.size());
+    }
 }
 
 Status KvClient::call(std::uint64_t tag, std::span<std::byte> resp, std::size_t* len) {
     const rof::InvokeResult r = s_.invoke(tag, args_, resp);
-    if (len)
+    if (len) {
         *len = r.len;
-    if (r.prog_status > static_cast<std::uint32_t>(Status::too_big))
+    }
+    if (r.prog_status > static_cast<std::uint32_t>(Status::too_big)) {
         throw rof::Error(rof::Code::internal,
                          "kvstore: program status " + std::to_string(r.prog_status));
+    }
     return static_cast<Status>(r.prog_status);
 }
 
 Status KvClient::get(std::string_view key, std::string& value, std::uint32_t* flags) {
-    if (!encode_key(key, 0))
+    if (!encode_key(key, 0)) {
         return Status::too_big;
+    }
     for (std::size_t attempt = 0; attempt < kGetAttempts; attempt++) {
         std::uint64_t entry = 0;
         std::uint32_t vlen = 0;
@@ -108,10 +115,12 @@ Status KvClient::get(std::string_view key, std::string& value, std::uint32_t* fl
                 changed = true;  // deleted between chunks: start again
                 break;
             }
-            if (st != Status::ok)
+            if (st != Status::ok) {
                 return st;
-            if (len < 16)
+            }
+            if (len < 16) {
                 throw rof::Error(rof::Code::internal, "kvstore: kv-get answered a short response");
+            }
             std::uint64_t e = 0;
             std::memcpy(&e, resp_.data() + 8, 8);
             const std::uint32_t vl = get32(resp_.data() + 4);
@@ -120,26 +129,30 @@ Status KvClient::get(std::string_view key, std::string& value, std::uint32_t* fl
                 break;
             }
             if (vl > kMaxValue || vl < value.size() ||
-                len - 16 != std::min<std::size_t>(vl - value.size(), kChunk))
+                len - 16 != std::min<std::size_t>(vl - value.size(), kChunk)) {
                 throw rof::Error(rof::Code::internal,
                                  "kvstore: kv-get answered a malformed response");
+            }
             if (value.empty()) {
                 entry = e;
                 vlen = vl;
-                if (flags)
+                if (flags) {
                     *flags = get32(resp_.data());
+                }
             }
             value.append(reinterpret_cast<const char*>(resp_.data()) + 16, len - 16);
         } while (value.size() < vlen);
-        if (!changed)
+        if (!changed) {
             return Status::ok;
+        }
     }
     return Status::busy;
 }
 
 Status KvClient::set(std::string_view key, std::string_view value, std::uint32_t flags) {
-    if (key.empty() || key.size() > kMaxKey || value.size() > kMaxValue)
+    if (key.empty() || key.size() > kMaxKey || value.size() > kMaxValue) {
         return Status::too_big;
+    }
     const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
     const std::size_t room = kArgsMax - 16 - padded;
     const auto vlen = static_cast<std::uint32_t>(value.size());
@@ -148,16 +161,18 @@ Status KvClient::set(std::string_view key, std::string_view value, std::uint32_t
         const std::string_view chunk = value.substr(off, room);
         encode_put(key, flags, vlen, static_cast<std::uint32_t>(off), chunk);
         const Status st = call(put_, {}, nullptr);
-        if (st != Status::ok)
+        if (st != Status::ok) {
             return st;
+        }
         off += chunk.size();
     } while (off < value.size());
     return Status::ok;
 }
 
 Status KvClient::del(std::string_view key) {
-    if (!encode_key(key, 0))
+    if (!encode_key(key, 0)) {
         return Status::too_big;
+    }
     return call(del_, {}, nullptr);
 }
 

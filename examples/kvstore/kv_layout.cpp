@@ -20,13 +20,15 @@ std::uint64_t page_up(std::uint64_t n) {
 }  // namespace
 
 Geometry Geometry::for_items(std::uint64_t items) {
-    if (items == 0 || items > kMaxItems)
+    if (items == 0 || items > kMaxItems) {
         throw std::invalid_argument("items: 1 .. " + std::to_string(kMaxItems));
+    }
     Geometry g;
     g.items = items;
     g.nbuckets = 16;
-    while (g.nbuckets < items / 4)
+    while (g.nbuckets < items / 4) {
         g.nbuckets *= 2;
+    }
     g.locks = kBucketsAt + g.nbuckets * 64;
     g.index_len = page_up(g.locks + g.nbuckets * 8);
     g.small_count = items;
@@ -46,8 +48,9 @@ std::string program_source(const std::string& name, const Geometry& g) {
                        : name == "kv-put" ? kv_put_rofs
                        : name == "kv-del" ? kv_del_rofs
                                           : nullptr;
-    if (!text)
+    if (!text) {
         throw std::invalid_argument("no program " + name);
+    }
     const std::pair<const char*, std::uint64_t> consts[] = {
         {"INDEX_LEN", g.index_len}, {"HEAP_LEN", g.heap_len}, {"MASK", g.nbuckets - 1},
         {"LOCKS", g.locks},         {"LARGE_AT", g.large_at},
@@ -57,8 +60,9 @@ std::string program_source(const std::string& name, const Geometry& g) {
     while (std::getline(in, line)) {
         for (const auto& [c, v] : consts) {
             const std::string head = std::string(".const ") + c + ",";
-            if (line.rfind(head, 0) == 0)
+            if (line.rfind(head, 0) == 0) {
                 line = head + " " + std::to_string(v);
+            }
         }
         out += line;
         out += '\n';

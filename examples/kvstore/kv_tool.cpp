@@ -34,8 +34,9 @@ namespace {
 }
 
 int status_exit(const std::string& what, rofkv::Status s) {
-    if (s == rofkv::Status::ok)
+    if (s == rofkv::Status::ok) {
         return 0;
+    }
     std::fprintf(stderr, "rof-kv: %s: %s\n", what.c_str(), rofkv::status_name(s));
     return s == rofkv::Status::not_found ? 1 : 3;
 }
@@ -48,8 +49,9 @@ std::vector<std::uint32_t> free_counts(rof::Client& c, const std::string& tenant
     const rof::v1::Region r = c.get_region(g);
     std::vector<std::uint32_t> out;
     for (const auto& f : r.freelists()) {
-        if (f.corrupt())
+        if (f.corrupt()) {
             throw rof::Error(rof::Code::data_loss, "kv_heap: a free list is corrupt");
+        }
         out.push_back(f.free());
     }
     return out;
@@ -59,16 +61,18 @@ std::string race_value(unsigned s, unsigned r, unsigned rounds) {
     // Distinct, self-describing, of sizes that use both block classes.
     std::string v = "s" + std::to_string(s) + "r" + std::to_string(r) + ":";
     const std::size_t len = v.size() + ((s * rounds + r) * 37) % 600;
-    while (v.size() < len)
+    while (v.size() < len) {
         v += static_cast<char>('a' + v.size() % 26);
+    }
     return v;
 }
 
 int race(rof::Client& c, const std::string& tenant, unsigned n, unsigned rounds,
          const std::string& key) {
     std::vector<rof::Session> sessions;
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < n; i++) {
         sessions.push_back(rof::Session::open(c, rofkv::KvClient::session_options(tenant)));
+    }
     rofkv::KvClient first(sessions[0]);
     first.del(key);
     const std::vector<std::uint32_t> before = free_counts(c, tenant);
@@ -80,8 +84,9 @@ int race(rof::Client& c, const std::string& tenant, unsigned n, unsigned rounds,
                 rofkv::KvClient kv(sessions[i]);
                 for (unsigned r = 0; r < rounds; r++) {
                     rofkv::Status s;
-                    while ((s = kv.set(key, race_value(i, r, rounds))) == rofkv::Status::busy)
+                    while ((s = kv.set(key, race_value(i, r, rounds))) == rofkv::Status::busy) {
                         busy++;
+                    }
                     if (s != rofkv::Status::ok) {
                         std::fprintf(stderr, "rof-kv: race: set: %s\n", rofkv::status_name(s));
                         failed++;
@@ -93,27 +98,32 @@ int race(rof::Client& c, const std::string& tenant, unsigned n, unsigned rounds,
             }
         });
     }
-    for (auto& t : threads)
+    for (auto& t : threads) {
         t.join();
+    }
     std::string v;
     const rofkv::Status s = first.get(key, v);
     bool ok = failed == 0 && s == rofkv::Status::ok;
     bool known = false;
-    for (unsigned i = 0; ok && i < n && !known; i++)
-        for (unsigned r = 0; r < rounds && !known; r++)
+    for (unsigned i = 0; ok && i < n && !known; i++) {
+        for (unsigned r = 0; r < rounds && !known; r++) {
             known = v == race_value(i, r, rounds);
+        }
+    }
     const std::vector<std::uint32_t> after = free_counts(c, tenant);
     const std::size_t rec = 16 + ((key.size() + 7) & ~std::size_t{7}) + v.size();
     std::vector<std::uint32_t> want = before;
-    if (!want.empty())
+    if (!want.empty()) {
         want[rec <= rofkv::kSmallBlock || want.size() < 2 ? 0 : 1]--;
+    }
     std::printf(
         "race: %u sessions x %u rounds, %u busy retries; final value %s (%zu bytes); "
         "free blocks",
         n, rounds, busy.load(), known ? "is one of the writes" : "is NOT one of the writes",
         v.size());
-    for (std::size_t i = 0; i < after.size(); i++)
+    for (std::size_t i = 0; i < after.size(); i++) {
         std::printf(" %u (was %u)", after[i], before[i]);
+    }
     std::printf("\n");
     if (!ok || !known || after != want) {
         std::printf("race: FAILED\n");
@@ -130,48 +140,56 @@ int run(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
-            if (i + 1 >= argc)
+            if (i + 1 >= argc) {
                 usage(("missing value of " + a).c_str());
+            }
             return argv[++i];
         };
-        if (a == "--socket")
+        if (a == "--socket") {
             socket = value();
-        else if (a == "--tenant")
+        } else if (a == "--tenant") {
             tenant = value();
-        else if (a == "--sessions")
+        } else if (a == "--sessions") {
             sessions = static_cast<unsigned>(std::strtoul(value().c_str(), nullptr, 10));
-        else if (a == "--rounds")
+        } else if (a == "--rounds") {
             rounds = static_cast<unsigned>(std::strtoul(value().c_str(), nullptr, 10));
-        else if (a == "-h" || a == "--help")
+        } else if (a == "-h" || a == "--help") {
             usage("the kvstore by offload");
-        else
+        } else {
             args.push_back(a);
+        }
     }
-    if (args.empty())
+    if (args.empty()) {
         usage("a command is needed");
+    }
     const std::string& cmd = args[0];
     const std::size_t want = cmd == "set" ? 3 : 2;
-    if ((cmd != "get" && cmd != "set" && cmd != "del" && cmd != "race") || args.size() != want)
+    if ((cmd != "get" && cmd != "set" && cmd != "del" && cmd != "race") || args.size() != want) {
         usage(("bad command line: " + cmd).c_str());
-    if (cmd == "race" && (sessions < 1 || sessions > 64 || rounds < 1))
+    }
+    if (cmd == "race" && (sessions < 1 || sessions > 64 || rounds < 1)) {
         usage("--sessions 1..64, --rounds >= 1");
+    }
 
     rof::ClientOptions copt;
     copt.target = socket;
     rof::Client client(copt);
-    if (cmd == "race")
+    if (cmd == "race") {
         return race(client, tenant, sessions, rounds, args[1]);
+    }
     rof::Session s = rof::Session::open(client, rofkv::KvClient::session_options(tenant));
     rofkv::KvClient kv(s);
     if (cmd == "get") {
         std::string v;
         const rofkv::Status st = kv.get(args[1], v);
-        if (st == rofkv::Status::ok)
+        if (st == rofkv::Status::ok) {
             std::fwrite(v.data(), 1, v.size(), stdout);
+        }
         return status_exit("get " + args[1], st);
     }
-    if (cmd == "set")
+    if (cmd == "set") {
         return status_exit("set " + args[1], kv.set(args[1], args[2]));
+    }
     return status_exit("del " + args[1], kv.del(args[1]));
 }
 

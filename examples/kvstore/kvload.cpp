@@ -56,8 +56,9 @@ struct Options {
 // the usage on stdout, exit 0.
 [[noreturn]] void usage(const std::string& why) {
     std::ostream& out = why.empty() ? std::cout : std::cerr;
-    if (!why.empty())
+    if (!why.empty()) {
         out << "rof-kvload: " << why << "\n";
+    }
     out << "usage: rof-kvload [--socket PATH] [--tenant NAME] [--keys N] [--key-size N]\n"
            "         [--value-size B|MIN-MAX] [--workload a|b] [--dist uniform|zipf]\n"
            "         [--threads T] [--seconds S | --ops N] [--preload] [--json] [--quiet]\n"
@@ -69,8 +70,9 @@ std::uint64_t number(const std::string& opt, const std::string& s) {
     try {
         std::size_t end = 0;
         auto v = std::stoull(s, &end);
-        if (end == s.size())
+        if (end == s.size()) {
             return v;
+        }
     } catch (const std::exception&) {
     }
     usage(opt + ": not a number: " + s);
@@ -81,59 +83,67 @@ Options parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto arg = [&]() -> std::string {
-            if (i + 1 >= argc)
+            if (i + 1 >= argc) {
                 usage(a + " needs a value");
+            }
             return argv[++i];
         };
-        if (a == "-h" || a == "--help")
+        if (a == "-h" || a == "--help") {
             usage("");
-        else if (a == "--socket")
+        } else if (a == "--socket") {
             o.socket = arg();
-        else if (a == "--tenant")
+        } else if (a == "--tenant") {
             o.tenant = arg();
-        else if (a == "--keys")
+        } else if (a == "--keys") {
             o.keys = static_cast<std::uint32_t>(number(a, arg()));
-        else if (a == "--key-size")
+        } else if (a == "--key-size") {
             o.key_size = number(a, arg());
-        else if (a == "--value-size") {
+        } else if (a == "--value-size") {
             std::string v = arg();
             auto dash = v.find('-');
             o.value_min = number(a, v.substr(0, dash));
             o.value_max = dash == std::string::npos ? o.value_min : number(a, v.substr(dash + 1));
         } else if (a == "--workload") {
             std::string v = arg();
-            if (v != "a" && v != "b")
+            if (v != "a" && v != "b") {
                 usage("--workload: a or b");
+            }
             o.workload = v[0];
         } else if (a == "--dist") {
             std::string v = arg();
-            if (v != "uniform" && v != "zipf")
+            if (v != "uniform" && v != "zipf") {
                 usage("--dist: uniform or zipf");
+            }
             o.zipf = v == "zipf";
-        } else if (a == "--threads")
+        } else if (a == "--threads") {
             o.threads = static_cast<unsigned>(number(a, arg()));
-        else if (a == "--seconds")
+        } else if (a == "--seconds") {
             o.seconds = static_cast<double>(number(a, arg()));
-        else if (a == "--ops")
+        } else if (a == "--ops") {
             o.ops = number(a, arg());
-        else if (a == "--preload")
+        } else if (a == "--preload") {
             o.preload = true;
-        else if (a == "--json")
+        } else if (a == "--json") {
             o.json = true;
-        else if (a == "--quiet")
+        } else if (a == "--quiet") {
             o.progress = false;
-        else
+        } else {
             usage("unknown option " + a);
+        }
     }
-    if (o.keys == 0 || o.threads == 0 || o.threads > 0xffff)
+    if (o.keys == 0 || o.threads == 0 || o.threads > 0xffff) {
         usage("--keys and --threads must be positive");
-    if (o.key_size < 8 || o.key_size > rofkv::kMaxKey)
+    }
+    if (o.key_size < 8 || o.key_size > rofkv::kMaxKey) {
         usage("--key-size: 8 to " + std::to_string(rofkv::kMaxKey));
+    }
     if (o.value_min < kvload::kMinValue || o.value_max > kvload::kMaxValue ||
-        o.value_min > o.value_max || o.value_max > rofkv::kMaxValue)
+        o.value_min > o.value_max || o.value_max > rofkv::kMaxValue) {
         usage("--value-size: 32 to 4096, MIN-MAX with MIN <= MAX");
-    if (o.key_size < kvload::key_name(o.keys - 1, 0).size())
+    }
+    if (o.key_size < kvload::key_name(o.keys - 1, 0).size()) {
         usage("--key-size too small for --keys");
+    }
     return o;
 }
 
@@ -143,8 +153,9 @@ constexpr const char* op_names[op_count] = {"get", "set"};
 // What every thread shares.
 struct Shared {
     explicit Shared(const Options& o) : opts(o), stored(o.keys), issued(o.threads) {
-        for (auto& v : issued)
+        for (auto& v : issued) {
             v = std::make_unique<std::vector<std::atomic<std::uint32_t>>>(o.keys);
+        }
     }
     const Options& opts;
     rof::Client* client = nullptr;
@@ -177,14 +188,16 @@ struct Worker {
     void error(const std::string& code, const std::string& what) {
         sh.errors.fetch_add(1);
         std::lock_guard lk(sh.mu);
-        if (sh.error_codes[code]++ == 0 && sh.opts.progress)
+        if (sh.error_codes[code]++ == 0 && sh.opts.progress) {
             std::cerr << "rof-kvload: thread " << id << ": " << code << ": " << what << "\n";
+        }
     }
     void wrong(std::uint32_t key, const std::string& why) {
         sh.wrong.fetch_add(1);
         std::lock_guard lk(sh.mu);
-        if (sh.wrong_samples.size() < 10)
+        if (sh.wrong_samples.size() < 10) {
             sh.wrong_samples.push_back(kvload::key_name(key, sh.opts.key_size) + ": " + why);
+        }
     }
 
     // (Re)opens the session; false if stopping first.  The sessions live in
@@ -212,9 +225,10 @@ struct Worker {
 
     void set(std::uint32_t key) {
         std::size_t len = sh.opts.value_min;
-        if (sh.opts.value_max > len)
+        if (sh.opts.value_max > len) {
             len = std::uniform_int_distribution<std::size_t>(sh.opts.value_min,
                                                              sh.opts.value_max)(rng);
+        }
         std::uint32_t s = ++seq;
         (*sh.issued[id])[key].store(s);
         auto v = kvload::encode({key, s, static_cast<std::uint16_t>(id)}, len);
@@ -239,8 +253,9 @@ struct Worker {
         ++count[op_get];
         if (st == rofkv::Status::not_found) {
             ++misses;
-            if (known)
+            if (known) {
                 wrong(key, "miss of a key stored before");
+            }
             return;
         }
         if (st != rofkv::Status::ok) {
@@ -256,23 +271,27 @@ struct Worker {
         if (got.writer >= sh.opts.threads || got.seq > (*sh.issued[got.writer])[key].load()) {
             // Not necessarily wrong: a previous run's value.  Only a value
             // claiming one of this run's writes that was never issued is.
-            if (got.writer == id && got.seq > seq)
+            if (got.writer == id && got.seq > seq) {
                 wrong(key, "a write never issued");
+            }
             return;
         }
-        if (got.writer == id && got.seq < floor)
+        if (got.writer == id && got.seq < floor) {
             wrong(key, "older than this thread's completed SET (seq " + std::to_string(got.seq) +
                            " < " + std::to_string(floor) + ")");
+        }
     }
 
     void one(Op op, std::uint32_t key) {
-        if (!kv && !connect())
+        if (!kv && !connect()) {
             return;
+        }
         try {
-            if (op == op_get)
+            if (op == op_get) {
                 get(key);
-            else
+            } else {
                 set(key);
+            }
         } catch (const rof::Error& e) {
             error(std::string(rof::code_name(e.code())), e.what());
             sh.reconnects.fetch_add(1);
@@ -282,8 +301,9 @@ struct Worker {
     }
 
     bool take() {
-        if (sh.opts.ops == 0)
+        if (sh.opts.ops == 0) {
             return !sh.stop.load(std::memory_order_relaxed);
+        }
         std::uint64_t left = sh.ops_left.load();
         while (left > 0 && !sh.ops_left.compare_exchange_weak(left, left - 1)) {
         }
@@ -291,8 +311,9 @@ struct Worker {
     }
 
     void preload() {
-        for (std::uint32_t k = id; k < sh.opts.keys && !sh.stop.load(); k += sh.opts.threads)
+        for (std::uint32_t k = id; k < sh.opts.keys && !sh.stop.load(); k += sh.opts.threads) {
             one(op_set, k);
+        }
     }
 
     void run() {
@@ -339,8 +360,9 @@ int main(int argc, char** argv) {
     sh.ops_left = o.ops;
 
     std::vector<std::unique_ptr<Worker>> workers;
-    for (unsigned i = 0; i < o.threads; ++i)
+    for (unsigned i = 0; i < o.threads; ++i) {
         workers.push_back(std::make_unique<Worker>(sh, i));
+    }
     // The first sessions are opened before the clock starts; a refusal here
     // is a setup failure, not a load error.
     try {
@@ -356,15 +378,18 @@ int main(int argc, char** argv) {
 
     auto parallel = [&](void (Worker::*fn)()) {
         std::vector<std::jthread> ts;
-        for (auto& w : workers)
+        ts.reserve(workers.size());
+        for (auto& w : workers) {
             ts.emplace_back([&w, fn] { ((*w).*fn)(); });
+        }
     };
     if (o.preload) {
         auto t0 = Clock::now();
         parallel(&Worker::preload);
-        if (o.progress)
+        if (o.progress) {
             std::cerr << "rof-kvload: preloaded " << o.keys << " keys in "
                       << std::chrono::duration<double>(Clock::now() - t0).count() << " s\n";
+        }
         for (auto& w : workers) {  // the run's figures start after the preload
             w->lat = {};
             w->count = {};
@@ -376,8 +401,9 @@ int main(int argc, char** argv) {
     std::condition_variable cv;
     bool finished = false;
     auto start = Clock::now();
-    if (o.progress)
+    if (o.progress) {
         std::cerr << "rof-kvload: run started" << std::endl;
+    }
     std::jthread ticker([&] {
         std::unique_lock lk(mu);
         std::uint64_t last = preload_done;
@@ -386,10 +412,12 @@ int main(int argc, char** argv) {
         for (int sec = 1;; ++sec) {
             auto next = start + std::chrono::seconds(sec);
             bool timed = o.ops == 0;
-            if (timed && deadline < next)
+            if (timed && deadline < next) {
                 next = deadline;
-            if (cv.wait_until(lk, next, [&] { return finished; }))
+            }
+            if (cv.wait_until(lk, next, [&] { return finished; })) {
                 return;
+            }
             const timespec now{};
             if ((timed && Clock::now() >= deadline) ||
                 sigtimedwait(&stop_signals, nullptr, &now) > 0) {
@@ -397,11 +425,12 @@ int main(int argc, char** argv) {
                 return;
             }
             std::uint64_t d = sh.done.load();
-            if (o.progress)
+            if (o.progress) {
                 std::fprintf(stderr, "rof-kvload: %3ds %8llu ops/s  errors %llu  wrong %llu\n", sec,
                              static_cast<unsigned long long>(d - last),
                              static_cast<unsigned long long>(sh.errors.load()),
                              static_cast<unsigned long long>(sh.wrong.load()));
+            }
             last = d;
         }
     });
@@ -437,12 +466,12 @@ int main(int argc, char** argv) {
             o.zipf ? "zipf" : "uniform", static_cast<unsigned long long>(misses),
             static_cast<unsigned long long>(errors), static_cast<unsigned long long>(wrong),
             static_cast<unsigned long long>(sh.reconnects.load()));
-        for (int i = 0; i < op_count; ++i)
+        for (int i = 0; i < op_count; ++i) {
             std::printf(
-                ",\"%s\":{\"ops\":%llu,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":"
-                "%.1f}",
+                R"(,"%s":{"ops":%llu,"p50_us":%.1f,"p99_us":%.1f,"p999_us":%.1f,"max_us":%.1f})",
                 op_names[i], static_cast<unsigned long long>(count[i]), us(lat[i].percentile(50)),
                 us(lat[i].percentile(99)), us(lat[i].percentile(99.9)), us(lat[i].max()));
+        }
         std::printf(",\"error_codes\":{");
         const char* sep = "";
         for (auto& [code, n] : sh.error_codes) {
@@ -454,20 +483,23 @@ int main(int argc, char** argv) {
         std::printf("ops %llu in %.1f s: %.0f ops/s (%u threads, %u keys, workload %c, %s)\n",
                     static_cast<unsigned long long>(ops), elapsed, tput, o.threads, o.keys,
                     o.workload == 'a' ? 'A' : 'B', o.zipf ? "zipf" : "uniform");
-        for (int i = 0; i < op_count; ++i)
+        for (int i = 0; i < op_count; ++i) {
             std::printf("  %-3s %10llu  p50 %8.1f us  p99 %8.1f us  p99.9 %8.1f us  max %8.2f ms\n",
                         op_names[i], static_cast<unsigned long long>(count[i]),
                         us(lat[i].percentile(50)), us(lat[i].percentile(99)),
                         us(lat[i].percentile(99.9)), ms(lat[i].max()));
+        }
         std::printf("misses %llu  errors %llu  wrong values %llu  reconnects %llu\n",
                     static_cast<unsigned long long>(misses),
                     static_cast<unsigned long long>(errors), static_cast<unsigned long long>(wrong),
                     static_cast<unsigned long long>(sh.reconnects.load()));
-        for (auto& [code, n] : sh.error_codes)
+        for (auto& [code, n] : sh.error_codes) {
             std::printf("  error %s: %llu\n", code.c_str(), static_cast<unsigned long long>(n));
+        }
     }
-    for (auto& s : sh.wrong_samples)
+    for (auto& s : sh.wrong_samples) {
         std::cerr << "rof-kvload: wrong value: " << s << "\n";
+    }
     std::fflush(stdout);
     return wrong ? 3 : errors ? 1 : 0;
 }

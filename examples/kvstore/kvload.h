@@ -76,8 +76,9 @@ inline std::string encode(const Stamp& st, std::size_t len) {
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     for (std::size_t i = kHeader; i < len; i += 8) {
         std::uint64_t r = splitmix(x);
-        for (std::size_t j = i; j < len && j < i + 8; ++j, r >>= 8)
+        for (std::size_t j = i; j < len && j < i + 8; ++j, r >>= 8) {
             v[j] = alphabet[(r & 0xff) % (sizeof alphabet - 1)];
+        }
     }
     put(v, 16, checksum(v));
     return v;
@@ -97,29 +98,35 @@ inline const char* check_name(Check c) {
 
 // Checks @v read for key @key; fills @st from its header.
 inline Check check(std::string_view v, std::uint32_t key, Stamp& st) {
-    if (v.size() < kHeader)
+    if (v.size() < kHeader) {
         return Check::too_short;
-    if (get<std::uint32_t>(v, 0) != kMagic)
+    }
+    if (get<std::uint32_t>(v, 0) != kMagic) {
         return Check::bad_magic;
-    if (get<std::uint16_t>(v, 14) != v.size())
+    }
+    if (get<std::uint16_t>(v, 14) != v.size()) {
         return Check::bad_length;
-    if (get<std::uint64_t>(v, 16) != checksum(v))
+    }
+    if (get<std::uint64_t>(v, 16) != checksum(v)) {
         return Check::bad_checksum;
+    }
     st.key = get<std::uint32_t>(v, 4);
     st.seq = get<std::uint32_t>(v, 8);
     st.writer = get<std::uint16_t>(v, 12);
     // The filler is checked through the checksum; a value copied whole
     // from another key carries that key's id.
-    if (st.key != key)
+    if (st.key != key) {
         return Check::other_key;
+    }
     return Check::ok;
 }
 
 // The key string of key id @id, @size characters (at least 8).
 inline std::string key_name(std::uint32_t id, std::size_t size) {
     std::string k = "kvl:" + std::to_string(id);
-    if (k.size() < size)
+    if (k.size() < size) {
         k.insert(4, size - k.size(), '0');
+    }
     return k;
 }
 
@@ -141,10 +148,12 @@ class Zipf {
     std::uint64_t rank(Rng& rng) {
         double u = std::uniform_real_distribution<double>(0, 1)(rng);
         double uz = u * zetan_;
-        if (uz < 1.0)
+        if (uz < 1.0) {
             return 0;
-        if (uz < 1.0 + std::pow(0.5, theta_))
+        }
+        if (uz < 1.0 + std::pow(0.5, theta_)) {
             return 1;
+        }
         auto r = static_cast<std::uint64_t>(static_cast<double>(n_) *
                                             std::pow(eta_ * u - eta_ + 1, alpha_));
         return r < n_ ? r : n_ - 1;
@@ -162,8 +171,9 @@ class Zipf {
   private:
     static double zeta(std::uint64_t n, double theta) {
         double s = 0;
-        for (std::uint64_t i = 1; i <= n; ++i)
+        for (std::uint64_t i = 1; i <= n; ++i) {
             s += 1 / std::pow(static_cast<double>(i), theta);
+        }
         return s;
     }
     std::uint64_t n_;
@@ -181,16 +191,18 @@ class Histogram {
     static constexpr std::size_t kBuckets = (64 - kSub + 1) << kSub;
 
     static std::size_t index(std::uint64_t v) {
-        if (v < (1ull << kSub))
+        if (v < (1ull << kSub)) {
             return static_cast<std::size_t>(v);
+        }
         unsigned e = 63 - static_cast<unsigned>(__builtin_clzll(v));  // >= kSub
         std::uint64_t sub = (v >> (e - kSub)) & ((1ull << kSub) - 1);
         return (static_cast<std::size_t>(e - kSub + 1) << kSub) + static_cast<std::size_t>(sub);
     }
     // The largest value that lands in bucket @i.
     static std::uint64_t upper(std::size_t i) {
-        if (i < (1u << kSub))
+        if (i < (1u << kSub)) {
             return i;
+        }
         unsigned e = static_cast<unsigned>(i >> kSub) + kSub - 1;
         std::uint64_t sub = i & ((1u << kSub) - 1);
         std::uint64_t lo = (1ull << e) + (sub << (e - kSub));
@@ -200,30 +212,36 @@ class Histogram {
     void record(std::uint64_t v) {
         ++counts_[index(v)];
         ++total_;
-        if (v > max_)
+        if (v > max_) {
             max_ = v;
+        }
     }
     void merge(const Histogram& o) {
-        for (std::size_t i = 0; i < kBuckets; ++i)
+        for (std::size_t i = 0; i < kBuckets; ++i) {
             counts_[i] += o.counts_[i];
+        }
         total_ += o.total_;
-        if (o.max_ > max_)
+        if (o.max_ > max_) {
             max_ = o.max_;
+        }
     }
     std::uint64_t count() const { return total_; }
     std::uint64_t max() const { return max_; }
     // The value at or below which @p percent of the samples fall; 0 if none.
     std::uint64_t percentile(double p) const {
-        if (total_ == 0)
+        if (total_ == 0) {
             return 0;
+        }
         auto want = static_cast<std::uint64_t>(std::ceil(p / 100.0 * static_cast<double>(total_)));
-        if (want == 0)
+        if (want == 0) {
             want = 1;
+        }
         std::uint64_t seen = 0;
         for (std::size_t i = 0; i < kBuckets; ++i) {
             seen += counts_[i];
-            if (seen >= want)
+            if (seen >= want) {
                 return upper(i) < max_ ? upper(i) : max_;
+            }
         }
         return max_;
     }

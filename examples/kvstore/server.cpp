@@ -10,9 +10,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <atomic>
 #include <cerrno>
@@ -51,24 +51,28 @@ Options parse(int argc, char** argv) {
     Options o;
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
-        if (a == "-h" || a == "--help")
+        if (a == "-h" || a == "--help") {
             usage("a memcached-like server over rof regions");
-        if (i + 1 >= argc)
+        }
+        if (i + 1 >= argc) {
             usage(("missing value of " + a).c_str());
+        }
         const std::string v = argv[++i];
-        if (a == "--socket")
+        if (a == "--socket") {
             o.socket = v;
-        else if (a == "--tenant")
+        } else if (a == "--tenant") {
             o.tenant = v;
-        else if (a == "--listen")
+        } else if (a == "--listen") {
             o.listen = v;
-        else if (a == "--items") {
+        } else if (a == "--items") {
             char* end = nullptr;
             o.items = std::strtoull(v.c_str(), &end, 10);
-            if (v.empty() || *end || o.items == 0 || o.items > rofkv::kMaxItems)
+            if (v.empty() || *end || o.items == 0 || o.items > rofkv::kMaxItems) {
                 usage("--items: 1 .. 1048576");
-        } else
+            }
+        } else {
             usage(("unknown option " + a).c_str());
+        }
     }
     return o;
 }
@@ -97,28 +101,32 @@ void ensure_region(rof::Client& c, const std::string& tenant, const std::string&
             same = f.block_size() == fls[i].block_size() && f.offset() == fls[i].offset() &&
                    f.count() == fls[i].count();
         }
-        if (!same)
+        if (!same) {
             throw rof::Error(rof::Code::failed_precondition,
                              "region \"" + name + "\" exists with another geometry (" +
                                  std::to_string(r.size()) + " bytes, want " + std::to_string(size) +
                                  "): delete it, or start with the --items it was made for");
+        }
         return;
     } catch (const rof::Error& e) {
-        if (e.code() != rof::Code::not_found)
+        if (e.code() != rof::Code::not_found) {
             throw;
+        }
     }
     rof::v1::CreateRegionRequest req;
     req.set_tenant(tenant);
     req.set_name(name);
     req.set_size(size);
     req.set_rights(7);
-    for (const auto& f : fls)
+    for (const auto& f : fls) {
         *req.add_freelists() = f;
+    }
     try {
         c.create_region(req);
     } catch (const rof::Error& e) {
-        if (e.code() != rof::Code::already_exists)  // another instance was quicker
+        if (e.code() != rof::Code::already_exists) {  // another instance was quicker
             throw;
+        }
     }
 }
 
@@ -127,18 +135,20 @@ void ensure_region(rof::Client& c, const std::string& tenant, const std::string&
 bool format_if_needed(const rof::RegionMapping& index, const rof::RegionMapping& heap,
                       const rofkv::Geometry& g) {
     const rofkv::IndexHeader want = rofkv::header_of(g);
-    rofkv::IndexHeader have;
+    rofkv::IndexHeader have{};
     std::memcpy(&have, index.data(), sizeof(have));
-    if (std::memcmp(&have, &want, sizeof(want)) == 0)
+    if (std::memcmp(&have, &want, sizeof(want)) == 0) {
         return false;
+    }
     std::memset(index.data(), 0, g.index_len);
     auto h = reinterpret_cast<std::uint8_t*>(heap.data());
     std::span<std::uint8_t> hs(h, heap.size());
     if (!rof::prog::lay_freelist(hs, 0, rofkv::kSmallBlock, rofkv::kFreeListHeader,
                                  g.small_count) ||
         !rof::prog::lay_freelist(hs, g.large_at, rofkv::kLargeBlock,
-                                 g.large_at + rofkv::kFreeListHeader, g.large_count))
+                                 g.large_at + rofkv::kFreeListHeader, g.large_count)) {
         throw rof::Error(rof::Code::internal, "region \"kv_heap\": the free lists do not fit");
+    }
     std::atomic_thread_fence(std::memory_order_seq_cst);
     std::memcpy(index.data(), &want, sizeof(want));
     return true;
@@ -151,8 +161,9 @@ rof::v1::Bind bind(const std::string& slot, const std::string& region,
     rof::v1::Bind b;
     b.set_slot(slot);
     b.set_region(region);
-    if (fl)
+    if (fl) {
         b.set_freelist(*fl);
+    }
     return b;
 }
 
@@ -162,10 +173,11 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
                   const rofkv::Geometry& g) {
     std::vector<rof::v1::Bind> binds = {bind("kv_index", rofkv::kIndexRegion),
                                         bind("kv_heap", rofkv::kHeapRegion, 0)};
-    if (name != "kv-get")
+    if (name != "kv-get") {
         binds.push_back(bind("kv_large", rofkv::kHeapRegion, 1));
-    else
+    } else {
         binds[1].clear_freelist();
+    }
     rof::v1::ProgramSource src;
     src.set_source(rofkv::program_source(name, g));
     src.set_file(name + ".rofs");
@@ -173,11 +185,13 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
     rof::v1::VerifyProgramRequest v;
     v.set_tenant(tenant);
     *v.mutable_program() = src;
-    for (const auto& b : binds)
+    for (const auto& b : binds) {
         *v.add_binds() = b;
+    }
     const rof::v1::VerifyProgramResponse vr = c.verify_program(v);
-    if (!vr.ok())
+    if (!vr.ok()) {
         throw rof::Error(rof::Code::invalid_argument, name + ": rejected: " + vr.error());
+    }
 
     rof::v1::ListProgramsRequest lr;
     lr.set_tenant(tenant);
@@ -194,13 +208,15 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
     l.set_tenant(tenant);
     l.set_name(name);
     *l.mutable_program() = src;
-    for (const auto& b : binds)
+    for (const auto& b : binds) {
         *l.add_binds() = b;
+    }
     try {
         c.load_program(l);
     } catch (const rof::Error& e) {
-        if (e.code() != rof::Code::already_exists)
+        if (e.code() != rof::Code::already_exists) {
             throw;
+        }
     }
 }
 
@@ -244,8 +260,9 @@ bool Conn::fill() {
             in_.append(buf, static_cast<std::size_t>(n));
             return true;
         }
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
+        }
         return false;
     }
 }
@@ -255,8 +272,9 @@ bool Conn::line(std::string& out) {
         const auto nl = in_.find('\n');
         if (nl != std::string::npos) {
             std::size_t end = nl;
-            if (end > 0 && in_[end - 1] == '\r')
+            if (end > 0 && in_[end - 1] == '\r') {
                 end--;
+            }
             out.assign(in_, 0, end);
             in_.erase(0, nl + 1);
             return true;
@@ -265,15 +283,18 @@ bool Conn::line(std::string& out) {
             send("CLIENT_ERROR line too long\r\n");
             return false;
         }
-        if (!fill())
+        if (!fill()) {
             return false;
+        }
     }
 }
 
 bool Conn::bytes(std::size_t n, std::string& out) {
-    while (in_.size() < n)
-        if (!fill())
+    while (in_.size() < n) {
+        if (!fill()) {
             return false;
+        }
+    }
     out.assign(in_, 0, n);
     in_.erase(0, n);
     return true;
@@ -283,12 +304,14 @@ void Conn::send(const std::string& s) {
     std::size_t off = 0;
     while (!dead_ && off < s.size()) {
         const ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR) {
             continue;
-        if (n <= 0)
+        }
+        if (n <= 0) {
             dead_ = true;
-        else
+        } else {
             off += static_cast<std::size_t>(n);
+        }
     }
 }
 
@@ -296,27 +319,33 @@ std::vector<std::string> words(const std::string& l) {
     std::vector<std::string> w;
     std::size_t i = 0;
     while (i < l.size()) {
-        while (i < l.size() && l[i] == ' ')
+        while (i < l.size() && l[i] == ' ') {
             i++;
+        }
         const std::size_t b = i;
-        while (i < l.size() && l[i] != ' ')
+        while (i < l.size() && l[i] != ' ') {
             i++;
-        if (i > b)
+        }
+        if (i > b) {
             w.push_back(l.substr(b, i - b));
+        }
     }
     return w;
 }
 
 bool number(const std::string& s, std::uint64_t max, std::uint64_t& out) {
-    if (s.empty() || s.size() > 20)
+    if (s.empty() || s.size() > 20) {
         return false;
+    }
     std::uint64_t v = 0;
     for (char c : s) {
-        if (c < '0' || c > '9')
+        if (c < '0' || c > '9') {
             return false;
-        const std::uint64_t d = static_cast<std::uint64_t>(c - '0');
-        if (v > (max - d) / 10)
+        }
+        const auto d = static_cast<std::uint64_t>(c - '0');
+        if (v > (max - d) / 10) {
             return false;
+        }
         v = v * 10 + d;
     }
     out = v;
@@ -324,11 +353,14 @@ bool number(const std::string& s, std::uint64_t max, std::uint64_t& out) {
 }
 
 bool key_ok(const std::string& k) {
-    if (k.empty() || k.size() > rofkv::kMaxKey)
+    if (k.empty() || k.size() > rofkv::kMaxKey) {
         return false;
-    for (unsigned char c : k)
-        if (c <= 32 || c == 127)
+    }
+    for (unsigned char c : k) {
+        if (c <= 32 || c == 127) {
             return false;
+        }
+    }
     return true;
 }
 
@@ -353,11 +385,13 @@ void Conn::retrieve(const std::vector<std::string>& w, bool cas) {
             send("SERVER_ERROR busy\r\n");
             return;
         }
-        if (s != rofkv::Status::ok)
+        if (s != rofkv::Status::ok) {
             continue;
+        }
         out += "VALUE " + w[i] + " " + std::to_string(flags) + " " + std::to_string(value.size());
-        if (cas)
+        if (cas) {
             out += " 0";
+        }
         out += "\r\n";
         out += value;
         out += "\r\n";
@@ -378,14 +412,16 @@ bool Conn::store(const std::vector<std::string>& w) {
     std::string data, end;
     if (!key_ok(w[1]) || len > rofkv::kMaxValue) {
         // memcached swallows the data block of a value it refuses.
-        if (!bytes(len + 2, data))
+        if (!bytes(len + 2, data)) {
             return false;
+        }
         send(key_ok(w[1]) ? "SERVER_ERROR object too large for cache\r\n"
                           : "CLIENT_ERROR bad command line format\r\n");
         return true;
     }
-    if (!bytes(len, data) || !bytes(2, end))
+    if (!bytes(len, data) || !bytes(2, end)) {
         return false;  // the connection dropped mid-value: nothing is stored
+    }
     if (end != "\r\n") {
         send("CLIENT_ERROR bad data chunk\r\n");
         return true;
@@ -398,21 +434,24 @@ bool Conn::store(const std::vector<std::string>& w) {
             std::string old;
             const bool exists = st_.kv->get(w[1], old) == rofkv::Status::ok;
             if (exists == (w[0] == "add")) {
-                if (!noreply)
+                if (!noreply) {
                     send("NOT_STORED\r\n");
+                }
                 return true;
             }
         }
         s = st_.kv->set(w[1], data, static_cast<std::uint32_t>(flags));
     }
-    if (s == rofkv::Status::full)
+    if (s == rofkv::Status::full) {
         ok = "SERVER_ERROR out of memory storing object\r\n";
-    else if (s == rofkv::Status::busy)
+    } else if (s == rofkv::Status::busy) {
         ok = "SERVER_ERROR busy\r\n";
-    else if (s == rofkv::Status::too_big)
+    } else if (s == rofkv::Status::too_big) {
         ok = "SERVER_ERROR object too large for cache\r\n";
-    if (!noreply)
+    }
+    if (!noreply) {
         send(ok);
+    }
     return true;
 }
 
@@ -427,8 +466,9 @@ void Conn::remove(const std::vector<std::string>& w) {
         std::lock_guard lk(st_.mu);
         s = st_.kv->del(w[1]);
     }
-    if (noreply)
+    if (noreply) {
         return;
+    }
     send(s == rofkv::Status::ok          ? "DELETED\r\n"
          : s == rofkv::Status::not_found ? "NOT_FOUND\r\n"
                                          : "SERVER_ERROR busy\r\n");
@@ -441,18 +481,19 @@ bool Conn::command(const std::string& l) {
         return true;
     }
     const std::string& c = w[0];
-    if (c == "get" || c == "gets")
+    if (c == "get" || c == "gets") {
         retrieve(w, c == "gets");
-    else if (c == "set" || c == "add" || c == "replace")
+    } else if (c == "set" || c == "add" || c == "replace") {
         return store(w);
-    else if (c == "delete")
+    } else if (c == "delete") {
         remove(w);
-    else if (c == "version")
+    } else if (c == "version") {
         send("VERSION rof-kvstore 1.0\r\n");
-    else if (c == "quit")
+    } else if (c == "quit") {
         return false;
-    else
+    } else {
         send("ERROR\r\n");
+    }
     return true;
 }
 
@@ -469,21 +510,24 @@ void Conn::serve() {
 
 int listen_on(const std::string& addr) {
     const auto colon = addr.rfind(':');
-    if (colon == std::string::npos)
+    if (colon == std::string::npos) {
         usage("--listen: ADDR:PORT");
+    }
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     std::uint64_t port = 0;
     if (!number(addr.substr(colon + 1), 65535, port) ||
-        inet_pton(AF_INET, addr.substr(0, colon).c_str(), &sa.sin_addr) != 1)
+        inet_pton(AF_INET, addr.substr(0, colon).c_str(), &sa.sin_addr) != 1) {
         usage("--listen: ADDR:PORT, an IPv4 address");
+    }
     sa.sin_port = htons(static_cast<std::uint16_t>(port));
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) < 0 ||
-        ::listen(fd, 128) < 0)
+        ::listen(fd, 128) < 0) {
         throw rof::Error(rof::Code::unavailable, "listen on " + addr + ": " + std::strerror(errno));
+    }
     return fd;
 }
 
@@ -509,8 +553,9 @@ int run(const Options& o) {
     rof::RegionMapping index = rof::RegionMapping::map(client, o.tenant, rofkv::kIndexRegion, true);
     rof::RegionMapping heap = rof::RegionMapping::map(client, o.tenant, rofkv::kHeapRegion, true);
     const bool formatted = format_if_needed(index, heap, g);
-    for (const char* p : {"kv-get", "kv-put", "kv-del"})
+    for (const char* p : {"kv-get", "kv-put", "kv-del"}) {
         load_program(client, o.tenant, p, g);
+    }
 
     rof::Session session = rof::Session::open(client, rofkv::KvClient::session_options(o.tenant));
     rofkv::KvClient kv(session);
@@ -525,8 +570,9 @@ int run(const Options& o) {
         for (;;) {
             const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
             if (fd < 0) {
-                if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE)
+                if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE) {
                     continue;
+                }
                 return;
             }
             const int one = 1;

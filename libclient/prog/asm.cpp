@@ -42,17 +42,19 @@ std::vector<Tok> lex(std::string_view line) {
     size_t i = 0;
     while (i < line.size()) {
         char c = line[i];
-        uint32_t col = static_cast<uint32_t>(i + 1);
+        auto col = static_cast<uint32_t>(i + 1);
         if (c == ' ' || c == '\t' || c == '\r') {
             i++;
             continue;
         }
-        if (c == ';' || c == '#')
+        if (c == ';' || c == '#') {
             break;
+        }
         if (is_ident_start(c)) {
             size_t j = i;
-            while (j < line.size() && is_ident_char(line[j]))
+            while (j < line.size() && is_ident_char(line[j])) {
                 j++;
+            }
             out.push_back({Tok::Ident, std::string(line.substr(i, j - i)), 0, col});
             i = j;
             continue;
@@ -69,25 +71,28 @@ std::vector<Tok> lex(std::string_view line) {
             for (; j < line.size(); j++) {
                 char d = line[j];
                 unsigned dv;
-                if (d >= '0' && d <= '9')
+                if (d >= '0' && d <= '9') {
                     dv = d - '0';
-                else if (base == 16 && d >= 'a' && d <= 'f')
+                } else if (base == 16 && d >= 'a' && d <= 'f') {
                     dv = d - 'a' + 10;
-                else if (base == 16 && d >= 'A' && d <= 'F')
+                } else if (base == 16 && d >= 'A' && d <= 'F') {
                     dv = d - 'A' + 10;
-                else if (is_ident_char(d))
+                } else if (is_ident_char(d)) {
                     throw LineError{col,
                                     fmt::format("malformed number '{}'",
                                                 std::string(line.substr(i, j + 1 - i)).c_str())};
-                else
+                } else {
                     break;
-                if (v > (UINT64_MAX - dv) / base)
+                }
+                if (v > (UINT64_MAX - dv) / base) {
                     throw LineError{col, "number does not fit in 64 bits"};
+                }
                 v = v * base + dv;
                 digits++;
             }
-            if (!digits)
+            if (!digits) {
                 throw LineError{col, "malformed number"};
+            }
             out.push_back({Tok::Num, std::string(line.substr(i, j - i)), v, col});
             i = j;
             continue;
@@ -142,14 +147,16 @@ class Assembler {
             } catch (const LineError& e) {
                 error(lineno, e.col, e.msg);
             }
-            if (nl == std::string_view::npos)
+            if (nl == std::string_view::npos) {
                 break;
+            }
             pos = nl + 1;
         }
         resolve();
         AsmResult res;
-        if (items_.empty() && errors_.empty())
+        if (items_.empty() && errors_.empty()) {
             error(1, 1, "program has no instructions");
+        }
         if (!errors_.empty()) {
             res.errors = std::move(errors_);
             return res;
@@ -168,15 +175,17 @@ class Assembler {
 
   private:
     void error(uint32_t line, uint32_t col, std::string msg) {
-        if (errors_.size() < kMaxErrors)
+        if (errors_.size() < kMaxErrors) {
             errors_.push_back(Diagnostic{file_, line, col, std::move(msg)});
+        }
     }
 
     const Tok& peek() const { return toks_[at_]; }
     const Tok& next() {
         const Tok& t = toks_[at_];
-        if (t.type != Tok::End)
+        if (t.type != Tok::End) {
             at_++;
+        }
         return t;
     }
     [[noreturn]] void fail(const Tok& t, std::string msg) {
@@ -190,12 +199,14 @@ class Assembler {
         return false;
     }
     void expect(const char* p) {
-        if (!accept(p))
+        if (!accept(p)) {
             fail(peek(), fmt::format("expected '{}'{}", p, describe(peek()).c_str()));
+        }
     }
     static std::string describe(const Tok& t) {
-        if (t.type == Tok::End)
+        if (t.type == Tok::End) {
             return " at end of line";
+        }
         return fmt::format(", found '{}'", t.s.c_str());
     }
     bool accept_word(const char* w) {
@@ -206,21 +217,27 @@ class Assembler {
         return false;
     }
     void end() {
-        if (peek().type != Tok::End)
+        if (peek().type != Tok::End) {
             fail(peek(), fmt::format("unexpected '{}' after the operands", peek().s.c_str()));
+        }
     }
 
     static std::optional<uint8_t> reg_of(const std::string& s) {
-        if (s.size() < 2 || s.size() > 3 || s[0] != 'r')
+        if (s.size() < 2 || s.size() > 3 || s[0] != 'r') {
             return std::nullopt;
-        for (size_t i = 1; i < s.size(); i++)
-            if (s[i] < '0' || s[i] > '9')
+        }
+        for (size_t i = 1; i < s.size(); i++) {
+            if (s[i] < '0' || s[i] > '9') {
                 return std::nullopt;
-        if (s.size() == 3 && s[1] == '0')
+            }
+        }
+        if (s.size() == 3 && s[1] == '0') {
             return std::nullopt;
+        }
         int v = std::stoi(s.substr(1));
-        if (v > 15)
+        if (v > 15) {
             return std::nullopt;
+        }
         return static_cast<uint8_t>(v);
     }
     bool peek_reg() const { return peek().type == Tok::Ident && reg_of(peek().s).has_value(); }
@@ -231,8 +248,9 @@ class Assembler {
                 at_++;
                 return *r;
             }
-            if (t.s.size() >= 2 && t.s[0] == 'r' && t.s[1] >= '0' && t.s[1] <= '9')
+            if (t.s.size() >= 2 && t.s[0] == 'r' && t.s[1] >= '0' && t.s[1] <= '9') {
                 fail(t, fmt::format("no register '{}': registers are r0..r15", t.s.c_str()));
+            }
         }
         fail(t, fmt::format("expected a register{}", describe(t).c_str()));
     }
@@ -264,33 +282,41 @@ class Assembler {
         return static_cast<int64_t>(v);
     }
     static std::string str128(i128 v) {
-        if (v < 0)
+        if (v < 0) {
             return "-" + str128(-v);
-        if (v > UINT64_MAX)
+        }
+        if (v > UINT64_MAX) {
             return "huge";
+        }
         return fmt::format("{}", static_cast<uint64_t>(v));
     }
 
     // A space name: args, scratch, resp or a declared region.
     uint8_t space() {
         const Tok& t = next();
-        if (t.type != Tok::Ident)
+        if (t.type != Tok::Ident) {
             fail(t, fmt::format("expected an address space{}", describe(t).c_str()));
-        if (t.s == "args")
+        }
+        if (t.s == "args") {
             return ROF_SPACE_ARGS;
-        if (t.s == "scratch")
+        }
+        if (t.s == "scratch") {
             return ROF_SPACE_SCRATCH;
-        if (t.s == "resp")
+        }
+        if (t.s == "resp") {
             return ROF_SPACE_RESP;
-        if (auto s = prog_.find_slot(t.s))
+        }
+        if (auto s = prog_.find_slot(t.s)) {
             return static_cast<uint8_t>(*s);
+        }
         fail(t, fmt::format("unknown region '{}' (declare it with .region first)", t.s.c_str()));
     }
     uint8_t region() {
         const Tok& t = peek();
         uint8_t s = space();
-        if (s >= ROF_ISA_MAX_SLOTS)
+        if (s >= ROF_ISA_MAX_SLOTS) {
             fail(t, fmt::format("'{}' is not a region", t.s.c_str()));
+        }
         return s;
     }
 
@@ -304,10 +330,12 @@ class Assembler {
                 at_++;
                 const Tok& t = peek();
                 i128 v = value();
-                if (minus)
+                if (minus) {
                     v = -v;
-                if (v < INT16_MIN || v > INT16_MAX)
+                }
+                if (v < INT16_MIN || v > INT16_MAX) {
                     fail(t, fmt::format("offset {} out of range -32768..32767", str128(v).c_str()));
+                }
                 m.off = static_cast<int16_t>(v);
             }
         } else {
@@ -330,8 +358,9 @@ class Assembler {
         items_.push_back(it);
     }
     void add_with_label(const Insn& in, const Tok& label) {
-        if (label.type != Tok::Ident || reg_of(label.s))
+        if (label.type != Tok::Ident || reg_of(label.s)) {
             fail(label, fmt::format("expected a label{}", describe(label).c_str()));
+        }
         fixups_.push_back(Fixup{items_.size(), label.s, line_, label.col});
         add(in);
     }
@@ -341,23 +370,28 @@ class Assembler {
                toks_[at_ + 1].s == ":") {
             const Tok& t = next();
             at_++;
-            if (t.s[0] == '.' || reg_of(t.s))
+            if (t.s[0] == '.' || reg_of(t.s)) {
                 fail(t, fmt::format("'{}' cannot be a label", t.s.c_str()));
-            if (labels_.count(t.s))
+            }
+            if (labels_.count(t.s)) {
                 fail(t, fmt::format("label '{}' already defined on line {}", t.s.c_str(),
                                     label_lines_[t.s]));
+            }
             labels_[t.s] = static_cast<uint32_t>(prog_.insns.size());
             label_lines_[t.s] = line_;
         }
-        if (peek().type == Tok::End)
+        if (peek().type == Tok::End) {
             return;
+        }
         const Tok& m = next();
-        if (m.type != Tok::Ident)
+        if (m.type != Tok::Ident) {
             fail(m, fmt::format("expected a mnemonic or directive, found '{}'", m.s.c_str()));
-        if (m.s[0] == '.')
+        }
+        if (m.s[0] == '.') {
             directive(m);
-        else
+        } else {
             instruction(m);
+        }
         end();
     }
 
@@ -367,8 +401,9 @@ class Assembler {
             prog_.args_min = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_ARGS, "args minimum"));
             expect(",");
             prog_.args_max = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_ARGS, "args maximum"));
-            if (prog_.args_min > prog_.args_max)
+            if (prog_.args_min > prog_.args_max) {
                 fail(d, "args minimum is above the maximum");
+            }
         } else if (d.s == ".scratch") {
             prog_.scratch_line = line_;
             prog_.scratch_size =
@@ -378,15 +413,17 @@ class Assembler {
             prog_.resp_max = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_RESP, "resp size"));
         } else if (d.s == ".const") {
             const Tok& n = next();
-            if (n.type != Tok::Ident || n.s[0] == '.' || reg_of(n.s))
+            if (n.type != Tok::Ident || n.s[0] == '.' || reg_of(n.s)) {
                 fail(n, "expected a constant name");
-            if (consts_.count(n.s))
+            }
+            if (consts_.count(n.s)) {
                 fail(n, fmt::format("constant '{}' already defined", n.s.c_str()));
+            }
             expect(",");
             consts_[n.s] = value();
         } else if (d.s == ".raw") {
-            uint64_t v = static_cast<uint64_t>(ranged(0, UINT64_MAX, "raw slot"));
-            rof_insn r;
+            auto v = static_cast<uint64_t>(ranged(0, UINT64_MAX, "raw slot"));
+            rof_insn r{};
             std::memcpy(&r, &v, 8);
             Item it{Insn{}, static_cast<uint32_t>(prog_.insns.size()), line_, true, v};
             prog_.insns.push_back(r);
@@ -401,17 +438,22 @@ class Assembler {
 
     void region_directive() {
         const Tok& n = next();
-        if (n.type != Tok::Ident || n.s[0] == '.')
+        if (n.type != Tok::Ident || n.s[0] == '.') {
             fail(n, fmt::format("expected a region name{}", describe(n).c_str()));
-        if (n.s == "args" || n.s == "scratch" || n.s == "resp" || reg_of(n.s))
+        }
+        if (n.s == "args" || n.s == "scratch" || n.s == "resp" || reg_of(n.s)) {
             fail(n, fmt::format("'{}' is reserved and cannot name a region", n.s.c_str()));
-        if (n.s.size() >= ROF_ISA_NAME_MAX)
+        }
+        if (n.s.size() >= ROF_ISA_NAME_MAX) {
             fail(n, fmt::format("region name '{}' is longer than {} characters", n.s.c_str(),
                                 ROF_ISA_NAME_MAX - 1));
-        if (prog_.find_slot(n.s))
+        }
+        if (prog_.find_slot(n.s)) {
             fail(n, fmt::format("region '{}' already declared", n.s.c_str()));
-        if (prog_.slots.size() >= ROF_ISA_MAX_SLOTS)
+        }
+        if (prog_.slots.size() >= ROF_ISA_MAX_SLOTS) {
             fail(n, fmt::format("more than {} regions", ROF_ISA_MAX_SLOTS));
+        }
         Slot s;
         s.name = n.s;
         expect(",");
@@ -425,9 +467,10 @@ class Assembler {
                                : c == 'w' ? ROF_ACCESS_WRITE
                                : c == 'a' ? ROF_ACCESS_ATOMIC
                                           : 0;
-                if (!bit || (s.rights & bit))
+                if (!bit || (s.rights & bit)) {
                     fail(r,
                          fmt::format("rights '{}': use each of r, w, a at most once", r.s.c_str()));
+                }
                 s.rights |= bit;
             }
         } else {
@@ -437,12 +480,13 @@ class Assembler {
         s.len = static_cast<uint64_t>(ranged(0, UINT64_MAX, "minimum length"));
         while (accept(",")) {
             const Tok& f = next();
-            if (f.type == Tok::Ident && f.s == "freelist")
+            if (f.type == Tok::Ident && f.s == "freelist") {
                 s.flags |= ROF_SLOT_FREELIST;
-            else if (f.type == Tok::Num)
+            } else if (f.type == Tok::Num) {
                 s.flags |= static_cast<uint32_t>(f.num);
-            else
+            } else {
                 fail(f, fmt::format("unknown region flag '{}'", f.s.c_str()));
+            }
         }
         prog_.slots.push_back(s);
         prog_.slot_lines.resize(prog_.slots.size() - 1);
@@ -456,8 +500,9 @@ class Assembler {
             std::map<std::string, Insn> t;
             for (const Insn& in : isa::mnemonic_templates()) {
                 t.emplace(isa::mnemonic(in), in);
-                if (in.kind == Kind::Jmp && !in.is32)
+                if (in.kind == Kind::Jmp && !in.is32) {
                     t.emplace(isa::mnemonic(in) + "64", in);
+                }
             }
             return t;
         }();
@@ -475,10 +520,11 @@ class Assembler {
         const Tok& t = peek();
         i128 v = value();
         if (in.is32 ? (v < INT32_MIN || v > UINT32_MAX) : (v < INT32_MIN || v > INT32_MAX)) {
-            if (in.kind == Kind::Jmp)
+            if (in.kind == Kind::Jmp) {
                 fail(t,
                      fmt::format("immediate {} out of range for a {} comparison", str128(v).c_str(),
                                  in.is32 ? "32-bit" : "64-bit (sign-extended 32-bit)"));
+            }
             fail(t, in.is32 ? fmt::format("immediate {} does not fit in 32 bits", str128(v).c_str())
                             : fmt::format("immediate {} out of range for a 64-bit "
                                           "operation (a sign-extended 32-bit value); use "
@@ -492,8 +538,9 @@ class Assembler {
     Mem region_mem(const char* what) {
         const Tok& t = peek();
         Mem m = mem();
-        if (m.space >= ROF_ISA_MAX_SLOTS)
+        if (m.space >= ROF_ISA_MAX_SLOTS) {
             fail(t, fmt::format("{} needs a region, not args, scratch or resp", what));
+        }
         return m;
     }
 
@@ -504,8 +551,9 @@ class Assembler {
     // The operands, by the instruction's form.
     void instruction(const Tok& m) {
         auto t = mnemonics().find(m.s);
-        if (t == mnemonics().end())
+        if (t == mnemonics().end()) {
             fail(m, fmt::format("unknown mnemonic '{}'", m.s.c_str()));
+        }
         Insn in = t->second;
         switch (isa::row_of(in).form) {
             case ROF_FORM_LDIMM64:
@@ -515,8 +563,9 @@ class Assembler {
                 break;
             case ROF_FORM_ALU:
                 in.dst = reg();
-                if (in.sub == ROF_ALU_NEG)  // neg's one encoding: the immediate form
+                if (in.sub == ROF_ALU_NEG) {  // neg's one encoding: the immediate form
                     break;
+                }
                 expect(",");
                 reg_or_imm(in);
                 break;
@@ -608,18 +657,21 @@ class Assembler {
         expect(",");
         const Tok& md = next();
         bool found = false;
-        for (int i = 0; i < ROF_CMP_COUNT; i++)
+        for (int i = 0; i < ROF_CMP_COUNT; i++) {
             if (md.type == Tok::Ident && md.s == kCmp[i]) {
                 in.mode = static_cast<uint8_t>(i);
                 found = true;
             }
-        if (!found)
+        }
+        if (!found) {
             fail(md, fmt::format("expected a compare mode (eq ne lt le gt ge){}",
                                  describe(md).c_str()));
+        }
         if (accept(",")) {
             const Tok& o = next();
-            if (o.type != Tok::Ident || o.s != "old")
+            if (o.type != Tok::Ident || o.s != "old") {
                 fail(o, fmt::format("expected 'old'{}", describe(o).c_str()));
+            }
             in.old = true;
         }
     }
@@ -632,10 +684,11 @@ class Assembler {
         if (accept("*")) {
             const Tok& pt = peek();
             uint8_t ps = space();
-            if (ps != in.mem.space)
+            if (ps != in.mem.space) {
                 fail(pt,
                      "an indirect destination reads its pointer from its own "
                      "space: write 'x[*x[...]]'");
+            }
             in.dst_indirect = true;
             expect("[");
             address(in.mem);
@@ -644,8 +697,9 @@ class Assembler {
             address(in.mem);
         }
         expect("]");
-        if (in.mem.space == ROF_SPACE_ARGS)
+        if (in.mem.space == ROF_SPACE_ARGS) {
             fail(dt, "args is read-only and cannot be a copy destination");
+        }
         expect(",");
         // source
         uint8_t t = space();
@@ -659,8 +713,9 @@ class Assembler {
             in.src_mode = 1;
             if (accept(",")) {
                 const Tok& b = next();
-                if (b.type != Tok::Ident || b.s != "bounded")
+                if (b.type != Tok::Ident || b.s != "bounded") {
                     fail(b, fmt::format("expected 'bounded'{}", describe(b).c_str()));
+                }
                 in.src_mode = 2;
             }
         } else {
@@ -673,9 +728,10 @@ class Assembler {
         if (peek_reg()) {
             in.len_reg = true;
             in.len_r = reg();
-            if (!accept_word("max"))
+            if (!accept_word("max")) {
                 fail(peek(), fmt::format("expected 'max CAP' after a length register{}",
                                          describe(peek()).c_str()));
+            }
         }
         in.len = static_cast<uint32_t>(ranged(0, ROF_ISA_MAX_BULK, "copy length"));
         if (accept("->")) {
@@ -721,19 +777,23 @@ class Assembler {
 };
 
 std::string addr_str(const Mem& m) {
-    if (!m.has_base)
+    if (!m.has_base) {
         return fmt::format("{}", m.off);
-    if (m.off > 0)
+    }
+    if (m.off > 0) {
         return fmt::format("r{}+{}", m.base, m.off);
-    if (m.off < 0)
+    }
+    if (m.off < 0) {
         return fmt::format("r{}-{}", m.base, -int{m.off});
+    }
     return fmt::format("r{}", m.base);
 }
 
 std::optional<std::string> mem_str(const Program& p, const Mem& m) {
     auto s = space_name(p, m.space);
-    if (!s)
+    if (!s) {
         return std::nullopt;
+    }
     return *s + "[" + addr_str(m) + "]";
 }
 
@@ -745,15 +805,17 @@ bool target_ok(const Program& p, uint32_t pc, int32_t off) {
 std::optional<std::string> copy_str(const Program& p, const Insn& in) {
     auto ds = space_name(p, in.mem.space);
     auto ss = space_name(p, in.src_mem.space);
-    if (!ds || !ss)
+    if (!ds || !ss) {
         return std::nullopt;
+    }
     std::string d = in.dst_indirect ? *ds + "[*" + *ds + "[" + addr_str(in.mem) + "]]"
                                     : *ds + "[" + addr_str(in.mem) + "]";
     std::string s;
     if (in.src_mode) {
         auto ts = space_name(p, in.src_tspace);
-        if (!ts)
+        if (!ts) {
             return std::nullopt;
+        }
         s = *ts + "[*" + *ss + "[" + addr_str(in.src_mem) + "]" +
             (in.src_mode == 2 ? ", bounded]" : "]");
     } else {
@@ -762,8 +824,9 @@ std::optional<std::string> copy_str(const Program& p, const Insn& in) {
     std::string l =
         in.len_reg ? fmt::format("r{} max {}", in.len_r, in.len) : fmt::format("{}", in.len);
     std::string r = isa::mnemonic(in) + " " + d + ", " + s + ", " + l;
-    if (in.out)
+    if (in.out) {
         r += fmt::format(" -> r{}", in.aux);
+    }
     return r;
 }
 
@@ -776,27 +839,31 @@ std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn&
     const char* m = mn.c_str();
     const isa::Row& row = isa::row_of(in);
     if ((row.form == ROF_FORM_JMP || row.form == ROF_FORM_JA || row.form == ROF_FORM_LOOP) &&
-        !target_ok(p, pc, in.off))
+        !target_ok(p, pc, in.off)) {
         return std::nullopt;
+    }
     std::optional<std::string> mem;
     if (row.form == ROF_FORM_LD || row.form == ROF_FORM_ST || row.form == ROF_FORM_FAA ||
         row.form == ROF_FORM_DIGEST) {
         mem = mem_str(p, in.mem);
-        if (!mem)
+        if (!mem) {
             return std::nullopt;
+        }
     }
     std::optional<std::string> slot;
     if (row.form == ROF_FORM_ALLOC || row.form == ROF_FORM_FREE) {
-        if (in.slot >= p.slots.size())
+        if (in.slot >= p.slots.size()) {
             return std::nullopt;
+        }
         slot = p.slots[in.slot].name;
     }
     switch (row.form) {
         case ROF_FORM_LDIMM64:
             return fmt::format("{} r{}, 0x{:x}", m, in.dst, in.imm64);
         case ROF_FORM_ALU:
-            if (in.sub == ROF_ALU_NEG)
+            if (in.sub == ROF_ALU_NEG) {
                 return fmt::format("{} r{}", m, in.dst);
+            }
             return fmt::format("{} r{}, {}", m, in.dst, src().c_str());
         case ROF_FORM_JMP:
             return fmt::format("{} r{}, {}, {}", m, in.dst, src().c_str(), label(in.off).c_str());
@@ -827,8 +894,9 @@ std::optional<std::string> format_opt(const Program& p, uint32_t pc, const Insn&
         case ROF_FORM_CAS: {
             auto t = mem_str(p, in.mem);
             auto b = mem_str(p, in.blk);
-            if (!t || !b)
+            if (!t || !b) {
                 return std::nullopt;
+            }
             return fmt::format("{} r{}, {}, {}, {}{}", m, in.aux, t->c_str(), b->c_str(),
                                kCmp[in.mode % ROF_CMP_COUNT], in.old ? ", old" : "");
         }
@@ -844,8 +912,9 @@ std::string Diagnostic::str() const {
 
 std::string AsmResult::error_text() const {
     std::string s;
-    for (const Diagnostic& d : errors)
+    for (const Diagnostic& d : errors) {
         s += d.str() + "\n";
+    }
     return s;
 }
 
@@ -866,10 +935,12 @@ std::string disassemble(const Program& p) {
     for (const Slot& s : p.slots) {
         out +=
             fmt::format(".region {}, {}, {}", s.name.c_str(), rights_str(s.rights).c_str(), s.len);
-        if (s.flags & ROF_SLOT_FREELIST)
+        if (s.flags & ROF_SLOT_FREELIST) {
             out += ", freelist";
-        if (s.flags & ~ROF_SLOT_FREELIST)
+        }
+        if (s.flags & ~ROF_SLOT_FREELIST) {
             out += fmt::format(", {}", s.flags & ~ROF_SLOT_FREELIST);
+        }
         out += "\n";
     }
     // First pass: what prints as an instruction, and which slots are targets.
@@ -879,13 +950,15 @@ std::string disassemble(const Program& p) {
     for (uint32_t pc = 0; pc < p.insns.size();) {
         auto in = decode_insn(p.insns, pc);
         std::optional<std::string> s;
-        if (in)
+        if (in) {
             s = format_opt(p, pc, *in);
+        }
         if (s) {
             text[pc] = "\t" + *s;
             width[pc] = in->slots();
-            if (in->kind == Kind::Jmp || in->kind == Kind::Ja || in->kind == Kind::Loop)
+            if (in->kind == Kind::Jmp || in->kind == Kind::Ja || in->kind == Kind::Loop) {
                 target[pc + 1 + in->off] = true;
+            }
         } else {
             uint64_t v;
             std::memcpy(&v, &p.insns[pc], 8);
@@ -894,8 +967,9 @@ std::string disassemble(const Program& p) {
         pc += width[pc];
     }
     for (uint32_t pc = 0; pc < p.insns.size(); pc += width[pc]) {
-        if (target[pc])
+        if (target[pc]) {
             out += fmt::format("L{}:\n", pc);
+        }
         out += text[pc] + "\n";
     }
     return out;

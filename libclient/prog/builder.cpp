@@ -31,14 +31,16 @@ Label Builder::label() {
 }
 
 Builder& Builder::bind(Label l) {
-    if (l.id < bound_.size())
+    if (l.id < bound_.size()) {
         bound_[l.id] = pc_;
+    }
     return *this;
 }
 
 Builder& Builder::add(const Insn& in, int label) {
-    if (label >= 0)
+    if (label >= 0) {
         fixes_.push_back(Fix{insns_.size(), static_cast<uint32_t>(label)});
+    }
     insns_.push_back(in);
     pcs_.push_back(pc_);
     pc_ += in.slots();
@@ -202,8 +204,9 @@ Result<Program> Builder::build() const {
         ins[f.at].off = static_cast<int32_t>(off);
     }
     Program p = prog_;
-    for (const Insn& in : ins)
+    for (const Insn& in : ins) {
         encode_insn(in, p.insns);
+    }
     res.value = std::move(p);
     return res;
 }

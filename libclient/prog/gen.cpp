@@ -18,8 +18,9 @@ class Gen {
         b_.args(GenEnv::kArgs, GenEnv::kArgs).scratch(GenEnv::kScratch).resp(GenEnv::kResp);
         data_ = b_.region("data", ROF_ACCESS_ALL, GenEnv::kData);
         heap_ = b_.region("heap", ROF_ACCESS_ALL, GenEnv::kHeap, true);
-        for (uint8_t r = 0; r < kData; r++)
+        for (uint8_t r = 0; r < kData; r++) {
             b_.ldimm64(r, rng_());
+        }
         block(o_.max_items, 0, nullptr);
         b_.exit_reg(pick());
         return *b_.build();  // labels are always bound below
@@ -59,17 +60,20 @@ class Gen {
                 auto op = static_cast<rof_alu>(rnd(ROF_ALU_COUNT));
                 bool is32 = rnd(2);
                 if (rnd(2)) {
-                    int32_t imm = static_cast<int32_t>(rng_());
-                    if (op == ROF_ALU_LSH || op == ROF_ALU_RSH || op == ROF_ALU_ARSH)
+                    auto imm = static_cast<int32_t>(rng_());
+                    if (op == ROF_ALU_LSH || op == ROF_ALU_RSH || op == ROF_ALU_ARSH) {
                         imm = static_cast<int32_t>(rnd(is32 ? 32 : 64));
-                    if ((op == ROF_ALU_DIV || op == ROF_ALU_MOD) && imm == 0)
+                    }
+                    if ((op == ROF_ALU_DIV || op == ROF_ALU_MOD) && imm == 0) {
                         imm = 3;
+                    }
                     b_.alui(op, pick(), imm, is32);
                 } else {
                     uint8_t src = pick();
                     // a divisor the verifier can prove 0 is rejected: keep it odd
-                    if (op == ROF_ALU_DIV || op == ROF_ALU_MOD)
+                    if (op == ROF_ALU_DIV || op == ROF_ALU_MOD) {
                         b_.alui(ROF_ALU_OR, src, 1);
+                    }
                     b_.alu(op, pick(), src, is32);
                 }
                 return;
@@ -111,9 +115,9 @@ class Gen {
             case 8: {
                 uint8_t len = pick();
                 b_.mov(len, pick()).alui(ROF_ALU_AND, len, 127);
-                if (rnd(2))
+                if (rnd(2)) {
                     b_.crc64(pick(), at(ROF_SPACE_ARGS, 0), len);
-                else {
+                } else {
                     uint8_t h = pick();
                     b_.hash(h, at(data_, static_cast<int16_t>(rnd(2048))), len);
                 }
@@ -123,8 +127,9 @@ class Gen {
                 uint8_t r = pick();
                 Label skip = b_.label();
                 b_.alloc(r, heap_).jmpi(ROF_JMP_JEQ, r, -1, skip);
-                if (rnd(2))
+                if (rnd(2)) {
                     b_.st(8, at(heap_, r, 8), pick());
+                }
                 b_.free(heap_, r).bind(skip);
                 return;
             }
@@ -143,10 +148,11 @@ class Gen {
         auto op = static_cast<rof_jmp>(rnd(ROF_JMP_COUNT));
         bool is32 = rnd(2);
         uint8_t a = pick();
-        if (rnd(2))
+        if (rnd(2)) {
             b_.jmpi(op, a, static_cast<int32_t>(rng_() % 1000), to, is32);
-        else
+        } else {
             b_.jmp(op, a, pick(), to, is32);
+        }
     }
 
     // brk: the label after the innermost enclosing loop, for "break".
@@ -160,7 +166,7 @@ class Gen {
                 block(items / 2 + 1, depth + 1, brk);
                 b_.bind(skip);
             } else if (k == 1 && depth < o_.max_depth && depth < 2) {  // loop
-                uint8_t c = static_cast<uint8_t>(14 + depth);
+                auto c = static_cast<uint8_t>(14 + depth);
                 Label head = b_.label(), out = b_.label();
                 b_.movi(c, 0).bind(head);
                 block(items / 2 + 1, depth + 1, &out);

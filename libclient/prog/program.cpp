@@ -26,7 +26,7 @@ bool space_valid(uint32_t s) {
 // Decodes a LD/ST/FAA/CRC64/HASH memory reference from imm.
 bool decode_memref(int32_t imm, uint8_t base, bool aux_used, Mem& m, uint8_t& aux,
                    std::string& err) {
-    uint32_t v = static_cast<uint32_t>(imm);
+    auto v = static_cast<uint32_t>(imm);
     if (v & ~ROF_MEM_MASK) {
         err = fmt::format("reserved bits set in memory reference 0x{:x}", v);
         return false;
@@ -81,8 +81,9 @@ std::vector<uint8_t> Program::encode() const {
         std::memcpy(img.data() + o, &e, kSlotSize);
         o += kSlotSize;
     }
-    if (!insns.empty())
+    if (!insns.empty()) {
         std::memcpy(img.data() + o, insns.data(), insns.size() * sizeof(rof_insn));
+    }
     h.tag = rof_exec_image_tag(img.data(), img.size());
     std::memcpy(img.data(), &h, kHdrSize);
     return img;
@@ -90,7 +91,7 @@ std::vector<uint8_t> Program::encode() const {
 
 uint64_t Program::tag() const {
     std::vector<uint8_t> img = encode();
-    rof_isa_hdr h;
+    rof_isa_hdr h{};
     std::memcpy(&h, img.data(), kHdrSize);
     return h.tag;
 }
@@ -100,15 +101,18 @@ std::string Program::where(uint32_t pc) const {
 }
 
 std::string Program::where_line(uint32_t line) const {
-    if (line == 0)
+    if (line == 0) {
         return "";
+    }
     return fmt::format("{}:{}", file.empty() ? "<input>" : file.c_str(), line);
 }
 
 std::optional<uint32_t> Program::find_slot(std::string_view name) const {
-    for (size_t i = 0; i < slots.size(); i++)
-        if (slots[i].name == name)
+    for (size_t i = 0; i < slots.size(); i++) {
+        if (slots[i].name == name) {
             return static_cast<uint32_t>(i);
+        }
+    }
     return std::nullopt;
 }
 
@@ -120,7 +124,7 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
                           kHdrSize);
         return std::nullopt;
     }
-    rof_isa_hdr h;
+    rof_isa_hdr h{};
     std::memcpy(&h, image.data(), kHdrSize);
     if (h.magic != ROF_ISA_MAGIC) {
         err = fmt::format("bad magic 0x{:08x} (want 0x{:08x})", h.magic, ROF_ISA_MAGIC);
@@ -175,18 +179,19 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
     p.resp_max = h.resp_max;
     size_t o = kHdrSize;
     for (uint32_t i = 0; i < h.slot_cnt; i++, o += kSlotSize) {
-        rof_isa_slot e;
+        rof_isa_slot e{};
         std::memcpy(&e, image.data() + o, kSlotSize);
         size_t n = strnlen(e.name, sizeof(e.name));
         if (n == sizeof(e.name)) {
             err = fmt::format("slot {}: name is not NUL-terminated", i);
             return std::nullopt;
         }
-        for (size_t k = n; k < sizeof(e.name); k++)
+        for (size_t k = n; k < sizeof(e.name); k++) {
             if (e.name[k]) {
                 err = fmt::format("slot {}: name padding is not zero", i);
                 return std::nullopt;
             }
+        }
         p.slots.push_back(Slot{std::string(e.name, n), e.rights, e.flags, e.len});
     }
     p.insns.resize(h.insn_cnt);
@@ -244,13 +249,14 @@ Kind kind_of(const Row& r) {
 const Row& row_of(const Insn& in) {
     // neg has one encoding: the immediate form
     bool imm = in.use_imm || (in.kind == Kind::Alu && in.sub == ROF_ALU_NEG);
-    uint8_t flags = static_cast<uint8_t>((imm ? ROF_ISA_F_IMM : 0) | (in.is32 ? ROF_ISA_F_32 : 0));
+    auto flags = static_cast<uint8_t>((imm ? ROF_ISA_F_IMM : 0) | (in.is32 ? ROF_ISA_F_32 : 0));
     uint32_t n = rof_exec_insn_count();
     for (uint32_t i = 0; i < n; i++) {
         const Row& r = rof_exec_insns[i];
         bool family = r.form == ROF_FORM_ALU || r.form == ROF_FORM_JMP;
-        if (kind_of(r) == in.kind && (!family || r.flags == flags))
+        if (kind_of(r) == in.kind && (!family || r.flags == flags)) {
             return r;
+        }
     }
     return rof_exec_insns[ROF_INSN_EXIT];  // unreachable: every Kind has a row
 }
@@ -283,12 +289,13 @@ std::vector<Insn> mnemonic_templates() {
         in.use_imm = r.flags & ROF_ISA_F_IMM;
         uint32_t variants = r.form == ROF_FORM_CAS ? ROF_ISA_MAX_CAS_WIDTH / 8 : r.count;
         for (uint32_t v = 0; v < variants; v++) {
-            if (r.form == ROF_FORM_ALU || r.form == ROF_FORM_JMP)
+            if (r.form == ROF_FORM_ALU || r.form == ROF_FORM_JMP) {
                 in.sub = static_cast<uint8_t>(v);
-            else if (r.form == ROF_FORM_LD || r.form == ROF_FORM_ST)
+            } else if (r.form == ROF_FORM_LD || r.form == ROF_FORM_ST) {
                 in.size = 1u << v;
-            else if (r.form == ROF_FORM_CAS)
+            } else if (r.form == ROF_FORM_CAS) {
                 in.width = static_cast<uint8_t>(8 * (v + 1));
+            }
             out.push_back(in);
         }
     }
@@ -301,13 +308,14 @@ namespace {
 
 // The fields a form does not use must be zero; these name them.
 bool zero(bool cond, const char* what, std::string& err) {
-    if (!cond)
+    if (!cond) {
         err = fmt::format("{} must be 0", what);
+    }
     return cond;
 }
 
 bool decode_copy(const rof_insn& r, Insn& in, std::string& err) {
-    rof_insn_copy c;
+    rof_insn_copy c{};
     std::memcpy(&c, &r, sizeof(c));
     if (c.mode & ~ROF_COPY_MODE_MASK) {
         err = fmt::format("copy mode 0x{:x} has reserved bits", c.mode);
@@ -354,7 +362,7 @@ bool decode_copy(const rof_insn& r, Insn& in, std::string& err) {
 }
 
 bool decode_cas(const rof_insn& r, Insn& in, std::string& err) {
-    rof_insn_cas c;
+    rof_insn_cas c{};
     std::memcpy(&c, &r, sizeof(c));
     if (c.flags & ~ROF_CAS_FLAGS_MASK) {
         err = fmt::format("cas flags 0x{:x} have reserved bits", c.flags);
@@ -396,8 +404,9 @@ bool decode_cas(const rof_insn& r, Insn& in, std::string& err) {
 
 // A memory operand in imm and off, its base register in the slot's base.
 bool decode_mem(const rof_insn& r, uint8_t base, bool aux_used, Insn& in, std::string& err) {
-    if (!decode_memref(r.imm, base, aux_used, in.mem, in.aux, err))
+    if (!decode_memref(r.imm, base, aux_used, in.mem, in.aux, err)) {
         return false;
+    }
     in.mem.off = r.off;
     return true;
 }
@@ -407,14 +416,15 @@ bool decode_mem(const rof_insn& r, uint8_t base, bool aux_used, Insn& in, std::s
 bool decode_form(const isa::Row& row, std::span<const rof_insn> insns, uint32_t pc, Insn& in,
                  std::string& err) {
     const rof_insn& r = insns[pc];
-    uint8_t sub = static_cast<uint8_t>(r.op - row.op);
+    auto sub = static_cast<uint8_t>(r.op - row.op);
     switch (row.form) {
         case ROF_FORM_LDIMM64:
             if (!zero(in.src == 0, "ldimm64 src register", err) ||
                 !zero(r.off == 0, "ldimm64 offset", err) ||
                 !zero(insns[pc + 1].regs == 0 && insns[pc + 1].off == 0,
-                      "ldimm64 second slot regs/off", err))
+                      "ldimm64 second slot regs/off", err)) {
                 return false;
+            }
             in.imm64 = static_cast<uint32_t>(r.imm) |
                        (uint64_t{static_cast<uint32_t>(insns[pc + 1].imm)} << 32);
             return true;
@@ -423,8 +433,9 @@ bool decode_form(const isa::Row& row, std::span<const rof_insn> insns, uint32_t 
         case ROF_FORM_CAS:
             return decode_cas(r, in, err);
         case ROF_FORM_FAA:
-            if (!decode_mem(r, in.dst, true, in, err))
+            if (!decode_mem(r, in.dst, true, in, err)) {
                 return false;
+            }
             if (in.mem.space >= ROF_ISA_MAX_SLOTS) {
                 err = "faa target must be a region slot";
                 return false;
@@ -436,8 +447,9 @@ bool decode_form(const isa::Row& row, std::span<const rof_insn> insns, uint32_t 
         case ROF_FORM_FREE:
             if (!zero(row.form == ROF_FORM_ALLOC ? in.src == 0 : in.dst == 0,
                       "unused register field", err) ||
-                !zero(r.off == 0, "offset", err))
+                !zero(r.off == 0, "offset", err)) {
                 return false;
+            }
             if (static_cast<uint32_t>(r.imm) >= ROF_ISA_MAX_SLOTS) {
                 err = fmt::format("slot number {} above {}", static_cast<uint32_t>(r.imm),
                                   ROF_ISA_MAX_SLOTS - 1);
@@ -470,18 +482,21 @@ bool decode_form(const isa::Row& row, std::span<const rof_insn> insns, uint32_t 
         case ROF_FORM_ALU:
             in.sub = sub;
             in.imm = r.imm;
-            if (!zero(r.off == 0, "alu offset", err))
+            if (!zero(r.off == 0, "alu offset", err)) {
                 return false;
-            if (in.use_imm)
+            }
+            if (in.use_imm) {
                 return zero(in.src == 0, "alu src register with an immediate", err) &&
                        (sub != ROF_ALU_NEG || zero(r.imm == 0, "neg immediate", err));
+            }
             return zero(r.imm == 0, "alu immediate with a register operand", err);
         default:  // ROF_FORM_JMP
             in.sub = sub;
             in.imm = r.imm;
             in.off = r.off;
-            if (in.use_imm)
+            if (in.use_imm) {
                 return zero(in.src == 0, "jump src register with an immediate", err);
+            }
             return zero(r.imm == 0, "jump immediate with a register operand", err);
     }
 }
@@ -499,8 +514,9 @@ std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, st
     const isa::Row* row = rof_exec_insn_info(r.op);
     // neg has one encoding: the immediate form
     if (row && row->form == ROF_FORM_ALU && !(row->flags & ROF_ISA_F_IMM) &&
-        r.op - row->op == ROF_ALU_NEG)
+        r.op - row->op == ROF_ALU_NEG) {
         row = nullptr;
+    }
     if (!row) {
         err = r.op == ROF_OP_EXT
                   ? "opcode 0x00 is the second slot of a wide instruction, not an instruction"
@@ -523,8 +539,9 @@ std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, st
     in.src = ROF_INSN_SRC(&r);
     in.is32 = row->flags & ROF_ISA_F_32;
     in.use_imm = row->flags & ROF_ISA_F_IMM;
-    if (!decode_form(*row, insns, pc, in, err))
+    if (!decode_form(*row, insns, pc, in, err)) {
         return std::nullopt;
+    }
     return in;
 }
 
@@ -642,7 +659,7 @@ void encode_insn(const Insn& in, std::vector<rof_insn>& out) {
             bool neg = row.form == ROF_FORM_ALU && in.sub == ROF_ALU_NEG;
             r[0].op = static_cast<uint8_t>(row.op + in.sub);
             r[0].regs = ROF_REGS(in.dst, imm ? 0 : in.src);
-            r[0].off = row.form == ROF_FORM_JMP ? static_cast<int16_t>(in.off) : 0;
+            r[0].off = row.form == ROF_FORM_JMP ? static_cast<int16_t>(in.off) : int16_t{0};
             r[0].imm = (imm && !neg) ? in.imm : 0;
             break;
         }
@@ -661,10 +678,12 @@ uint16_t regs_read(const Insn& in) {
             return 0;
         case Kind::Alu: {
             uint16_t m = 0;
-            if (in.sub != ROF_ALU_MOV)
+            if (in.sub != ROF_ALU_MOV) {
                 m |= bit(in.dst);
-            if (!in.use_imm && in.sub != ROF_ALU_NEG)
+            }
+            if (!in.use_imm && in.sub != ROF_ALU_NEG) {
                 m |= bit(in.src);
+            }
             return m;
         }
         case Kind::Jmp:
@@ -674,7 +693,6 @@ uint16_t regs_read(const Insn& in) {
         case Kind::Ld:
             return base(in.mem);
         case Kind::St:
-            return base(in.mem) | bit(in.src);
         case Kind::Faa:
             return base(in.mem) | bit(in.src);
         case Kind::Crc64:
@@ -701,7 +719,6 @@ uint16_t regs_written(const Insn& in) {
         case Kind::Crc64:
         case Kind::Hash:
         case Kind::Alloc:
-            return bit(in.dst);
         case Kind::Loop:
             return bit(in.dst);
         case Kind::Faa:
@@ -715,14 +732,18 @@ uint16_t regs_written(const Insn& in) {
 }
 
 std::optional<std::string> space_name(const Program& p, uint8_t s) {
-    if (s == ROF_SPACE_ARGS)
+    if (s == ROF_SPACE_ARGS) {
         return "args";
-    if (s == ROF_SPACE_SCRATCH)
+    }
+    if (s == ROF_SPACE_SCRATCH) {
         return "scratch";
-    if (s == ROF_SPACE_RESP)
+    }
+    if (s == ROF_SPACE_RESP) {
         return "resp";
-    if (s < p.slots.size())
+    }
+    if (s < p.slots.size()) {
         return p.slots[s].name;
+    }
     return std::nullopt;
 }
 
@@ -734,16 +755,19 @@ std::string rights_str(uint32_t rights, bool words) {
     } kRights[] = {{ROF_ACCESS_READ, 'r', "read"},
                    {ROF_ACCESS_WRITE, 'w', "write"},
                    {ROF_ACCESS_ATOMIC, 'a', "atomic"}};
-    if (!words && (rights == 0 || (rights & ~ROF_ACCESS_ALL)))
+    if (!words && (rights == 0 || (rights & ~ROF_ACCESS_ALL))) {
         return fmt::format("{}", rights);
+    }
     std::string s;
     for (const auto& r : kRights) {
-        if (!(rights & r.bit))
+        if (!(rights & r.bit)) {
             continue;
-        if (!words)
+        }
+        if (!words) {
             s += r.letter;
-        else
+        } else {
             s += s.empty() ? r.word : fmt::format(",{}", r.word);
+        }
     }
     return s.empty() ? "none" : s;
 }

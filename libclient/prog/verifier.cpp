@@ -23,10 +23,12 @@ uint64_t sat_add(uint64_t a, uint64_t b) {
     return (a >= kSat || b >= kSat || a + b >= kSat) ? kSat : a + b;
 }
 uint64_t sat_mul(uint64_t a, uint64_t b) {
-    if (a == 0 || b == 0)
+    if (a == 0 || b == 0) {
         return 0;
-    if (a >= kSat || b >= kSat || a > kSat / b)
+    }
+    if (a >= kSat || b >= kSat || a > kSat / b) {
         return kSat;
+    }
     return a * b;
 }
 
@@ -51,10 +53,12 @@ struct State {
 
 // Join: a register is initialised only if it is on both paths.
 State join(const State& a, const State& b) {
-    if (!a.live)
+    if (!a.live) {
         return b;
-    if (!b.live)
+    }
+    if (!b.live) {
         return a;
+    }
     State s;
     s.live = true;
     for (int i = 0; i < ROF_ISA_NREGS; i++) {
@@ -79,8 +83,9 @@ uint64_t mask_bits(uint64_t v) {  // smallest 2^k - 1 >= v
 // The executor's exact ALU semantics on constants (docs/isa.md §4).
 bool alu_exact(uint8_t op, bool is32, uint64_t d, uint64_t s, uint64_t& out) {
     u64 v = d;
-    if (rof_exec_alu(op, is32, &v, s) != 0)
+    if (rof_exec_alu(op, is32, &v, s) != 0) {
         return false;
+    }
     out = v;
     return true;
 }
@@ -89,43 +94,53 @@ bool alu_exact(uint8_t op, bool is32, uint64_t d, uint64_t s, uint64_t& out) {
 // the operation's width; the caller clamps 32-bit results.
 Range alu_range(uint8_t op, bool is32, Range a, Range b) {
     const uint64_t top = is32 ? 0xffffffffULL : kMax;
-    if (op == ROF_ALU_MOV && b.is_const())
+    if (op == ROF_ALU_MOV && b.is_const()) {
         return cnst(is32 ? static_cast<uint32_t>(b.lo) : b.lo);
+    }
     if (a.is_const() && b.is_const()) {
         uint64_t v;
-        if (alu_exact(op, is32, a.lo, b.lo, v))
+        if (alu_exact(op, is32, a.lo, b.lo, v)) {
             return cnst(v);
+        }
         return Range{true, 0, top};
     }
     if (is32) {
-        if (a.hi > top)
+        if (a.hi > top) {
             a = Range{true, 0, top};
-        if (b.hi > top)
+        }
+        if (b.hi > top) {
             b = Range{true, 0, top};
+        }
     }
     Range all{true, 0, top};
-    if (op == ROF_ALU_MOV)
+    if (op == ROF_ALU_MOV) {
         return b;
+    }
     switch (op) {
         case ROF_ALU_ADD:
-            if (a.hi <= top - b.hi)
+            if (a.hi <= top - b.hi) {
                 return Range{true, a.lo + b.lo, a.hi + b.hi};
+            }
             return all;
         case ROF_ALU_SUB:
-            if (a.lo >= b.hi)
+            if (a.lo >= b.hi) {
                 return Range{true, a.lo - b.hi, a.hi - b.lo};
+            }
             return all;
         case ROF_ALU_MUL:
-            if (b.hi == 0 || a.hi <= top / b.hi)
+            if (b.hi == 0 || a.hi <= top / b.hi) {
                 return Range{true, a.lo * b.lo, a.hi * b.hi};
+            }
             return all;
         case ROF_ALU_DIV:
-            if (b.lo > 0)
+            if (b.lo > 0) {
                 return Range{true, a.lo / b.hi, a.hi / b.lo};
+            }
             return Range{true, 0, a.hi};
         case ROF_ALU_MOD:
-            if (b.hi == 0)
+            if (b.hi == 0) {
                 return all;
+            }
             return Range{true, 0, std::min(a.hi, b.hi - 1)};
         case ROF_ALU_AND:
             return Range{true, 0, std::min(a.hi, b.hi)};
@@ -136,8 +151,9 @@ Range alu_range(uint8_t op, bool is32, Range a, Range b) {
         case ROF_ALU_LSH:
             if (b.is_const()) {
                 unsigned k = b.lo & (is32 ? 31 : 63);
-                if (a.hi <= (top >> k))
+                if (a.hi <= (top >> k)) {
                     return Range{true, a.lo << k, a.hi << k};
+                }
             }
             return all;
         case ROF_ALU_RSH:
@@ -170,30 +186,35 @@ bool refine_unsigned(uint8_t op, Range& a, Range& b) {
     switch (op) {
         case ROF_JMP_JEQ: {
             uint64_t lo = std::max(a.lo, b.lo), hi = std::min(a.hi, b.hi);
-            if (lo > hi)
+            if (lo > hi) {
                 return false;
+            }
             a.lo = b.lo = lo;
             a.hi = b.hi = hi;
             return true;
         }
         case ROF_JMP_JNE:
-            if (a.is_const() && b.is_const() && a.lo == b.lo)
+            if (a.is_const() && b.is_const() && a.lo == b.lo) {
                 return false;
+            }
             if (b.is_const()) {
-                if (a.lo == b.lo)
+                if (a.lo == b.lo) {
                     a.lo++;
-                else if (a.hi == b.lo)
+                } else if (a.hi == b.lo) {
                     a.hi--;
+                }
             } else if (a.is_const()) {
-                if (b.lo == a.lo)
+                if (b.lo == a.lo) {
                     b.lo++;
-                else if (b.hi == a.lo)
+                } else if (b.hi == a.lo) {
                     b.hi--;
+                }
             }
             return true;
         case ROF_JMP_JGT:  // a > b
-            if (b.lo == kMax || a.hi == 0)
+            if (b.lo == kMax || a.hi == 0) {
                 return false;
+            }
             a.lo = std::max(a.lo, b.lo + 1);
             b.hi = std::min(b.hi, a.hi - 1);
             return a.lo <= a.hi && b.lo <= b.hi;
@@ -242,19 +263,22 @@ uint8_t negate_jmp(uint8_t op) {
 // 32-bit compare says nothing about the upper half of a wider register,
 // and a signed compare nothing about a value that may be negative.
 bool refine(uint8_t op, bool is32, Range& a, Range& b) {
-    if (op == 0xff || op == ROF_JMP_JSET)
+    if (op == 0xff || op == ROF_JMP_JSET) {
         return true;
+    }
     bool is_signed = op >= ROF_JMP_JSGT && op <= ROF_JMP_JSLE;
     uint64_t lim = is32 ? (is_signed ? 0x7fffffffULL : 0xffffffffULL)
                         : (is_signed ? 0x7fffffffffffffffULL : kMax);
     if (a.hi > lim || b.hi > lim) {
         // Only an exact constant test can still be decided.
-        if (a.is_const() && b.is_const())
+        if (a.is_const() && b.is_const()) {
             return jmp_exact(op, is32, a.lo, b.lo);
+        }
         return true;
     }
-    if (is_signed)
+    if (is_signed) {
         op = static_cast<uint8_t>(op - ROF_JMP_JSGT + ROF_JMP_JGT);
+    }
     return refine_unsigned(op, a, b);
 }
 
@@ -302,44 +326,53 @@ class Verifier {
         return false;
     }
     void log(int level, uint32_t pc, const std::string& msg) {
-        if (o_.log_level >= level)
+        if (o_.log_level >= level) {
             log_ += at(pc) + ": " + msg + "\n";
+        }
     }
     std::string sname(uint8_t s) const {
-        if (s < p_.slots.size())
+        if (s < p_.slots.size()) {
             return "region '" + p_.slots[s].name + "'";
+        }
         return space_name(p_, s).value_or(fmt::format("slot {}", s));
     }
 
     // ---- A: header and slots ----
     uint32_t slot_line(size_t i) const { return i < p_.slot_lines.size() ? p_.slot_lines[i] : 0; }
     bool header() {
-        if (n_ == 0)
+        if (n_ == 0) {
             return reject(UINT32_MAX, "has no instructions");
-        if (n_ > lim_.max_insns || n_ > ROF_ISA_MAX_INSNS)
+        }
+        if (n_ > lim_.max_insns || n_ > ROF_ISA_MAX_INSNS) {
             return reject(UINT32_MAX,
                           fmt::format("has {} instruction slots, limit {}", n_,
                                       std::min<uint32_t>(lim_.max_insns, ROF_ISA_MAX_INSNS)));
-        if (p_.args_min > p_.args_max)
+        }
+        if (p_.args_min > p_.args_max) {
             return reject_directive(
                 ".args", p_.args_line,
                 fmt::format("args minimum {} is above its maximum {}", p_.args_min, p_.args_max));
-        if (p_.args_max > lim_.max_args || p_.args_max > ROF_ISA_MAX_ARGS)
+        }
+        if (p_.args_max > lim_.max_args || p_.args_max > ROF_ISA_MAX_ARGS) {
             return reject_directive(
                 ".args", p_.args_line,
                 fmt::format("args maximum {} above the limit {}", p_.args_max, lim_.max_args));
-        if (p_.scratch_size > lim_.max_scratch || p_.scratch_size > ROF_ISA_MAX_SCRATCH)
+        }
+        if (p_.scratch_size > lim_.max_scratch || p_.scratch_size > ROF_ISA_MAX_SCRATCH) {
             return reject_directive(".scratch", p_.scratch_line,
                                     fmt::format("scratch size {} above the limit {}",
                                                 p_.scratch_size, lim_.max_scratch));
-        if (p_.resp_max > lim_.max_resp || p_.resp_max > ROF_ISA_MAX_RESP)
+        }
+        if (p_.resp_max > lim_.max_resp || p_.resp_max > ROF_ISA_MAX_RESP) {
             return reject_directive(
                 ".resp", p_.resp_line,
                 fmt::format("response size {} above the limit {}", p_.resp_max, lim_.max_resp));
-        if (p_.slots.size() > ROF_ISA_MAX_SLOTS)
+        }
+        if (p_.slots.size() > ROF_ISA_MAX_SLOTS) {
             return reject_directive(".region", slot_line(ROF_ISA_MAX_SLOTS),
                                     fmt::format("declares {} region slots, limit {}",
                                                 p_.slots.size(), ROF_ISA_MAX_SLOTS));
+        }
         std::set<std::string> names;
         for (size_t i = 0; i < p_.slots.size(); i++) {
             const Slot& s = p_.slots[i];
@@ -348,39 +381,50 @@ class Verifier {
             };
             bool good = !s.name.empty() && s.name.size() < ROF_ISA_NAME_MAX &&
                         !(s.name[0] >= '0' && s.name[0] <= '9');
-            for (char c : s.name)
+            for (char c : s.name) {
                 good = good && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                                 (c >= '0' && c <= '9') || c == '_');
-            if (!good)
+            }
+            if (!good) {
                 return bad(
                     fmt::format("region slot name '{}' is not a valid name", s.name.c_str()));
-            if (!names.insert(s.name).second)
+            }
+            if (!names.insert(s.name).second) {
                 return bad(fmt::format("region slot '{}' declared twice", s.name.c_str()));
-            if (!s.rights || (s.rights & ~ROF_ACCESS_ALL))
+            }
+            if (!s.rights || (s.rights & ~ROF_ACCESS_ALL)) {
                 return bad(fmt::format("region slot '{}' has invalid rights 0x{:x}", s.name.c_str(),
                                        s.rights));
-            if (s.flags & ~ROF_SLOT_FREELIST)
+            }
+            if (s.flags & ~ROF_SLOT_FREELIST) {
                 return bad(fmt::format("region slot '{}' has unknown flags 0x{:x}", s.name.c_str(),
                                        s.flags));
-            if ((s.flags & ROF_SLOT_FREELIST) && !(s.rights & ROF_ACCESS_ATOMIC))
+            }
+            if ((s.flags & ROF_SLOT_FREELIST) && !(s.rights & ROF_ACCESS_ATOMIC)) {
                 return bad(fmt::format("region slot '{}' has a free list but no atomic right",
                                        s.name.c_str()));
+            }
             if (o_.grants) {
                 const Grant* g = nullptr;
-                for (const Grant& x : *o_.grants)
-                    if (x.slot == s.name)
+                for (const Grant& x : *o_.grants) {
+                    if (x.slot == s.name) {
                         g = &x;
-                if (!g)
+                    }
+                }
+                if (!g) {
                     return bad(
                         fmt::format("region slot '{}' is not granted by policy", s.name.c_str()));
-                if (s.rights & ~g->rights)
+                }
+                if (s.rights & ~g->rights) {
                     return bad(fmt::format("region slot '{}' needs {} but policy grants {}",
                                            s.name.c_str(), rights_str(s.rights, true).c_str(),
                                            rights_str(g->rights, true).c_str()));
-                if (g->len && g->len < s.len)
+                }
+                if (g->len && g->len < s.len) {
                     return bad(
                         fmt::format("region slot '{}' needs {} bytes, the granted region has {}",
                                     s.name.c_str(), s.len, g->len));
+                }
             }
         }
         return true;
@@ -389,47 +433,55 @@ class Verifier {
     // ---- B: decoding and per-instruction rules ----
     bool need(uint32_t pc, uint8_t space, uint32_t right, const char* what) {
         if (space == ROF_SPACE_ARGS) {
-            if (right != ROF_ACCESS_READ)
+            if (right != ROF_ACCESS_READ) {
                 return reject(pc, fmt::format("{} args, which is read-only", what));
+            }
             return true;
         }
         if (space >= ROF_ISA_MAX_SLOTS) {
-            if (right == ROF_ACCESS_ATOMIC)
+            if (right == ROF_ACCESS_ATOMIC) {
                 return reject(
                     pc, fmt::format("atomic on {}: atomics need a region", sname(space).c_str()));
+            }
             return true;
         }
-        if (space >= p_.slots.size())
+        if (space >= p_.slots.size()) {
             return reject(pc, fmt::format("uses region slot {}, which is not declared "
                                           "({} declared)",
                                           space, p_.slots.size()));
+        }
         const Slot& s = p_.slots[space];
-        if (!(s.rights & right))
+        if (!(s.rights & right)) {
             return reject(pc, fmt::format("{} region '{}' without the {} right (declared "
                                           "{})",
                                           what, s.name.c_str(), rights_str(right, true).c_str(),
                                           rights_str(s.rights, true).c_str()));
+        }
         return true;
     }
 
     bool check_target(uint32_t pc, int32_t off, bool back) {
         int64_t t = int64_t{pc} + 1 + off;
-        if (t < 0 || t >= n_)
+        if (t < 0 || t >= n_) {
             return reject(pc, fmt::format("jump to insn {} is outside the program "
                                           "({} slots)",
                                           t, n_));
-        if (back && t > pc)
+        }
+        if (back && t > pc) {
             return reject(pc, fmt::format("loop target insn {} is after the loop; "
                                           "a loop jumps back",
                                           t));
-        if (!back && off < 0)
+        }
+        if (!back && off < 0) {
             return reject(pc, fmt::format("jump back to insn {}: only loop may "
                                           "jump backwards",
                                           t));
-        if (p_.insns[t].op == ROF_OP_EXT)
+        }
+        if (p_.insns[t].op == ROF_OP_EXT) {
             return reject(pc, fmt::format("jump to insn {} lands in the middle of "
                                           "a wide instruction",
                                           t));
+        }
         return true;
     }
 
@@ -437,16 +489,19 @@ class Verifier {
         insn_.assign(n_, std::nullopt);
         for (uint32_t pc = 0; pc < n_;) {
             auto in = decode_insn(p_.insns, pc);
-            if (!in)
+            if (!in) {
                 return reject(pc, in.error);
+            }
             insn_[pc] = in.value;
-            if (!rules(pc, *in))
+            if (!rules(pc, *in)) {
                 return false;
+            }
             uint32_t nx = pc + in->slots();
             bool ends = in->kind == Kind::Exit || in->kind == Kind::ExitReg ||
                         in->kind == Kind::Respond || in->kind == Kind::Ja;
-            if (nx >= n_ && !ends)
+            if (nx >= n_ && !ends) {
                 return reject(pc, "falls through past the end of the program");
+            }
             pc = nx;
         }
         return true;
@@ -456,29 +511,34 @@ class Verifier {
         switch (in.kind) {
             case Kind::Alu:
                 if (in.use_imm && (in.sub == ROF_ALU_DIV || in.sub == ROF_ALU_MOD) &&
-                    (in.is32 ? static_cast<uint32_t>(in.imm) == 0 : in.imm == 0))
+                    (in.is32 ? static_cast<uint32_t>(in.imm) == 0 : in.imm == 0)) {
                     return reject(pc, "division by zero");
+                }
                 if (in.use_imm &&
                     (in.sub == ROF_ALU_LSH || in.sub == ROF_ALU_RSH || in.sub == ROF_ALU_ARSH)) {
                     uint32_t w = in.is32 ? 32 : 64;
-                    if (in.imm < 0 || static_cast<uint32_t>(in.imm) >= w)
+                    if (in.imm < 0 || static_cast<uint32_t>(in.imm) >= w) {
                         return reject(pc,
                                       fmt::format("shift by {} out of range 0..{}", in.imm, w - 1));
+                    }
                 }
                 return true;
             case Kind::Jmp:
             case Kind::Ja:
                 return check_target(pc, in.off, false);
             case Kind::Loop:
-                if (!check_target(pc, in.off, true))
+                if (!check_target(pc, in.off, true)) {
                     return false;
-                if (in.imm < 1)
+                }
+                if (in.imm < 1) {
                     return reject(pc,
                                   fmt::format("loop trip limit {}: must be at least 1", in.imm));
+                }
                 if (static_cast<uint32_t>(in.imm) > lim_.max_trip ||
-                    static_cast<uint32_t>(in.imm) > ROF_ISA_MAX_TRIP)
+                    static_cast<uint32_t>(in.imm) > ROF_ISA_MAX_TRIP) {
                     return reject(pc, fmt::format("loop trip limit {} above the limit {}", in.imm,
                                                   lim_.max_trip));
+                }
                 return true;
             case Kind::Ld:
             case Kind::Crc64:
@@ -491,32 +551,42 @@ class Verifier {
             case Kind::Alloc:
             case Kind::Free:
                 if (!need(pc, in.slot, ROF_ACCESS_ATOMIC,
-                          in.kind == Kind::Alloc ? "alloc from" : "free to"))
+                          in.kind == Kind::Alloc ? "alloc from" : "free to")) {
                     return false;
-                if (!(p_.slots[in.slot].flags & ROF_SLOT_FREELIST))
+                }
+                if (!(p_.slots[in.slot].flags & ROF_SLOT_FREELIST)) {
                     return reject(pc, fmt::format("region '{}' has no free list (declare it "
                                                   "with 'freelist')",
                                                   p_.slots[in.slot].name.c_str()));
+                }
                 return true;
             case Kind::Copy:
-                if (in.len > lim_.max_copy)
+                if (in.len > lim_.max_copy) {
                     return reject(pc, fmt::format("copy length {} above the limit {}", in.len,
                                                   lim_.max_copy));
-                if (!need(pc, in.src_mem.space, ROF_ACCESS_READ, "copies from"))
+                }
+                if (!need(pc, in.src_mem.space, ROF_ACCESS_READ, "copies from")) {
                     return false;
-                if (in.src_mode && !need(pc, in.src_tspace, ROF_ACCESS_READ, "copies from"))
+                }
+                if (in.src_mode && !need(pc, in.src_tspace, ROF_ACCESS_READ, "copies from")) {
                     return false;
+                }
                 if (in.dst_indirect &&
-                    !need(pc, in.mem.space, ROF_ACCESS_READ, "reads a pointer from"))
+                    !need(pc, in.mem.space, ROF_ACCESS_READ, "reads a pointer from")) {
                     return false;
+                }
                 return need(pc, in.mem.space, ROF_ACCESS_WRITE, "copies into");
             case Kind::Cas:
-                if (!need(pc, in.mem.space, ROF_ACCESS_ATOMIC, "cas on"))
+                if (!need(pc, in.mem.space, ROF_ACCESS_ATOMIC, "cas on")) {
                     return false;
-                if (!need(pc, in.blk.space, ROF_ACCESS_READ, "reads cas operands from"))
+                }
+                if (!need(pc, in.blk.space, ROF_ACCESS_READ, "reads cas operands from")) {
                     return false;
-                if (in.old && !need(pc, in.blk.space, ROF_ACCESS_WRITE, "writes the old value to"))
+                }
+                if (in.old &&
+                    !need(pc, in.blk.space, ROF_ACCESS_WRITE, "writes the old value to")) {
                     return false;
+                }
                 return true;
             default:
                 return true;
@@ -554,24 +624,29 @@ class Verifier {
             uint32_t pc = work.back();
             work.pop_back();
             succs(pc, *insn_[pc], s);
-            for (uint32_t t : s)
+            for (uint32_t t : s) {
                 if (t < n_ && !seen[t]) {
                     seen[t] = true;
                     work.push_back(t);
                 }
+            }
         }
-        for (uint32_t pc = 0; pc < n_; pc++)
-            if (insn_[pc] && !seen[pc])
+        for (uint32_t pc = 0; pc < n_; pc++) {
+            if (insn_[pc] && !seen[pc]) {
                 return reject(pc, "unreachable instruction");
+            }
+        }
         return true;
     }
 
     // ---- D: loop structure ----
     bool loops() {
-        for (uint32_t pc = 0; pc < n_; pc++)
-            if (insn_[pc] && insn_[pc]->kind == Kind::Loop)
+        for (uint32_t pc = 0; pc < n_; pc++) {
+            if (insn_[pc] && insn_[pc]->kind == Kind::Loop) {
                 loops_.push_back(Loop{pc + 1 + static_cast<uint32_t>(insn_[pc]->off), pc,
                                       insn_[pc]->dst, static_cast<uint32_t>(insn_[pc]->imm)});
+            }
+        }
         // Nesting in one pass over the loops by head, outer first, with the
         // bodies still open on a stack: the loops around a loop are exactly
         // those open when it starts, unless some body overlaps another.
@@ -585,8 +660,9 @@ class Verifier {
         });
         bool nested = true;
         for (uint32_t c : order) {
-            while (!open.empty() && loops_[open.back()].end < loops_[c].head)
+            while (!open.empty() && loops_[open.back()].end < loops_[c].head) {
                 open.pop_back();
+            }
             if (!open.empty() && loops_[open.back()].end < loops_[c].end) {
                 nested = false;
                 break;
@@ -600,54 +676,66 @@ class Verifier {
             if (!nested) {  // some bodies overlap: name the first pair, loop by loop
                 depth[i] = 1;
                 for (size_t j = 0; j < k; j++) {
-                    if (i == j)
+                    if (i == j) {
                         continue;
+                    }
                     const Loop& b = loops_[j];
                     bool disjoint = a.end < b.head || b.end < a.head;
                     bool a_in_b = b.head <= a.head && a.end <= b.end;
                     bool b_in_a = a.head <= b.head && b.end <= a.end;
-                    if (!disjoint && !a_in_b && !b_in_a)
+                    if (!disjoint && !a_in_b && !b_in_a) {
                         return reject(a.end, fmt::format("loop body [{}, {}] overlaps the loop "
                                                          "body [{}, {}] without nesting",
                                                          a.head, a.end, b.head, b.end));
-                    if (a_in_b)
+                    }
+                    if (a_in_b) {
                         depth[i]++;
+                    }
                 }
             }
-            if (depth[i] > lim_.max_loop_depth)
+            if (depth[i] > lim_.max_loop_depth) {
                 return reject(a.end, fmt::format("loop nesting depth {} above the limit {}",
                                                  depth[i], lim_.max_loop_depth));
-            for (uint32_t pc = a.head; pc < a.end; pc++)
-                if (insn_[pc] && (regs_written(*insn_[pc]) & (1u << a.counter)))
+            }
+            for (uint32_t pc = a.head; pc < a.end; pc++) {
+                if (insn_[pc] && (regs_written(*insn_[pc]) & (1u << a.counter))) {
                     return reject(pc, fmt::format("writes r{}, the counter of the loop at insn "
                                                   "{}: the trip bound would not hold",
                                                   a.counter, a.end));
+                }
+            }
         }
         // No edge enters a body except at its head.  The loops around an
         // instruction, innermost (lowest end) first: from inner_ up parent_.
         inner_.assign(n_, kNoLoop);
-        for (uint32_t c : order)
-            for (uint32_t pc = loops_[c].head; pc <= loops_[c].end; pc++)
+        for (uint32_t c : order) {
+            for (uint32_t pc = loops_[c].head; pc <= loops_[c].end; pc++) {
                 inner_[pc] = c;
+            }
+        }
         std::vector<uint32_t> s;
         for (uint32_t pc = 0; pc < n_; pc++) {
-            if (!insn_[pc])
+            if (!insn_[pc]) {
                 continue;
+            }
             succs(pc, *insn_[pc], s);
-            for (uint32_t t : s)
+            for (uint32_t t : s) {
                 for (uint32_t c = t < n_ ? inner_[t] : kNoLoop; c != kNoLoop; c = parent_[c]) {
                     const Loop& l = loops_[c];
-                    if (t > l.head && (pc < l.head || pc > l.end))
+                    if (t > l.head && (pc < l.head || pc > l.end)) {
                         return reject(pc, fmt::format("jump to insn {} enters the body of the "
                                                       "loop at insn {} (head {}) other than at "
                                                       "its head",
                                                       t, l.end, l.head));
+                    }
                 }
+            }
         }
-        for (const Loop& l : loops_)
+        for (const Loop& l : loops_) {
             log(1, l.end,
                 fmt::format("loop r{}, body [{}, {}], trip limit {}", l.counter, l.head, l.end,
                             l.trip));
+        }
         return true;
     }
 
@@ -660,10 +748,11 @@ class Verifier {
         std::vector<uint64_t> v;
         std::vector<uint32_t> set, nest;
         bool raise(uint32_t t, uint64_t x) {
-            if (v[t] == kNone)
+            if (v[t] == kNone) {
                 set.push_back(t);
-            else if (x <= v[t])
+            } else if (x <= v[t]) {
                 return false;
+            }
             v[t] = x;
             return true;
         }
@@ -683,13 +772,16 @@ class Verifier {
             // The outermost loop headed here that is not being expanded
             // already (the loops headed here are the innermost around it).
             uint32_t pick = kNoLoop;
-            for (uint32_t c = inner_[pc]; c != kNoLoop && loops_[c].head == pc; c = parent_[c])
-                if (!expanded[c])
+            for (uint32_t c = inner_[pc]; c != kNoLoop && loops_[c].head == pc; c = parent_[c]) {
+                if (!expanded[c]) {
                     pick = c;
+                }
+            }
             if (pick != kNoLoop) {
                 const Loop& l = loops_[pick];
-                if (dist_.size() == lvl + 1)
+                if (dist_.size() == lvl + 1) {
                     dist_.push_back(Dist{std::vector<uint64_t>(n_ + 1, kNone), {}, {}});
+                }
                 Dist& d1 = dist_[lvl + 1];
                 d1.raise(pc, 0);
                 expanded[pick] = true;
@@ -705,8 +797,9 @@ class Verifier {
                                                                                      : pick;
                 }
                 for (uint32_t t : d1.set) {
-                    if (d.raise(t, sat_add(base, d1.v[t])) && lvl == 0)
+                    if (d.raise(t, sat_add(base, d1.v[t])) && lvl == 0) {
                         d.nest[t] = nest;
+                    }
                     d1.v[t] = kNone;
                 }
                 d1.set.clear();
@@ -718,9 +811,11 @@ class Verifier {
             } else {
                 succs(pc, in, s);
             }
-            for (uint32_t t : s)
-                if (d.raise(t, sat_add(d.v[pc], 1)) && lvl == 0)
+            for (uint32_t t : s) {
+                if (d.raise(t, sat_add(d.v[pc], 1)) && lvl == 0) {
                     d.nest[t] = d.nest[pc];
+                }
+            }
             pc += in.slots();
         }
     }
@@ -737,8 +832,9 @@ class Verifier {
         uint64_t w = 0;
         uint32_t last = UINT32_MAX;  // the exit of a longest path
         for (uint32_t pc = 0; pc < n_; pc++) {
-            if (!insn_[pc] || d.v[pc] == kNone)
+            if (!insn_[pc] || d.v[pc] == kNone) {
                 continue;
+            }
             Kind k = insn_[pc]->kind;
             if ((k == Kind::Exit || k == Kind::ExitReg || k == Kind::Respond) &&
                 (last == UINT32_MAX || sat_add(d.v[pc], 1) > w)) {
@@ -748,14 +844,16 @@ class Verifier {
         }
         res_.worst_case = w;
         have_w_ = true;
-        if (w < kSat && w <= lim_.max_worst_case)
+        if (w < kSat && w <= lim_.max_worst_case) {
             return true;
+        }
         std::string why = w >= kSat ? std::string("worst-case path overflows")
                                     : fmt::format("worst-case path {} instructions, limit {}", w,
                                                   lim_.max_worst_case);
         uint32_t nest = last == UINT32_MAX ? kNoLoop : d.nest[last];
-        if (nest == kNoLoop)
+        if (nest == kNoLoop) {
             return reject(last, why + ": the longest path ends here");
+        }
         const Loop& l = loops_[nest];
         std::string runs = cost_[nest] >= kSat ? std::string("too many instructions to count")
                                                : fmt::format("up to {} instructions", cost_[nest]);
@@ -772,17 +870,21 @@ class Verifier {
         return s == ROF_SPACE_ARGS ? p_.args_max : space_len(s);
     }
     uint64_t space_len(uint8_t s) const {
-        if (s == ROF_SPACE_ARGS)
+        if (s == ROF_SPACE_ARGS) {
             return p_.args_min;
-        if (s == ROF_SPACE_SCRATCH)
+        }
+        if (s == ROF_SPACE_SCRATCH) {
             return p_.scratch_size;
-        if (s == ROF_SPACE_RESP)
+        }
+        if (s == ROF_SPACE_RESP) {
             return p_.resp_max;
+        }
         return p_.slots[s].len;
     }
     std::string rstr(const Range& r) const {
-        if (r.is_const())
+        if (r.is_const()) {
             return fmt::format("{}", r.lo);
+        }
         return fmt::format("[{}, {}]", r.lo, r.hi);
     }
 
@@ -796,34 +898,39 @@ class Verifier {
         std::string where =
             sname(m.space) + "[" +
             (m.has_base ? fmt::format("r{}{:+}", m.base, m.off) : fmt::format("{}", m.off)) + "]";
-        if (hi < 0)
+        if (hi < 0) {
             return reject(pc, fmt::format("{} {}: offset arithmetic underflows for every "
                                           "value of the base ({})",
                                           what, where.c_str(), rstr(b).c_str()));
-        if (lo > i128(kMax))
+        }
+        if (lo > i128(kMax)) {
             return reject(pc, fmt::format("{} {}: offset arithmetic overflows for every "
                                           "value of the base ({})",
                                           what, where.c_str(), rstr(b).c_str()));
+        }
         i128 first = lo < 0 ? 0 : lo;
-        if (first + len_lo > i128(Lmax))
+        if (first + len_lo > i128(Lmax)) {
             return reject(pc, fmt::format("{} {} of {} bytes is out of bounds of "
                                           "{} ({} bytes){}",
                                           what, where.c_str(), len_lo, sname(m.space).c_str(), Lmax,
                                           m.has_base ? (" with base " + rstr(b)).c_str() : ""));
-        if (aligned && b.is_const() && (static_cast<uint64_t>(lo) & 7))
+        }
+        if (aligned && b.is_const() && (static_cast<uint64_t>(lo) & 7)) {
             return reject(pc, fmt::format("{} {}: offset {} is not 8-byte "
                                           "aligned",
                                           what, where.c_str(), static_cast<uint64_t>(lo)));
+        }
         if (lo >= 0 && hi + len_hi <= i128(L)) {
             log(2, pc, fmt::format("{} {} proven in bounds", what, where.c_str()));
             return true;
         }
-        if (lim_.strict_bounds)
+        if (lim_.strict_bounds) {
             return reject(
                 pc,
                 fmt::format(
                     "{} {} is not provably in bounds of {} ({} bytes; base {}, length up to {})",
                     what, where.c_str(), sname(m.space).c_str(), L, rstr(b).c_str(), len_hi));
+        }
         log(1, pc,
             fmt::format("{} {} checked at run time (base {})", what, where.c_str(),
                         rstr(b).c_str()));
@@ -831,10 +938,12 @@ class Verifier {
     }
 
     Range operand(const State& st, const Insn& in) const {
-        if (!in.use_imm)
+        if (!in.use_imm) {
             return st.r[in.src];
-        if (in.is32)
+        }
+        if (in.is32) {
             return cnst(static_cast<uint32_t>(in.imm));
+        }
         return cnst(static_cast<uint64_t>(static_cast<int64_t>(in.imm)));
     }
 
@@ -844,12 +953,15 @@ class Verifier {
                   std::vector<std::pair<uint32_t, State>>& out, bool check) {
         out.clear();
         uint16_t rd = regs_read(in);
-        if (check)
-            for (int r = 0; r < ROF_ISA_NREGS; r++)
-                if ((rd & (1u << r)) && !st.r[r].init)
+        if (check) {
+            for (int r = 0; r < ROF_ISA_NREGS; r++) {
+                if ((rd & (1u << r)) && !st.r[r].init) {
                     return reject(pc, fmt::format("reads r{}, which is not initialised on "
                                                   "every path here",
                                                   r));
+                }
+            }
+        }
         uint32_t nx = pc + in.slots();
         auto set = [&](uint8_t r, Range v) {
             v.init = true;
@@ -862,23 +974,27 @@ class Verifier {
             case Kind::Alu: {
                 Range b = operand(st, in);
                 if (check && (in.sub == ROF_ALU_DIV || in.sub == ROF_ALU_MOD) && !in.use_imm) {
-                    if (b.hi == 0)
+                    if (b.hi == 0) {
                         return reject(pc, fmt::format("division by zero: r{} is always 0", in.src));
+                    }
                     // A 32-bit divisor is the low half: 0 for any multiple
                     // of 2^32 in the range, not only for 0.
-                    if (in.is32 && ((b.lo >> 32) != (b.hi >> 32) || !(b.lo & 0xffffffff)))
+                    if (in.is32 && ((b.lo >> 32) != (b.hi >> 32) || !(b.lo & 0xffffffff))) {
                         log(1, pc,
                             fmt::format("32-bit divisor r{} may be 0: checked at run time",
                                         in.src));
-                    else if (!in.is32 && b.lo == 0)
+                    } else if (!in.is32 && b.lo == 0) {
                         log(1, pc,
                             fmt::format("divisor r{} may be 0: checked at run time", in.src));
+                    }
                 }
-                if (in.sub == ROF_ALU_NEG)
+                if (in.sub == ROF_ALU_NEG) {
                     b = cnst(0);
+                }
                 Range r = alu_range(in.sub, in.is32, st.r[in.dst], b);
-                if (in.is32 && r.hi > 0xffffffff)
+                if (in.is32 && r.hi > 0xffffffff) {
                     r = Range{true, 0, 0xffffffff};
+                }
                 set(in.dst, r);
                 break;
             }
@@ -888,29 +1004,34 @@ class Verifier {
                                      : in.size == 4 ? "ld32"
                                      : in.size == 2 ? "ld16"
                                                     : "ld8",
-                                     false))
+                                     false)) {
                     return false;
+                }
                 set(in.dst, in.size == 8 ? full() : Range{true, 0, (1ULL << (8 * in.size)) - 1});
                 break;
             case Kind::St:
-                if (check && !access(pc, st, in.mem, in.size, in.size, "store", false))
+                if (check && !access(pc, st, in.mem, in.size, in.size, "store", false)) {
                     return false;
+                }
                 break;
             case Kind::Faa:
-                if (check && !access(pc, st, in.mem, 8, 8, "faa", true))
+                if (check && !access(pc, st, in.mem, 8, 8, "faa", true)) {
                     return false;
+                }
                 set(in.aux, full());
                 break;
             case Kind::Crc64:
             case Kind::Hash: {
                 Range l = st.r[in.aux];
-                if (check && l.lo > ROF_ISA_MAX_BULK)
+                if (check && l.lo > ROF_ISA_MAX_BULK) {
                     return reject(
                         pc, fmt::format("length r{} is always above {}", in.aux, ROF_ISA_MAX_BULK));
+                }
                 if (check &&
                     !access(pc, st, in.mem, l.lo, std::min<uint64_t>(l.hi, ROF_ISA_MAX_BULK),
-                            in.kind == Kind::Hash ? "hash" : "crc64", false))
+                            in.kind == Kind::Hash ? "hash" : "crc64", false)) {
                     return false;
+                }
                 set(in.dst, full());
                 break;
             }
@@ -923,27 +1044,31 @@ class Verifier {
                 uint64_t llo = in.len, lhi = in.len;
                 if (in.len_reg) {
                     Range l = st.r[in.len_r];
-                    if (check && l.lo > in.len)
+                    if (check && l.lo > in.len) {
                         return reject(pc, fmt::format("copy length r{} ({}) is always above its "
                                                       "cap {}",
                                                       in.len_r, rstr(l).c_str(), in.len));
+                    }
                     llo = l.lo;
                     lhi = std::min<uint64_t>(l.hi, in.len);
                 }
-                if (in.src_mode == 2)
+                if (in.src_mode == 2) {
                     llo = 0;  // the stored bound may shorten it
+                }
                 if (check) {
                     if (in.src_mode) {
                         if (!access(pc, st, in.src_mem, in.src_mode == 2 ? 16 : 8,
-                                    in.src_mode == 2 ? 16 : 8, "copy source pointer", false))
+                                    in.src_mode == 2 ? 16 : 8, "copy source pointer", false)) {
                             return false;
+                        }
                         log(1, pc, "copy source behind a pointer: checked at run time");
                     } else if (!access(pc, st, in.src_mem, llo, lhi, "copy source", false)) {
                         return false;
                     }
                     if (in.dst_indirect) {
-                        if (!access(pc, st, in.mem, 8, 8, "copy destination pointer", false))
+                        if (!access(pc, st, in.mem, 8, 8, "copy destination pointer", false)) {
                             return false;
+                        }
                         log(1, pc,
                             "copy destination behind a pointer: checked at run "
                             "time");
@@ -951,17 +1076,20 @@ class Verifier {
                         return false;
                     }
                 }
-                if (in.out)
+                if (in.out) {
                     set(in.aux, Range{true, 0, lhi});
+                }
                 break;
             }
             case Kind::Cas:
                 if (check) {
-                    if (!access(pc, st, in.mem, in.width, in.width, "cas target", true))
+                    if (!access(pc, st, in.mem, in.width, in.width, "cas target", true)) {
                         return false;
+                    }
                     uint64_t bl = 4u * in.width + (in.old ? in.width : 0);
-                    if (!access(pc, st, in.blk, bl, bl, "cas operand block", false))
+                    if (!access(pc, st, in.blk, bl, bl, "cas operand block", false)) {
                         return false;
+                    }
                 }
                 set(in.aux, Range{true, 0, 1});
                 break;
@@ -970,12 +1098,14 @@ class Verifier {
                 return true;
             case Kind::Respond: {
                 Range l = st.r[in.src];
-                if (check && l.lo > p_.resp_max)
+                if (check && l.lo > p_.resp_max) {
                     return reject(pc, fmt::format("response length r{} ({}) is always above "
                                                   "resp size {}",
                                                   in.src, rstr(l).c_str(), p_.resp_max));
-                if (check && l.hi > p_.resp_max)
+                }
+                if (check && l.hi > p_.resp_max) {
                     log(1, pc, "response length checked at run time");
+                }
                 return true;
             }
             case Kind::Ja:
@@ -1005,8 +1135,9 @@ class Verifier {
                 if (f_ok) {
                     State f = st;
                     f.r[in.dst] = fa;
-                    if (!in.use_imm && !same)
+                    if (!in.use_imm && !same) {
                         f.r[in.src] = fb;
+                    }
                     out.emplace_back(nx, f);
                 } else if (check) {
                     log(2, pc, "fall-through never taken");
@@ -1014,8 +1145,9 @@ class Verifier {
                 if (t_ok) {
                     State t = st;
                     t.r[in.dst] = ta;
-                    if (!in.use_imm && !same)
+                    if (!in.use_imm && !same) {
                         t.r[in.src] = tb;
+                    }
                     out.emplace_back(pc + 1 + in.off, t);
                 } else if (check) {
                     log(2, pc, "jump never taken");
@@ -1029,9 +1161,11 @@ class Verifier {
 
     std::string state_str(const State& st) const {
         std::string s;
-        for (int r = 0; r < ROF_ISA_NREGS; r++)
-            if (st.r[r].init)
+        for (int r = 0; r < ROF_ISA_NREGS; r++) {
+            if (st.r[r].init) {
                 s += fmt::format(" r{}={}", r, rstr(st.r[r]).c_str());
+            }
+        }
         return s;
     }
 
@@ -1051,20 +1185,25 @@ class Verifier {
             uint32_t pc = *pass.begin();
             pass.erase(pass.begin());
             if (insn_[pc]) {
-                if (++processed_ > lim_.max_processed)
+                if (++processed_ > lim_.max_processed) {
                     return reject(
                         pc, fmt::format("program too complex: more than {} instruction visits",
                                         lim_.max_processed));
+                }
                 transfer(pc, *insn_[pc], in[pc], out, false);
                 for (auto& [t, s] : out) {
                     State j = join(in[t], s);
-                    if (j == in[t])
+                    if (j == in[t]) {
                         continue;
+                    }
                     if (t <= pc) {  // a back edge into a loop head
-                        if (++widen[t] > 2)
-                            for (int r = 0; r < ROF_ISA_NREGS; r++)
-                                if (!(j.r[r].lo == in[t].r[r].lo && j.r[r].hi == in[t].r[r].hi))
+                        if (++widen[t] > 2) {
+                            for (int r = 0; r < ROF_ISA_NREGS; r++) {
+                                if (!(j.r[r].lo == in[t].r[r].lo && j.r[r].hi == in[t].r[r].hi)) {
                                     j.r[r].lo = 0, j.r[r].hi = kMax;
+                                }
+                            }
+                        }
                         next.insert(t);
                     } else {
                         pass.insert(t);
@@ -1072,22 +1211,26 @@ class Verifier {
                     in[t] = j;
                 }
             }
-            if (pass.empty())
+            if (pass.empty()) {
                 pass.swap(next);
+            }
         }
         // Final pass: every rule, on the fixpoint.
         for (uint32_t pc = 0; pc < n_; pc++) {
-            if (!insn_[pc])
+            if (!insn_[pc]) {
                 continue;
+            }
             if (!in[pc].live) {
                 log(2, pc, "never reached under the value analysis");
                 continue;
             }
             processed_++;
-            if (o_.log_level >= 2)
+            if (o_.log_level >= 2) {
                 log(2, pc, format_insn(p_, pc, *insn_[pc]) + " ;" + state_str(in[pc]));
-            if (!transfer(pc, *insn_[pc], in[pc], out, true))
+            }
+            if (!transfer(pc, *insn_[pc], in[pc], out, true)) {
                 return false;
+            }
         }
         return true;
     }
@@ -1097,10 +1240,11 @@ class Verifier {
         std::vector<uint8_t> img = p_.encode();
         uint32_t bad = 0;
         int rc = rof_exec_check_image(img.data(), img.size(), &bad);
-        if (rc)
+        if (rc) {
             return reject(bad, fmt::format("internal: the executor's load check refuses "
                                            "the image (error {})",
                                            rc));
+        }
         return true;
     }
 
