@@ -1800,6 +1800,14 @@ static long rof_session_prepare(void __user *uarg)
 	s->idle_ms = req.idle_timeout_ms;
 	s->nonce = cpu_to_le64(get_random_u64());
 
+	/*
+	 * Once published, a SESSION_CLOSE (ids are sequential and listed)
+	 * or the reaper may close it at once.  So prepare holds a reference
+	 * of its own and s->lock, which the close work takes first: the
+	 * session is attached to its tenant before anything can tear it down.
+	 */
+	kref_get(&s->ref);
+	mutex_lock(&s->lock);
 	mutex_lock(&rof_sess_lock);
 	if (!rof_sess_next_id) {
 		ret = -ENOSPC;		/* 2^32 sessions: reload the module */
@@ -1811,10 +1819,12 @@ static long rof_session_prepare(void __user *uarg)
 	}
 	mutex_unlock(&rof_sess_lock);
 	if (ret) {
+		mutex_unlock(&s->lock);
 		kfree(s);
 		goto out_tenant;
 	}
 	/* In the table: from here on only the close work frees it. */
+	rof_fault_delay("session prepare (published)", s->id);
 	ret = rof_tenant_attach(t, &s->tatt);
 	if (ret)
 		ret = -ENOENT;		/* the tenant is being destroyed */
@@ -1825,17 +1835,17 @@ static long rof_session_prepare(void __user *uarg)
 		ret = rof_ticket_sign(&req.ticket, req.tenant, s->id,
 				      req.expires_ns, s->nonce);
 	}
-	if (ret) {
-		/* The close work detaches and drops the tenant. */
+	/* The close work detaches and drops the tenant. */
+	if (ret)
 		rof_session_close(s, ROF_CLOSE_ADMIN);
-		return ret;
-	}
-	if (copy_to_user(uarg, &req, sizeof(req))) {
+	mutex_unlock(&s->lock);
+	if (!ret && copy_to_user(uarg, &req, sizeof(req))) {
 		/* The caller never learns the id: do not leave it dangling. */
 		rof_session_close(s, ROF_CLOSE_ADMIN);
-		return -EFAULT;
+		ret = -EFAULT;
 	}
-	return 0;
+	rof_session_put(s);
+	return ret;
 
 out_tenant:
 	rof_tenant_put(t);

@@ -23,6 +23,11 @@
  *                arguments and without CAP_SYS_ADMIN: each errno as documented
  *   ksess-client controller TENANT_NAME       create tenant+region+session,
  *                print "TENANT REGION SESSION TICKET", then wait to be killed
+ *   ksess-client prepare-close TENANT         prepare a session of TENANT (which
+ *                has none) in a thread and close it the moment it is listed,
+ *                while the prepare is still under way (fault_delay_ms holds
+ *                it); expect the close to succeed and the prepare to return
+ *                that session; print its id
  *
  * Client (librdmacm + libibverbs; a ticket of "-" sends no private data):
  *   ksess-client invoke-flood ADDR TICKET N   N INVOKEs of a tag never loaded,
@@ -55,6 +60,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -238,6 +244,74 @@ static int cmd_prepare(int argc, char **argv)
 	fd = rof_fd();
 	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
 	print_ticket_line(p.session, &p.ticket);
+	return 0;
+}
+
+struct prepare_arg {
+	struct rof_session_prepare p;
+	int err;
+	int done;		/* __atomic: the prepare returned */
+};
+
+static void *prepare_thread(void *v)
+{
+	struct prepare_arg *a = v;
+
+	a->err = ioctl(rof_fd(), ROF_IOC_SESSION_PREPARE, &a->p) ? errno : 0;
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The id of a session of @tenant the LIST shows, or 0. */
+static uint32_t listed_session(int fd, uint32_t tenant)
+{
+	struct rof_session_info v[64];
+	struct rof_list l;
+	uint32_t i;
+
+	memset(&l, 0, sizeof(l));
+	l.elem_size = sizeof(v[0]);
+	l.capacity = 64;
+	l.elems = (uintptr_t)v;
+	xioctl(fd, ROF_IOC_LIST_SESSIONS, &l, "list sessions");
+	for (i = 0; i < l.count; i++)
+		if (v[i].tenant == tenant)
+			return v[i].id;
+	return 0;
+}
+
+static int cmd_prepare_close(uint32_t tenant)
+{
+	struct prepare_arg a;
+	struct rof_session_close sc;
+	pthread_t th;
+	uint32_t id = 0;
+	int fd = rof_fd(), err;
+
+	memset(&a, 0, sizeof(a));
+	a.p.tenant = tenant;
+	a.p.expires_ns = now_ns(CLOCK_REALTIME) + 60ull * 1000000000ull;
+	if (pthread_create(&th, NULL, prepare_thread, &a))
+		die("pthread_create");
+	/* Published before the prepare returns: close it then. */
+	while (!id && !__atomic_load_n(&a.done, __ATOMIC_ACQUIRE))
+		id = listed_session(fd, tenant);
+	if (!id) {
+		pthread_join(th, NULL);
+		die("the session was never listed while its prepare ran (prepare: %s)",
+		    strerror(a.err));
+	}
+	memset(&sc, 0, sizeof(sc));
+	sc.session = id;
+	err = ioctl(fd, ROF_IOC_SESSION_CLOSE, &sc) ? errno : 0;
+	pthread_join(th, NULL);
+	if (err)
+		die("close of session %u during its prepare: %s", id, strerror(err));
+	if (a.err)
+		die("prepare of session %u: %s", id, strerror(a.err));
+	if (a.p.session != id)
+		die("prepare returned session %u, the close closed %u", a.p.session, id);
+	printf("%u\n", id);
 	return 0;
 }
 
@@ -1494,6 +1568,8 @@ int main(int argc, char **argv)
 		return cmd_badargs(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "controller") && argc == 3)
 		return cmd_controller(argv[2]);
+	if (!strcmp(argv[1], "prepare-close") && argc == 3)
+		return cmd_prepare_close(num(argv[2]));
 	if (!strcmp(argv[1], "connect"))
 		return cmd_connect(argc - 1, argv + 1);
 	die("unknown command '%s' (see the comment at the top of ksess-client.c)", argv[1]);
