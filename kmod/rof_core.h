@@ -133,7 +133,11 @@ void rof_tenant_exit(void);
 long rof_tenant_ioctl(unsigned int cmd, void __user *uarg);
 /* Used by rof_region.c and rof_audit.c only. */
 int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes); /* -EDQUOT */
-void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes);
+/*
+ * @regions is 1 when the region goes, 0 when only its bytes do: those of a
+ * destroyed region whose pages a mapping held, released with the pages.
+ */
+void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes, u32 regions);
 void rof_tenant_count_freelists(struct rof_tenant *t, int delta);
 void rof_tenant_account(const struct rof_audit_record *rec);
 /* An INVOKE record of @tenant that rof_audit_log dropped; any context. */
