@@ -734,8 +734,19 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	 */
 	atomic_inc(&s->sirq_active);
 	irq_poll_complete(iop);
-	/* The welcome registers MRs: process context. */
-	if (test_bit(ROF_SF_WELCOME, &s->flags) || !rof_dp_claim(s)) {
+	if (!rof_dp_claim(s)) {
+		rof_kick(s);
+		goto out;
+	}
+	/*
+	 * Not before ESTABLISHED, and the welcome (it registers MRs) is
+	 * the poll work's: OPENED first, then WELCOME, the reverse of the
+	 * order ESTABLISHED sets them in.  Owning the data path, nobody
+	 * clears WELCOME meanwhile.
+	 */
+	if (!test_bit_acquire(ROF_SF_OPENED, &s->flags) ||
+	    test_bit(ROF_SF_WELCOME, &s->flags)) {
+		rof_dp_release(s);
 		rof_kick(s);
 		goto out;
 	}
@@ -1506,6 +1517,11 @@ static void rof_cm_established(struct rof_session *s)
 	}
 	rof_sess_audit(s, ROF_AUDIT_SESSION_OPEN, 0, 0);
 	set_bit(ROF_SF_WELCOME, &s->flags);
+	/*
+	 * WELCOME before OPENED: whoever sees OPENED (acquire) sees WELCOME
+	 * too, and so never answers before the welcome (rof_iop_poll).
+	 */
+	smp_mb__before_atomic();
 	set_bit(ROF_SF_OPENED, &s->flags);
 	rof_kick(s);
 	mutex_unlock(&s->lock);
