@@ -273,19 +273,29 @@ void rof_trl_exit(void);
 /* rof_prog.c: offload programs, named by (tenant, tag) */
 struct rof_prog_scratch;
 /*
+ * What one data path run may still spend on programs: instructions, and
+ * bytes moved by COPY, CRC64 and HASH (up to 1 MiB each, so instructions
+ * alone do not bound a run's time).
+ */
+struct rof_run_budget {
+	u64 insns;
+	u64 bytes;
+};
+
+/*
  * One INVOKE: returns an enum rof_status, writes the response payload
  * (struct rof_invoke_result, then the program's response) into @out of
- * @out_cap bytes, fills @rec's insns and reason.  *@scratch is the
- * session's, grown here on demand in process context (@atomic_budget 0);
- * in atomic context (@atomic_budget: the instructions it may take) a run
- * that would sleep or take longer returns ROF_PROG_DEFER and does
+ * @out_cap bytes, fills @rec's insns and reason, and takes what the run
+ * spent from @budget.  *@scratch is the session's, grown here on demand
+ * in process context; in atomic context (@atomic) a run that would sleep,
+ * or could spend more than @budget holds, returns ROF_PROG_DEFER and does
  * nothing.  rof_prog_scratch_free(NULL) is a no-op.
  */
 #define ROF_PROG_DEFER	U32_MAX	/* not a wire status: retry in process context */
 u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scratch,
 		    u64 tag, const u8 *args, u32 args_len, u8 *out,
 		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec,
-		    u64 atomic_budget);
+		    struct rof_run_budget *budget, bool atomic);
 void rof_prog_scratch_free(struct rof_prog_scratch *scratch);
 long rof_prog_ioctl(unsigned int cmd, void __user *uarg);
 int rof_prog_init(void);

@@ -88,9 +88,16 @@ MODULE_PARM_DESC(poll_softirq, "serve short requests in the completion's softirq
 /* One softirq run: at most this many polls and program instructions. */
 #define ROF_SIRQ_ROUNDS		4
 #define ROF_SIRQ_INSNS		32768	/* below ROF_EXEC_YIELD_EVERY: no resched */
+/*
+ * Bytes programs may move (COPY, CRC64, HASH) in one softirq run: a few
+ * ms of CRC64 at worst.  A program whose byte budget exceeds what the
+ * run has left goes to the poll work, as one with too many instructions.
+ */
+#define ROF_SIRQ_BYTES		(2ULL << 20)
 #define ROF_POLL_ROUNDS		64	/* polls before yielding the worker */
-/* Program instructions one poll work run may execute before it yields. */
+/* Program instructions and bytes one poll work run may spend before it yields. */
 #define ROF_POLL_INSNS		(2ULL * 1000 * 1000)
+#define ROF_POLL_BYTES		(64ULL << 20)
 #define ROF_INLINE_WANT		256	/* inline bytes asked of the QP */
 #define ROF_REAP_PERIOD		HZ	/* idle and expiry scan */
 
@@ -365,12 +372,12 @@ static bool rof_sq_full(struct rof_session *s)
 static u32 rof_session_invoke(struct rof_session *s, u64 program,
 			      const u8 *args, u32 args_len, u8 *resp,
 			      u32 *resp_len, struct rof_audit_record *rec,
-			      u64 atomic_budget)
+			      struct rof_run_budget *budget, bool atomic)
 {
 	return rof_prog_invoke(s->tenant, &s->prog_scratch, program, args,
 			       args_len, resp,
 			       ROF_MSG_SIZE - sizeof(struct rof_resp_hdr),
-			       resp_len, rec, atomic_budget);
+			       resp_len, rec, budget, atomic);
 }
 
 /*
@@ -394,12 +401,13 @@ static void rof_charge_late(struct rof_session *s, u64 bytes)
 
 /*
  * Returns the response length written into @out (header included), or 0
- * when in atomic context (@atomic_budget, see rof_prog_invoke) the request
- * must wait for process context: then nothing happened.
- * @insns: instructions a program ran for it, for the poll work's budget.
+ * when in atomic context (@atomic, see rof_prog_invoke) the request must
+ * wait for process context: then nothing happened.  A program's run takes
+ * its instructions and bytes from @budget, the run's.
  */
 static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
-			      u8 *out, u64 rx_ns, u64 *insns, u64 atomic_budget)
+			      u8 *out, u64 rx_ns, struct rof_run_budget *budget,
+			      bool atomic)
 {
 	struct rof_resp_hdr *rh = (struct rof_resp_hdr *)out;
 	struct rof_audit_record rec = {
@@ -439,10 +447,9 @@ static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
 						    payload + sizeof(inv),
 						    in_len - sizeof(inv),
 						    out + sizeof(*rh), &plen, &rec,
-						    atomic_budget);
+						    budget, atomic);
 			if (status == ROF_PROG_DEFER)
 				return 0;
-			*insns = rec.insns;
 			rof_charge_late(s, plen);
 			break;
 		default:
@@ -500,7 +507,7 @@ static void rof_unadmit(struct rof_session *s, u64 bytes)
 
 /*
  * Answer the pending requests that tokens, send queue room and @budget
- * (program instructions this run may still execute) allow, and post all
+ * (program instructions and bytes this run may still spend) allow, and post all
  * their responses with one ib_post_send and all the receives they free
  * with one ib_post_recv (Kalia's doorbell batching).  Requests over the
  * rate wait here, their receive buffers (and so the client's credits)
@@ -508,7 +515,8 @@ static void rof_unadmit(struct rof_session *s, u64 bytes)
  * (@atomic) it stops at the first request that needs process context and
  * sets *@defer.
  */
-static int rof_process_pending(struct rof_session *s, u64 *budget,
+static int rof_process_pending(struct rof_session *s,
+			       struct rof_run_budget *budget,
 			       struct rof_dp_stats *st, bool atomic, bool *defer)
 {
 	struct ib_send_wr *tx_first = NULL, **tx_tail = &tx_first;
@@ -521,10 +529,10 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 		struct rof_pending *p = &s->pending[s->pend_head];
 		const u8 *in = s->rx[p->slot].buf;
 		struct rof_req_hdr h = {};
-		u64 wait, insns, bytes;
+		u64 wait, bytes;
 		u32 rlen;
 
-		if (rof_sq_full(s) || !*budget)
+		if (rof_sq_full(s) || !budget->insns || !budget->bytes)
 			break;
 		memcpy(&h, in, min_t(u32, p->len, sizeof(h)));
 		bytes = p->len - min_t(u32, p->len, sizeof(h)) +
@@ -539,10 +547,9 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 						 nsecs_to_jiffies(wait) + 1);
 			break;
 		}
-		insns = 0;
 		rlen = rof_handle_request(s, in, p->len,
 					  s->tx[s->sq_posted % s->sq_depth].buf,
-					  p->rx_ns, &insns, atomic ? *budget : 0);
+					  p->rx_ns, budget, atomic);
 		if (!rlen) {
 			/* For the poll work: it stays pending, uncharged. */
 			rof_unadmit(s, bytes);
@@ -553,8 +560,8 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 		rof_prep_rx(s, p->slot, &rx_tail);
 		s->pend_head = (s->pend_head + 1) % s->nrecv;
 		s->pend_count--;
-		/* Every request costs one, a program its instructions too. */
-		*budget -= min(*budget, insns + 1);
+		/* Every request costs one; a program's run took its own. */
+		budget->insns -= min_t(u64, budget->insns, 1);
 		st->requests++;
 		if (!atomic)
 			cond_resched();
@@ -783,7 +790,11 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 			 bool atomic)
 {
 	struct ib_wc wcs[ROF_POLL_BATCH];
-	u64 budget = atomic ? ROF_SIRQ_INSNS : ROF_POLL_INSNS, spin_until = 0;
+	struct rof_run_budget budget = {
+		.insns = atomic ? ROF_SIRQ_INSNS : ROF_POLL_INSNS,
+		.bytes = atomic ? ROF_SIRQ_BYTES : ROF_POLL_BYTES,
+	};
+	u64 spin_until = 0;
 	int rounds = 0, max_rounds = atomic ? ROF_SIRQ_ROUNDS : ROF_POLL_ROUNDS;
 	int n, i, ret;
 	bool spinning = false, defer = false;
@@ -826,7 +837,8 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 				return true;
 		}
 		/* Busy polling an idle CQ is bounded by its time, not rounds. */
-		if (!budget || (!spinning && ++rounds >= max_rounds)) {
+		if (!budget.insns || !budget.bytes ||
+		    (!spinning && ++rounds >= max_rounds)) {
 			if (atomic)
 				return true;
 			/* Let other sessions' work run; come back at once. */
