@@ -280,6 +280,7 @@ struct rof_prog_scratch;
 struct rof_run_budget {
 	u64 insns;
 	u64 bytes;
+	u64 moved;	/* out: bytes the runs moved, for the statistics */
 };
 
 /*

@@ -341,6 +341,7 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 
 	budget->insns -= min(budget->insns, ctx.executed);
 	budget->bytes -= min(budget->bytes, ctx.bytes);
+	budget->moved += ctx.bytes;
 	atomic64_inc(&p->invocations);
 	atomic64_add(ctx.executed, &p->insns_run);
 	rec->insns = ctx.executed;

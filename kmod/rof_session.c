@@ -223,6 +223,8 @@ struct rof_dp_stats {
 	u64 spin_polls;		/* of which busy polling an idle CQ */
 	u64 wcs;		/* work completions they returned */
 	u64 requests;		/* requests answered */
+	u64 prog_bytes;		/* bytes programs moved (COPY, CRC64, HASH) */
+	u64 sirq_bytes_max;	/* the most of them one softirq run moved */
 	u64 doorbells;		/* ib_post_send calls carrying responses */
 	u64 rx_posts;		/* ib_post_recv calls re-posting receives */
 };
@@ -529,7 +531,7 @@ static int rof_process_pending(struct rof_session *s,
 		struct rof_pending *p = &s->pending[s->pend_head];
 		const u8 *in = s->rx[p->slot].buf;
 		struct rof_req_hdr h = {};
-		u64 wait, bytes;
+		u64 wait, bytes, moved;
 		u32 rlen;
 
 		if (rof_sq_full(s) || !budget->insns || !budget->bytes)
@@ -547,9 +549,11 @@ static int rof_process_pending(struct rof_session *s,
 						 nsecs_to_jiffies(wait) + 1);
 			break;
 		}
+		moved = budget->moved;
 		rlen = rof_handle_request(s, in, p->len,
 					  s->tx[s->sq_posted % s->sq_depth].buf,
 					  p->rx_ns, budget, atomic);
+		st->prog_bytes += budget->moved - moved;
 		if (!rlen) {
 			/* For the poll work: it stays pending, uncharged. */
 			rof_unadmit(s, bytes);
@@ -662,6 +666,8 @@ static void rof_dp_account(const struct rof_dp_stats *st)
 	c->spin_polls += st->spin_polls;
 	c->wcs += st->wcs;
 	c->requests += st->requests;
+	c->prog_bytes += st->prog_bytes;
+	c->sirq_bytes_max = max(c->sirq_bytes_max, st->sirq_bytes_max);
 	c->doorbells += st->doorbells;
 	c->rx_posts += st->rx_posts;
 	put_cpu_ptr(&rof_dp_stats);
@@ -762,6 +768,7 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 		st.sirq_defers = 1;
 		rof_kick(s);
 	}
+	st.sirq_bytes_max = st.prog_bytes;
 	st.run_ns = local_clock() - start;
 	rof_dp_release(s);
 	rof_dp_account(&st);
@@ -2105,6 +2112,8 @@ static int rof_dp_show(struct seq_file *m, void *v)
 		t.spin_polls += c->spin_polls;
 		t.wcs += c->wcs;
 		t.requests += c->requests;
+		t.prog_bytes += c->prog_bytes;
+		t.sirq_bytes_max = max(t.sirq_bytes_max, c->sirq_bytes_max);
 		t.doorbells += c->doorbells;
 		t.rx_posts += c->rx_posts;
 	}
@@ -2115,6 +2124,8 @@ static int rof_dp_show(struct seq_file *m, void *v)
 	seq_printf(m, "polls %llu\nspin_polls %llu\n", t.polls, t.spin_polls);
 	seq_printf(m, "wcs %llu\nrequests %llu\ndoorbells %llu\nrx_posts %llu\n",
 		   t.wcs, t.requests, t.doorbells, t.rx_posts);
+	seq_printf(m, "prog_bytes %llu\nsirq_bytes_max %llu\n",
+		   t.prog_bytes, t.sirq_bytes_max);
 	return 0;
 }
 

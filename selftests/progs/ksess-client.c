@@ -23,6 +23,8 @@
  *                arguments and without CAP_SYS_ADMIN: each errno as documented
  *   ksess-client controller TENANT_NAME       create tenant+region+session,
  *                print "TENANT REGION SESSION TICKET", then wait to be killed
+ *   ksess-client crc-prog TENANT REGION       load a program that CRC64s the first
+ *                MiB of REGION (byte budget 1 MiB), print its tag in hex
  *   ksess-client prepare-close TENANT         prepare a session of TENANT (which
  *                has none) in a thread and close it the moment it is listed,
  *                while the prepare is still under way (fault_delay_ms holds
@@ -30,8 +32,9 @@
  *                that session; print its id
  *
  * Client (librdmacm + libibverbs; a ticket of "-" sends no private data):
- *   ksess-client invoke-flood ADDR TICKET N   N INVOKEs of a tag never loaded,
- *                  credits in flight, each answered ROF_ST_NO_PROGRAM
+ *   ksess-client invoke-flood ADDR TICKET N [TAG]   N INVOKEs of a tag never
+ *                  loaded, credits in flight, each answered ROF_ST_NO_PROGRAM;
+ *                  with TAG (hex), of that program, each answered ROF_ST_OK
  *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
  *                  each answered ROF_ST_BAD_LENGTH, then an ECHO works
  *   ksess-client connect ADDR TICKET [actions...]
@@ -81,6 +84,7 @@
 #include <infiniband/verbs.h>
 
 #include "uapi/rof.h"
+#include "uapi/rof_isa.h"
 
 #include "list-checks.h"
 
@@ -244,6 +248,66 @@ static int cmd_prepare(int argc, char **argv)
 	fd = rof_fd();
 	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
 	print_ticket_line(p.session, &p.ticket);
+	return 0;
+}
+
+/* CRC-64/XZ, as the image tag is computed (rof_exec_image_tag). */
+static uint64_t crc64_xz(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t crc = ~0ULL;
+	int k;
+
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (crc & 1 ? 0xc96c5795d7870f42ULL : 0);
+	}
+	return ~crc;
+}
+
+/*
+ * mov64 r2, 1 MiB; crc64 r1, r[0], r2; exit 0: one INVOKE moves 1 MiB,
+ * the most one instruction may, in 3 instructions.
+ */
+static int cmd_crc_prog(uint32_t tenant, uint32_t region)
+{
+	struct {
+		struct rof_isa_hdr h;
+		struct rof_isa_slot slot;
+		struct rof_insn insn[3];
+	} im;
+	struct rof_prog_load l;
+
+	memset(&im, 0, sizeof(im));
+	im.h.magic = ROF_ISA_MAGIC;
+	im.h.version = ROF_ISA_VERSION;
+	im.h.hdr_size = sizeof(im.h);
+	im.h.insn_cnt = 3;
+	im.h.slot_cnt = 1;
+	strcpy(im.slot.name, "r");
+	im.slot.rights = ROF_ACCESS_READ;
+	im.slot.len = ROF_ISA_MAX_BULK;
+	im.insn[0].op = ROF_OP_ALU64_IMM + ROF_ALU_MOV;
+	im.insn[0].regs = ROF_REGS(2, 0);
+	im.insn[0].imm = ROF_ISA_MAX_BULK;
+	im.insn[1].op = ROF_OP_CRC64;
+	im.insn[1].regs = ROF_REGS(1, 0);
+	im.insn[1].imm = 0 | (2 << ROF_MEM_AUX_SHIFT);	/* slot 0, length r2 */
+	im.insn[2].op = ROF_OP_EXIT;
+	im.h.tag = crc64_xz(&im, sizeof(im));
+
+	memset(&l, 0, sizeof(l));
+	l.image = (uintptr_t)&im;
+	l.image_len = sizeof(im);
+	l.tenant = tenant;
+	l.budget = 3;
+	l.byte_budget = ROF_ISA_MAX_BULK;
+	strcpy(l.name, "crc");
+	l.nbind = 1;
+	l.bind[0].region = region;
+	xioctl(rof_fd(), ROF_IOC_PROG_LOAD, &l, "program load");
+	printf("%" PRIx64 "\n", (uint64_t)l.tag);
 	return 0;
 }
 
@@ -1394,19 +1458,24 @@ static int cmd_connect(int argc, char **argv)
 static int cmd_invoke_flood(int argc, char **argv)
 {
 	struct rof_invoke inv = { .program = htole64(0x1234) };
+	uint32_t want = ROF_ST_NO_PROGRAM;
 	uint64_t n, sent = 0, t0;
 	struct conn c;
 	int reason, ok;
 
-	if (argc != 4)
-		die("invoke-flood ADDR TICKET N");
+	if (argc != 4 && argc != 5)
+		die("invoke-flood ADDR TICKET N [TAG]");
 	n = num(argv[3]);
+	if (argc == 5) {
+		inv.program = htole64(strtoull(argv[4], NULL, 16));
+		want = ROF_ST_OK;
+	}
 	reason = conn_open(&c, argv[1], argv[2]);
 	if (reason)
 		die("rejected: %s (%d)", reason_name(reason), reason);
 	t0 = now_ns(CLOCK_MONOTONIC);
 	if (!send_stream(&c, n, c.credits, ROF_OP_INVOKE, &inv, sizeof(inv), false,
-			 ROF_ST_NO_PROGRAM, 5000, &sent))
+			 want, 5000, &sent))
 		die("invoke-flood: no response in 5 s");
 	ok = !c.dead && c.answered == n && !c.failed;
 	/* The time is information for a reader; nothing checks it. */
@@ -1568,6 +1637,8 @@ int main(int argc, char **argv)
 		return cmd_badargs(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "controller") && argc == 3)
 		return cmd_controller(argv[2]);
+	if (!strcmp(argv[1], "crc-prog") && argc == 4)
+		return cmd_crc_prog(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "prepare-close") && argc == 3)
 		return cmd_prepare_close(num(argv[2]));
 	if (!strcmp(argv[1], "connect"))
