@@ -229,6 +229,12 @@ int rof_region_mmap(struct file *file, struct vm_area_struct *vma);
  * take the ring's reserve is dropped instead (docs/kmod.md, section 6).
  */
 void rof_audit_log(const struct rof_audit_record *rec);	/* any context */
+/*
+ * A record anyone who reaches the port can cause (a connect refused before
+ * a ticket's MAC was checked): never takes the reserve, and is dropped past
+ * a rate; counted in the ring's dropped either way.  Any context.
+ */
+void rof_audit_log_anon(const struct rof_audit_record *rec);
 int rof_audit_init(void);
 void rof_audit_exit(void);
 long rof_audit_ioctl(unsigned int cmd, void __user *uarg);

@@ -1363,7 +1363,12 @@ static void rof_cm_reject(struct rdma_cm_id *id, u32 reason)
 	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
-static void rof_audit_reject(u32 tenant, u32 session, u32 reason)
+/*
+ * @vouched: a valid MAC named @tenant and @session.  Rejects without one
+ * are anyone's to cause, by the thousand: droppable and rate-limited.
+ */
+static void rof_audit_reject(u32 tenant, u32 session, u32 reason,
+			     bool vouched)
 {
 	struct rof_audit_record rec = {
 		.kind = ROF_AUDIT_SESSION_REJECT,
@@ -1372,7 +1377,10 @@ static void rof_audit_reject(u32 tenant, u32 session, u32 reason)
 		.reason = reason,
 	};
 
-	rof_audit_log(&rec);
+	if (vouched)
+		rof_audit_log(&rec);
+	else
+		rof_audit_log_anon(&rec);
 }
 
 /*
@@ -1388,10 +1396,12 @@ static int rof_cm_connect(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct rof_accept acc = {};
 	struct rof_ticket tk;
 	u32 tenant = 0, sid = 0;
+	bool vouched;
 	int reason, ret;
 
 	reason = rof_ticket_check(cp->private_data, cp->private_data_len, &tk);
-	if (!reason || reason == ROF_REJECT_EXPIRED) {
+	vouched = !reason || reason == ROF_REJECT_EXPIRED;
+	if (vouched) {
 		/* Only ids a valid MAC vouches for are used, or audited. */
 		tenant = le32_to_cpu(tk.tenant);
 		sid = le32_to_cpu(tk.session);
@@ -1481,7 +1491,7 @@ unbuild:
 	rof_conn_release(s);
 	s->cm_id = NULL;
 	/* Audited first: a client that sees the REJ finds the record. */
-	rof_audit_reject(tenant, sid, reason);
+	rof_audit_reject(tenant, sid, reason, true);
 	rof_cm_reject(id, reason);
 back_to_prepared:
 	/* A transient failure: the ticket may be tried again until it expires. */
@@ -1498,7 +1508,7 @@ reject:
 		rof_device_put(dev);
 	pr_info_ratelimited("connect refused: tenant %u session %u reason %d\n",
 			    tenant, sid, reason);
-	rof_audit_reject(tenant, sid, reason);
+	rof_audit_reject(tenant, sid, reason, vouched);
 	rof_cm_reject(id, reason);
 	return 1;
 }

@@ -35,6 +35,8 @@
  *   ksess-client invoke-flood ADDR TICKET N [TAG]   N INVOKEs of a tag never
  *                  loaded, credits in flight, each answered ROF_ST_NO_PROGRAM;
  *                  with TAG (hex), of that program, each answered ROF_ST_OK
+ *   ksess-client reject-flood ADDR N          N connects with no ticket (and no QP
+ *                  behind them), each refused with reason no-ticket
  *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
  *                  each answered ROF_ST_BAD_LENGTH, then an ECHO works
  *   ksess-client connect ADDR TICKET [actions...]
@@ -1455,6 +1457,55 @@ static int cmd_connect(int argc, char **argv)
  * in flight as the credits allow; each must be answered ROF_ST_NO_PROGRAM
  * (and audited as one ROF_AUDIT_INVOKE record).
  */
+static int cmd_reject_flood(int argc, char **argv)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	const char *port = getenv(PORT_ENV);
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	uint64_t n, i, refused = 0;
+	struct conn c;
+
+	if (argc != 3)
+		die("reject-flood ADDR N");
+	n = num(argv[2]);
+	sin.sin_port = htons(port ? num(port) : ROF_CM_PORT_DEFAULT);
+	if (inet_pton(AF_INET, argv[1], &sin.sin_addr) != 1)
+		die("not an IPv4 address: %s", argv[1]);
+	for (i = 0; i < n; i++) {
+		const struct rof_reject *rej;
+
+		memset(&c, 0, sizeof(c));
+		c.ec = rdma_create_event_channel();
+		if (!c.ec || rdma_create_id(c.ec, &c.id, NULL, RDMA_PS_TCP))
+			die("rdma_create_id: %s", strerror(errno));
+		if (rdma_resolve_addr(c.id, NULL, (struct sockaddr *)&sin, 5000))
+			die("rdma_resolve_addr: %s", strerror(errno));
+		rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ADDR_RESOLVED));
+		if (rdma_resolve_route(c.id, 5000))
+			die("rdma_resolve_route: %s", strerror(errno));
+		rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ROUTE_RESOLVED));
+		/* Refused at the REQ: no QP needs to exist behind it. */
+		memset(&cp, 0, sizeof(cp));
+		cp.qp_num = 1;
+		cp.retry_count = 7;
+		if (rdma_connect(c.id, &cp))
+			die("rdma_connect: %s", strerror(errno));
+		ev = cm_expect(&c, RDMA_CM_EVENT_REJECTED);
+		rej = ev->param.conn.private_data;
+		if (rej && ev->param.conn.private_data_len >= sizeof(*rej) &&
+		    le32toh(rej->magic) == ROF_REJECT_MAGIC &&
+		    le32toh(rej->reason) == ROF_REJECT_NO_TICKET)
+			refused++;
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(c.id);
+		rdma_destroy_event_channel(c.ec);
+	}
+	printf("reject-flood: %" PRIu64 " of %" PRIu64 " refused with no-ticket\n",
+	       refused, n);
+	return refused == n ? 0 : 1;
+}
+
 static int cmd_invoke_flood(int argc, char **argv)
 {
 	struct rof_invoke inv = { .program = htole64(0x1234) };
@@ -1620,6 +1671,8 @@ int main(int argc, char **argv)
 		return cmd_tenant_counters(argv[2]);
 	if (!strcmp(argv[1], "invoke-flood"))
 		return cmd_invoke_flood(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "reject-flood"))
+		return cmd_reject_flood(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "short-send"))
 		return cmd_short_send(argc - 1, argv + 1);
 	if ((!strcmp(argv[1], "region-destroy") || !strcmp(argv[1], "tenant-destroy")) &&
