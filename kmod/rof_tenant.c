@@ -226,14 +226,15 @@ int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes)
 	return ret;
 }
 
-void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes)
+void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes, u32 regions)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&t->lock, flags);
-	if (!WARN_ON_ONCE(t->usage.region_bytes < bytes || !t->usage.regions)) {
+	if (!WARN_ON_ONCE(t->usage.region_bytes < bytes ||
+			  t->usage.regions < regions)) {
 		t->usage.region_bytes -= bytes;
-		t->usage.regions--;
+		t->usage.regions -= regions;
 	}
 	spin_unlock_irqrestore(&t->lock, flags);
 }
