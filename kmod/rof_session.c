@@ -84,6 +84,17 @@ static bool poll_softirq = true;
 module_param(poll_softirq, bool, 0644);
 MODULE_PARM_DESC(poll_softirq, "serve short requests in the completion's softirq");
 
+/*
+ * Sessions of one tenant that may be prepared and not yet live at once:
+ * a prepared session costs the module memory and a place in every LIST
+ * for as long as its ticket goes unused (until it expires), so a tenant
+ * (or a rofd bug) could otherwise fill the session table.  A prepare beyond it
+ * fails with EMFILE; connecting or closing one makes room.
+ */
+static uint max_prepared_sessions = 64;
+module_param(max_prepared_sessions, uint, 0644);
+MODULE_PARM_DESC(max_prepared_sessions, "sessions of one tenant prepared and not yet live at most (0: no cap)");
+
 #define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
 /* One softirq run: at most this many polls and program instructions. */
 #define ROF_SIRQ_ROUNDS		4
@@ -166,6 +177,7 @@ struct rof_session {
 	struct rof_device *dev;		/* set under rof_sess_lock */
 	struct rof_tenant *tenant;
 	bool charged;
+	bool prep_charged;		/* counts in max_prepared_sessions; rof_sess_lock */
 	bool tenant_attached;
 	struct rof_attach tatt;
 	struct ib_pd *pd;
@@ -267,6 +279,21 @@ static void rof_sess_audit(struct rof_session *s, u32 kind, u32 reason,
 	};
 
 	rof_audit_log(&rec);
+}
+
+/*
+ * Under rof_sess_lock.  A session counts against its tenant's
+ * max_prepared_sessions from its prepare until it is live or closing.
+ */
+static void rof_sess_set_state(struct rof_session *s, u32 state)
+{
+	lockdep_assert_held(&rof_sess_lock);
+	s->state = state;
+	if (s->prep_charged &&
+	    (state == ROF_SESSION_LIVE || state == ROF_SESSION_CLOSING)) {
+		s->prep_charged = false;
+		rof_tenant_uncharge_prepared(s->tenant);
+	}
 }
 
 static void rof_session_close(struct rof_session *s, u32 reason)
@@ -1544,7 +1571,7 @@ static void rof_cm_established(struct rof_session *s)
 	}
 	mutex_lock(&rof_sess_lock);
 	if (s->state == ROF_SESSION_CONNECTING)
-		s->state = ROF_SESSION_LIVE;
+		rof_sess_set_state(s, ROF_SESSION_LIVE);
 	mutex_unlock(&rof_sess_lock);
 	s->connected_ns = ktime_get_real_ns();
 	WRITE_ONCE(s->last_active_ns, ktime_get_ns());
@@ -1640,7 +1667,7 @@ static void rof_close_work(struct work_struct *work)
 
 	mutex_lock(&s->lock);
 	mutex_lock(&rof_sess_lock);
-	s->state = ROF_SESSION_CLOSING;
+	rof_sess_set_state(s, ROF_SESSION_CLOSING);
 	mutex_unlock(&rof_sess_lock);
 
 	if (s->cm_id && s->qp)
@@ -1833,10 +1860,14 @@ static long rof_session_prepare(void __user *uarg)
 			goto out_tenant;
 	}
 
+	/* Given back by the close work, or below if it is never published. */
+	ret = rof_tenant_charge_prepared(t, READ_ONCE(max_prepared_sessions));
+	if (ret)
+		goto out_tenant;
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s) {
 		ret = -ENOMEM;
-		goto out_tenant;
+		goto out_prepared;
 	}
 	kref_init(&s->ref);
 	mutex_init(&s->lock);
@@ -1853,6 +1884,7 @@ static long rof_session_prepare(void __user *uarg)
 	s->tenant = t;
 	s->tatt.revoke = rof_tenant_revoked;
 	s->state = ROF_SESSION_PREPARED;
+	s->prep_charged = true;
 	s->nregions = req.nregions;
 	memcpy(s->grants, req.regions, sizeof(s->grants));
 	s->rate = req.rate;
@@ -1881,7 +1913,7 @@ static long rof_session_prepare(void __user *uarg)
 	if (ret) {
 		mutex_unlock(&s->lock);
 		kfree(s);
-		goto out_tenant;
+		goto out_prepared;
 	}
 	/* In the table: from here on only the close work frees it. */
 	rof_fault_delay("session prepare (published)", s->id);
@@ -1907,6 +1939,8 @@ static long rof_session_prepare(void __user *uarg)
 	rof_session_put(s);
 	return ret;
 
+out_prepared:
+	rof_tenant_uncharge_prepared(t);
 out_tenant:
 	rof_tenant_put(t);
 	return ret;
