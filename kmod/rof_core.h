@@ -114,6 +114,13 @@ int rof_tenant_charge_session(struct rof_tenant *t);
 void rof_tenant_uncharge_session(struct rof_tenant *t);
 u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
 /*
+ * Sessions prepared and not yet live (rof_session.c's
+ * max_prepared_sessions): -EMFILE when @t has @cap of them already;
+ * a @cap of 0 is no cap.  Any context.
+ */
+int rof_tenant_charge_prepared(struct rof_tenant *t, u32 cap);
+void rof_tenant_uncharge_prepared(struct rof_tenant *t);
+/*
  * Lifetime rules: rof_tenant_get/put work in any context.  Once a tenant
  * is being destroyed, rof_tenant_get returns NULL and
  * rof_tenant_charge_session and rof_tenant_attach fail with -ENOENT.

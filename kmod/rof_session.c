@@ -84,10 +84,27 @@ static bool poll_softirq = true;
 module_param(poll_softirq, bool, 0644);
 MODULE_PARM_DESC(poll_softirq, "serve short requests in the completion's softirq");
 
+/*
+ * Sessions of one tenant that may be prepared and not yet live at once:
+ * a prepared session costs the module memory and a place in every LIST
+ * for as long as its ticket goes unused (until it expires), so a tenant
+ * (or a rofd bug) could otherwise fill the session table.  A prepare beyond it
+ * fails with EMFILE; connecting or closing one makes room.
+ */
+static uint max_prepared_sessions = 64;
+module_param(max_prepared_sessions, uint, 0644);
+MODULE_PARM_DESC(max_prepared_sessions, "sessions of one tenant prepared and not yet live at most (0: no cap)");
+
 #define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
 /* One softirq run: at most this many polls and program instructions. */
 #define ROF_SIRQ_ROUNDS		4
 #define ROF_SIRQ_INSNS		32768	/* below ROF_EXEC_YIELD_EVERY: no resched */
+/*
+ * irq_poll's weight of a session: one more than the work completions a
+ * softirq run can take (ROF_SIRQ_ROUNDS polls of ROF_POLL_BATCH), so that
+ * what a run returns is always below it (rof_iop_poll).
+ */
+#define ROF_SIRQ_WEIGHT		(ROF_SIRQ_ROUNDS * ROF_POLL_BATCH + 1)
 /*
  * Bytes programs may move (COPY, CRC64, HASH) in one softirq run: a few
  * ms of CRC64 at worst.  A program whose byte budget exceeds what the
@@ -160,6 +177,7 @@ struct rof_session {
 	struct rof_device *dev;		/* set under rof_sess_lock */
 	struct rof_tenant *tenant;
 	bool charged;
+	bool prep_charged;		/* counts in max_prepared_sessions; rof_sess_lock */
 	bool tenant_attached;
 	struct rof_attach tatt;
 	struct ib_pd *pd;
@@ -261,6 +279,21 @@ static void rof_sess_audit(struct rof_session *s, u32 kind, u32 reason,
 	};
 
 	rof_audit_log(&rec);
+}
+
+/*
+ * Under rof_sess_lock.  A session counts against its tenant's
+ * max_prepared_sessions from its prepare until it is live or closing.
+ */
+static void rof_sess_set_state(struct rof_session *s, u32 state)
+{
+	lockdep_assert_held(&rof_sess_lock);
+	s->state = state;
+	if (s->prep_charged &&
+	    (state == ROF_SESSION_LIVE || state == ROF_SESSION_CLOSING)) {
+		s->prep_charged = false;
+		rof_tenant_uncharge_prepared(s->tenant);
+	}
 }
 
 static void rof_session_close(struct rof_session *s, u32 reason)
@@ -732,12 +765,20 @@ static void rof_poll_work(struct work_struct *work)
 /*
  * The completion's softirq (irq_poll): serve what is short here, without
  * the work item's wake-up, and leave the rest to the poll work.
+ *
+ * Returns the work completions it took, so that irq_poll's budget (shared
+ * by every irq_poll instance on the CPU, ib_cq's included) shrinks by what
+ * this run did and the softirq hands over to ksoftirqd when it is spent.
+ * A run has always completed (irq_poll_complete) by then, and irq_poll
+ * takes a return of @weight or more for "still scheduled, still mine":
+ * what it returns stays below @weight (ROF_SIRQ_WEIGHT is chosen so).
  */
 static int rof_iop_poll(struct irq_poll *iop, int weight)
 {
 	struct rof_session *s = container_of(iop, struct rof_session, iop);
 	struct rof_dp_stats st = { .sirq_runs = 1 };
 	u64 start;
+	int work = 0;
 
 	/*
 	 * Counted before irq_poll_complete(), which lets irq_poll_disable()
@@ -770,12 +811,13 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	}
 	st.sirq_bytes_max = st.prog_bytes;
 	st.run_ns = local_clock() - start;
+	work = min_t(u64, st.wcs, max(weight - 1, 0));
 	rof_dp_release(s);
 	rof_dp_account(&st);
 out:
 	smp_mb__before_atomic();	/* every access to @s before the count drops */
 	atomic_dec(&s->sirq_active);	/* the last one */
-	return 0;
+	return work;
 }
 
 /*
@@ -1529,7 +1571,7 @@ static void rof_cm_established(struct rof_session *s)
 	}
 	mutex_lock(&rof_sess_lock);
 	if (s->state == ROF_SESSION_CONNECTING)
-		s->state = ROF_SESSION_LIVE;
+		rof_sess_set_state(s, ROF_SESSION_LIVE);
 	mutex_unlock(&rof_sess_lock);
 	s->connected_ns = ktime_get_real_ns();
 	WRITE_ONCE(s->last_active_ns, ktime_get_ns());
@@ -1625,7 +1667,7 @@ static void rof_close_work(struct work_struct *work)
 
 	mutex_lock(&s->lock);
 	mutex_lock(&rof_sess_lock);
-	s->state = ROF_SESSION_CLOSING;
+	rof_sess_set_state(s, ROF_SESSION_CLOSING);
 	mutex_unlock(&rof_sess_lock);
 
 	if (s->cm_id && s->qp)
@@ -1818,15 +1860,19 @@ static long rof_session_prepare(void __user *uarg)
 			goto out_tenant;
 	}
 
+	/* Given back by the close work, or below if it is never published. */
+	ret = rof_tenant_charge_prepared(t, READ_ONCE(max_prepared_sessions));
+	if (ret)
+		goto out_tenant;
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s) {
 		ret = -ENOMEM;
-		goto out_tenant;
+		goto out_prepared;
 	}
 	kref_init(&s->ref);
 	mutex_init(&s->lock);
 	INIT_WORK(&s->poll_work, rof_poll_work);
-	irq_poll_init(&s->iop, ROF_POLL_BATCH, rof_iop_poll);
+	irq_poll_init(&s->iop, ROF_SIRQ_WEIGHT, rof_iop_poll);
 	INIT_DELAYED_WORK(&s->throttle_work, rof_throttle_work);
 	INIT_WORK(&s->close_work, rof_close_work);
 	s->tenant_id = req.tenant;
@@ -1838,6 +1884,7 @@ static long rof_session_prepare(void __user *uarg)
 	s->tenant = t;
 	s->tatt.revoke = rof_tenant_revoked;
 	s->state = ROF_SESSION_PREPARED;
+	s->prep_charged = true;
 	s->nregions = req.nregions;
 	memcpy(s->grants, req.regions, sizeof(s->grants));
 	s->rate = req.rate;
@@ -1866,7 +1913,7 @@ static long rof_session_prepare(void __user *uarg)
 	if (ret) {
 		mutex_unlock(&s->lock);
 		kfree(s);
-		goto out_tenant;
+		goto out_prepared;
 	}
 	/* In the table: from here on only the close work frees it. */
 	rof_fault_delay("session prepare (published)", s->id);
@@ -1892,6 +1939,8 @@ static long rof_session_prepare(void __user *uarg)
 	rof_session_put(s);
 	return ret;
 
+out_prepared:
+	rof_tenant_uncharge_prepared(t);
 out_tenant:
 	rof_tenant_put(t);
 	return ret;
@@ -2179,8 +2228,14 @@ int rof_session_init(void)
 	/*
 	 * Unbound: the scheduler spreads busy sessions over the CPUs, and
 	 * one session's programs do not hold up the others bound to a CPU.
+	 * Normal priority, not WQ_HIGHPRI: a busy session's poll work
+	 * requeues itself at once, and at nice -20 N busy sessions would
+	 * take nearly all of N CPUs from every normal task (rofd
+	 * included).  At nice 0 each competes as one normal task would.
+	 * WQ_SYSFS: an administrator may change its nice value and CPU
+	 * mask (/sys/devices/virtual/workqueue/rof_sess/).
 	 */
-	rof_sess_wq = alloc_workqueue("rof_sess", WQ_UNBOUND | WQ_HIGHPRI, 0);
+	rof_sess_wq = alloc_workqueue("rof_sess", WQ_UNBOUND | WQ_SYSFS, 0);
 	if (!rof_sess_wq) {
 		ret = -ENOMEM;
 		goto err_ticket;

@@ -30,6 +30,11 @@
  *                while the prepare is still under way (fault_delay_ms holds
  *                it); expect the close to succeed and the prepare to return
  *                that session; print its id
+ *   ksess-client prepare-cap TENANT OTHER     TENANT (which has no session)
+ *                prepares max_prepared_sessions sessions, the next is refused
+ *                with EMFILE, OTHER still prepares; after one close TENANT
+ *                prepares one more and is full again; print the last one's
+ *                "SESSION TICKETHEX"
  *
  * Client (librdmacm + libibverbs; a ticket of "-" sends no private data):
  *   ksess-client invoke-flood ADDR TICKET N [TAG]   N INVOKEs of a tag never
@@ -378,6 +383,89 @@ static int cmd_prepare_close(uint32_t tenant)
 	if (a.p.session != id)
 		die("prepare returned session %u, the close closed %u", a.p.session, id);
 	printf("%u\n", id);
+	return 0;
+}
+
+#define CAP_PARAM	"/sys/module/rof/parameters/max_prepared_sessions"
+
+/* One prepare of @tenant: 0 or the errno. */
+static int prepare_one(int fd, uint32_t tenant, struct rof_session_prepare *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->tenant = tenant;
+	p->expires_ns = now_ns(CLOCK_REALTIME) + 60ull * 1000000000ull;
+	return ioctl(fd, ROF_IOC_SESSION_PREPARE, p) ? errno : 0;
+}
+
+static int close_one(int fd, uint32_t session)
+{
+	struct rof_session_close sc;
+
+	memset(&sc, 0, sizeof(sc));
+	sc.session = session;
+	return ioctl(fd, ROF_IOC_SESSION_CLOSE, &sc) ? errno : 0;
+}
+
+/*
+ * prepare-cap TENANT OTHER: TENANT (with no session) prepares up to the
+ * module's max_prepared_sessions, one more is refused with EMFILE, and
+ * OTHER can still prepare; after one close TENANT prepares one more, and
+ * is full again.  Prints the ticket line of its last session.
+ */
+static int cmd_prepare_cap(uint32_t tenant, uint32_t other)
+{
+	struct rof_session_prepare p, last;
+	uint32_t *ids, cap = 0, i;
+	int fd = rof_fd(), err, bad = 0;
+	FILE *f = fopen(CAP_PARAM, "r");
+
+	if (!f || fscanf(f, "%u", &cap) != 1)
+		die("%s: cannot read it", CAP_PARAM);
+	fclose(f);
+	if (!cap || cap > 4096)
+		die("max_prepared_sessions is %u: this test needs 1 .. 4096", cap);
+	ids = calloc(cap, sizeof(*ids));
+	if (!ids)
+		die("out of memory");
+	for (i = 0; i < cap; i++) {
+		err = prepare_one(fd, tenant, &p);
+		if (err)
+			die("prepare %u of %u: %s", i + 1, cap, strerror(err));
+		ids[i] = p.session;
+	}
+	printf("prepared %u sessions of tenant %u (max_prepared_sessions)\n", cap, tenant);
+	err = prepare_one(fd, tenant, &p);
+	if (err != EMFILE) {
+		printf("FAIL prepare %u: got %s, want %s\n", cap + 1,
+		       err ? strerror(err) : "success", strerror(EMFILE));
+		bad++;
+	}
+	err = prepare_one(fd, other, &p);
+	if (err) {
+		printf("FAIL tenant %u's prepare while tenant %u is full: %s\n",
+		       other, tenant, strerror(err));
+		bad++;
+	} else if (close_one(fd, p.session)) {
+		die("close of tenant %u's session %u failed", other, p.session);
+	}
+	err = close_one(fd, ids[0]);
+	if (err)
+		die("close of session %u: %s", ids[0], strerror(err));
+	err = prepare_one(fd, tenant, &last);
+	if (err) {
+		printf("FAIL prepare after a close: %s\n", strerror(err));
+		bad++;
+	}
+	err = prepare_one(fd, tenant, &p);
+	if (err != EMFILE) {
+		printf("FAIL prepare %u after the close: got %s, want %s\n", cap + 1,
+		       err ? strerror(err) : "success", strerror(EMFILE));
+		bad++;
+	}
+	free(ids);
+	if (bad)
+		return 1;
+	print_ticket_line(last.session, &last.ticket);
 	return 0;
 }
 
@@ -1694,6 +1782,8 @@ int main(int argc, char **argv)
 		return cmd_crc_prog(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "prepare-close") && argc == 3)
 		return cmd_prepare_close(num(argv[2]));
+	if (!strcmp(argv[1], "prepare-cap") && argc == 4)
+		return cmd_prepare_cap(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "connect"))
 		return cmd_connect(argc - 1, argv + 1);
 	die("unknown command '%s' (see the comment at the top of ksess-client.c)", argv[1]);

@@ -499,7 +499,11 @@ struct rof_rate {
 /*
  * ROF_IOC_SESSION_PREPARE: reserve a session for one connection and
  * return its id and a ticket for it.  The session waits, holding nothing,
- * until a client connects with the ticket or @expires_ns passes.
+ * until a client connects with the ticket or @expires_ns passes.  A
+ * tenant may have at most the module parameter max_prepared_sessions
+ * (default 64) prepared and not yet live (PREPARED or CONNECTING) at
+ * once; a prepare beyond that fails with EMFILE until one of them is
+ * live, closed or expired.  Other tenants are not affected.
  */
 struct rof_session_prepare {
 	__u32 tenant;		/* in */
