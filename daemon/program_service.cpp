@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <limits>
 
 #include "call.h"
 #include "rof/prog/asm.h"
@@ -132,6 +133,14 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
             const auto& b = binds[static_cast<int>(i)];
             sb.region = b.region().empty() ? slot.name : b.region();
             if (b.has_freelist()) {
+                // StoredBind keeps -1 for "no list": a number beyond int
+                // would wrap to a negative one and bind the first list.
+                constexpr auto max = std::numeric_limits<std::int32_t>::max();
+                if (b.freelist() > static_cast<std::uint32_t>(max)) {
+                    throw CallError(
+                        grpc::StatusCode::INVALID_ARGUMENT,
+                        fmt::format("binds[{}].freelist: {}; at most {}", i, b.freelist(), max));
+                }
                 sb.freelist = static_cast<std::int32_t>(b.freelist());
             }
         }

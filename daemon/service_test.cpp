@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <future>
 #include <map>
@@ -1142,4 +1143,47 @@ TEST(ServiceHealth, ReflectionListsTheServices) {
     }
 }
 
+// ---- issue 28: one tenant must not hurt another ------------------------------
+
+// A free-list slot, bound by LoadProgram's binds.
+const char* const alloc_text =
+    ".resp 8\n.region table, rwa, 1048576, freelist\n"
+    "\talloc r2, table\n\tst64 resp[0], r2\n\texit 0\n";
+
+v1::LoadProgramRequest alloc_request(std::uint32_t freelist) {
+    v1::LoadProgramRequest req;
+    req.set_name("alloc");
+    *req.mutable_program() = source(alloc_text);
+    auto* b = req.add_binds();
+    b->set_region("table");
+    b->set_freelist(freelist);
+    return req;
+}
+
+// A free-list number that does not fit in an int must not wrap to a
+// negative one and so bind the region's first list.
+TEST_F(Service, AFreeListNumberBeyondIntIsRefused) {
+    auto c = h_.client(kv_user);
+    const std::string before = snapshot();
+    for (const std::uint32_t fl : {0x80000000U, 0xffffffffU}) {
+        v1::Program resp;
+        const auto st =
+            rpc(*c->programs, &v1::Programs::Stub::LoadProgram, alloc_request(fl), &resp);
+        expect_invalid(st, "binds[0].freelist: " + std::to_string(fl));
+        v1::VerifyProgramRequest vreq;
+        *vreq.mutable_program() = source(alloc_text);
+        *vreq.mutable_binds() = alloc_request(fl).binds();
+        v1::VerifyProgramResponse vresp;
+        expect_invalid(rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, vreq, &vresp),
+                       "binds[0].freelist: " + std::to_string(fl));
+    }
+    EXPECT_EQ(snapshot(), before);
+    // A list the region does not have is the state's, not the request's fault.
+    v1::Program resp;
+    const auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, alloc_request(1), &resp);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, alloc_request(0), &resp).ok());
+    ASSERT_EQ(resp.binds_size(), 1);
+    EXPECT_EQ(resp.binds(0).freelist(), 0U);
+}
 }  // namespace
