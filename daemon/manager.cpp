@@ -182,8 +182,19 @@ Store& Manager::store() {
 }
 
 std::shared_ptr<const View> Manager::view() const {
+    std::shared_ptr<const View> v;
+    ViewFilter filter;
+    {
+        std::lock_guard lock(view_mu_);
+        v = view_;
+        filter = view_filter_;
+    }
+    return filter ? filter(std::move(v)) : v;
+}
+
+void Manager::set_view_filter_for_test(ViewFilter filter) {
     std::lock_guard lock(view_mu_);
-    return view_;
+    view_filter_ = std::move(filter);
 }
 
 void Manager::publish(std::shared_ptr<View> v) {
@@ -289,6 +300,11 @@ void Manager::post(std::function<void()> fn) {
     work_cv_.notify_one();
 }
 
+std::size_t Manager::queued() const {
+    std::lock_guard lock(work_mu_);
+    return work_.size();
+}
+
 void Manager::worker_loop() {
     for (;;) {
         std::function<void()> fn;
@@ -377,6 +393,10 @@ grpc::Status Manager::authorize(const Principal& p, const std::string& tenant, R
 }
 
 std::string Manager::tenant_of(const Principal& p, const std::string& requested) {
+    return tenant_of(*view(), p, requested);
+}
+
+std::string Manager::tenant_of(const View& v, const Principal& p, const std::string& requested) {
     if (!p.authenticated || p.role == Principal::Role::none) {
         const auto st = authorize(p, requested, Right::read,
                                   requested.empty() ? "anything" : "tenant " + quoted(requested));
@@ -394,7 +414,7 @@ std::string Manager::tenant_of(const Principal& p, const std::string& requested)
             grpc::StatusCode::INVALID_ARGUMENT,
             fmt::format("tenant: {} characters; at most {}", requested.size(), ROF_NAME_MAX - 1));
     }
-    if (view()->tenant(requested) == nullptr) {
+    if (v.tenant(requested) == nullptr) {
         // A tenant asking about another that does not exist learns nothing
         // it could not learn from one that does: both are refused alike.
         if (p.role == Principal::Role::tenant && p.tenant != requested) {
@@ -501,9 +521,12 @@ void Manager::record(const Idempotency& id, const google::protobuf::Message& res
 // --- module objects -----------------------------------------------------
 
 std::uint32_t Manager::tenant_id(const std::string& tenant) const {
-    const auto v = view();
-    const auto it = v->tenant_id.find(tenant);
-    if (it == v->tenant_id.end()) {
+    return tenant_id(*view(), tenant);
+}
+
+std::uint32_t Manager::tenant_id(const View& v, const std::string& tenant) {
+    const auto it = v.tenant_id.find(tenant);
+    if (it == v.tenant_id.end()) {
         throw CallError(grpc::StatusCode::UNAVAILABLE,
                         "tenant " + quoted(tenant) + ": not in the module (yet); retry");
     }

@@ -64,8 +64,9 @@ struct Prepared {
 };
 
 // Assembles or decodes, binds slots to regions by name, checks the
-// tenant's program limits and classes, and verifies.
-Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource& src,
+// tenant's program limits and classes, and verifies.  @v is the view the
+// call checked @tenant against.
+Prepared prepare(Manager& m, const View& v, const std::string& tenant, const v1::ProgramSource& src,
                  const google::protobuf::RepeatedPtrField<v1::Bind>& binds,
                  std::uint32_t log_level) {
     Prepared out;
@@ -104,8 +105,11 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
     }
     prog::Program& p = out.program;
 
-    const auto v = m.view();
-    const auto* pt = v->tenant(tenant);
+    const auto* pt = v.tenant(tenant);
+    if (pt == nullptr) {
+        throw CallError(grpc::StatusCode::NOT_FOUND,
+                        "tenant " + quoted(tenant) + ": not in policy");
+    }
     const policy::ProgramLimits& lim = pt->programs;
     for (std::size_t pc = 0; pc < p.insns.size(); pc++) {
         const std::uint32_t cls = insn_class(p.insns[pc].op);
@@ -122,7 +126,7 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
                         fmt::format("binds: {} given; the program declares {} slots", binds.size(),
                                     p.slots.size()));
     }
-    const std::uint32_t tid = m.tenant_id(tenant);
+    const std::uint32_t tid = Manager::tenant_id(v, tenant);
     std::vector<prog::Grant> grants;
     out.load.tenant = tid;
     out.load.nbind = static_cast<std::uint32_t>(p.slots.size());
@@ -243,7 +247,9 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
                                                   const v1::VerifyProgramRequest* req,
                                                   v1::VerifyProgramResponse* resp) {
     return unary(m_, ctx, "VerifyProgram", CallKind::read, [this, req, resp](const Principal& p) {
-        const std::string tenant = m_.tenant_of(p, req->tenant());
+        // One view for the check and the verification: a reload may race a read.
+        const auto v = m_.view();
+        const std::string tenant = m_.tenant_of(*v, p, req->tenant());
         if (auto st =
                 m_.authorize(p, tenant, Right::write, "tenant " + quoted(tenant) + ": programs");
             !st.ok()) {
@@ -253,7 +259,7 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                 fmt::format("log_level: {}; 0, 1 or 2", req->log_level()));
         }
-        const Prepared pr = prepare(m_, tenant, req->program(), req->binds(), req->log_level());
+        const Prepared pr = prepare(m_, *v, tenant, req->program(), req->binds(), req->log_level());
         if (!pr.error.empty()) {
             resp->set_ok(false);
             resp->set_error(pr.error);
@@ -274,7 +280,9 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                                 v1::Program* resp) {
     return unary(
         m_, ctx, "LoadProgram", CallKind::write, [this, ctx, req, resp](const Principal& p) {
-            const std::string tenant = m_.tenant_of(p, req->tenant());
+            // On the worker, where reloads run too: this view stays current.
+            const auto v = m_.view();
+            const std::string tenant = m_.tenant_of(*v, p, req->tenant());
             check_name("name", req->name());
             const std::string what = object_name(tenant, "program", req->name());
             if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
@@ -284,7 +292,7 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
             if (auto st = m_.replay(id, resp)) {
                 return *st;
             }
-            Prepared pr = prepare(m_, tenant, req->program(), req->binds(), 1);
+            Prepared pr = prepare(m_, *v, tenant, req->program(), req->binds(), 1);
             if (!pr.error.empty() || !pr.result.ok) {
                 const std::string reason = !pr.error.empty() ? pr.error : pr.result.error;
                 if (!pr.result.log.empty()) {
@@ -294,7 +302,6 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                     what + ": rejected: " + reason);
             }
             std::snprintf(pr.load.name, sizeof(pr.load.name), "%s", req->name().c_str());
-            const auto v = m_.view();
             StoredProgram row;
             row.tenant = tenant;
             row.name = req->name();
@@ -321,7 +328,7 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                 }
                 return module_status(e, what);
             }
-            const auto info = m_.module().get_prog(m_.tenant_id(tenant), row.tag);
+            const auto info = m_.module().get_prog(pr.load.tenant, row.tag);
             row.state = RowState::committed;
             m_.store().transaction([&] {
                 m_.store().put_program(row);
@@ -401,7 +408,8 @@ ServerUnaryReactor* ProgramService::GetProgram(CallbackServerContext* ctx,
                                                const v1::GetProgramRequest* req,
                                                v1::Program* resp) {
     return unary(m_, ctx, "GetProgram", CallKind::read, [this, req, resp](const Principal& p) {
-        const std::string tenant = m_.tenant_of(p, req->tenant());
+        const auto v = m_.view();
+        const std::string tenant = m_.tenant_of(*v, p, req->tenant());
         if (req->tag() == 0) {
             check_name("name", req->name());
         }
@@ -409,11 +417,11 @@ ServerUnaryReactor* ProgramService::GetProgram(CallbackServerContext* ctx,
         if (auto st = m_.authorize(p, tenant, Right::read, what); !st.ok()) {
             return st;
         }
-        const auto info = find_program(m_, m_.tenant_id(tenant), req->tag(), req->name());
+        const auto info = find_program(m_, Manager::tenant_id(*v, tenant), req->tag(), req->name());
         if (!info) {
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
         }
-        fill_program(*m_.view(), m_.store().programs(), *info, resp, true);
+        fill_program(*v, m_.store().programs(), *info, resp, true);
         return grpc::Status::OK;
     });
 }

@@ -1186,4 +1186,53 @@ TEST_F(Service, AFreeListNumberBeyondIntIsRefused) {
     ASSERT_EQ(resp.binds_size(), 1);
     EXPECT_EQ(resp.binds(0).freelist(), 0U);
 }
+
+// GetTenant and VerifyProgram read the policy once: a reload between the
+// tenant check and the body must not leave the body without the tenant.
+TEST_F(Service, ReadsSeeOnePolicyWhileItIsReloaded) {
+    const auto full = h_.manager().view();
+    auto policy = std::make_shared<rof::policy::Policy>(*full->policy);
+    std::erase_if(policy->tenants, [](const auto& t) { return t.name == "kv"; });
+    auto cut = std::make_shared<rofd::View>(*full);
+    cut->policy = policy;
+    cut->tenant_name.erase(cut->tenant_id.at("kv"));
+    cut->tenant_id.erase("kv");
+    const std::shared_ptr<const rofd::View> without = cut;
+
+    // Each read of the view on a call's thread alternates between the
+    // policy with kv and the one without, from @first on.
+    std::atomic<unsigned> epoch{0};
+    std::atomic<unsigned> first{0};
+    h_.manager().set_view_filter_for_test([&](std::shared_ptr<const rofd::View> v) {
+        thread_local unsigned seen = ~0U;
+        thread_local unsigned n = 0;
+        if (seen != epoch) {
+            seen = epoch;
+            n = first;
+        }
+        return n++ % 2 == 0 ? v : without;
+    });
+    auto c = h_.client(admin);
+    const auto fine = [](const grpc::Status& st) {
+        return st.ok() || st.error_code() == Code::NOT_FOUND ||
+               st.error_code() == Code::UNAVAILABLE;
+    };
+    for (unsigned f = 0; f < 4; f++) {
+        first = f;
+        epoch++;
+        v1::GetTenantRequest get;
+        get.set_name("kv");
+        v1::Tenant tenant;
+        auto st = rpc(*c->tenants, &v1::Tenants::Stub::GetTenant, get, &tenant);
+        EXPECT_TRUE(fine(st)) << describe(st);
+        epoch++;
+        v1::VerifyProgramRequest verify;
+        verify.set_tenant("kv");
+        *verify.mutable_program() = source(".region table, r, 64\n\tld64 r1, table[0]\n\texit 0\n");
+        v1::VerifyProgramResponse verified;
+        st = rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, verify, &verified);
+        EXPECT_TRUE(fine(st)) << describe(st);
+    }
+    h_.manager().set_view_filter_for_test({});
+}
 }  // namespace
