@@ -302,6 +302,15 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                     what + ": rejected: " + reason);
             }
             std::snprintf(pr.load.name, sizeof(pr.load.name), "%s", req->name().c_str());
+            // The store keys programs by (tenant, tag): an intent row for an
+            // image the module holds already would replace that program's
+            // committed row, and the module's EEXIST would then delete it.
+            // So a loaded image is refused before anything is written.
+            if (const auto loaded = m_.module().get_prog(pr.load.tenant, pr.program.tag())) {
+                return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                                    fmt::format("{}: tag {:x} is loaded already as {}", what,
+                                                loaded->tag, quoted(abi_name(loaded->name))));
+            }
             StoredProgram row;
             row.tenant = tenant;
             row.name = req->name();

@@ -1187,6 +1187,43 @@ TEST_F(Service, AFreeListNumberBeyondIntIsRefused) {
     EXPECT_EQ(resp.binds(0).freelist(), 0U);
 }
 
+// Loading a loaded image again, under another name or as a retry, is
+// refused and leaves the loaded program's row (its source, its restore
+// after a reboot) alone.
+TEST_F(Service, LoadingALoadedImageAgainKeepsItsRow) {
+    auto c = h_.client(kv_user);
+    const std::string text = ".resp 8\n\tmov64 r1, 7\n\tst64 resp[0], r1\n\texit 0\n";
+    v1::LoadProgramRequest req;
+    req.set_name("seven");
+    *req.mutable_program() = source(text);
+    req.set_idempotency_key("first");
+    v1::Program loaded;
+    auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &loaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+
+    // The same code under another name, and the same call with another key
+    // (a retry whose first answer rofd no longer knows).
+    for (const char* name : {"also-seven", "seven"}) {
+        req.set_name(name);
+        req.set_idempotency_key(std::string("again-") + name);
+        v1::Program resp;
+        st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+        EXPECT_EQ(st.error_code(), Code::ALREADY_EXISTS) << describe(st);
+
+        v1::GetProgramRequest get;
+        get.set_name("seven");
+        v1::Program full;
+        st = rpc(*c->programs, &v1::Programs::Stub::GetProgram, get, &full);
+        ASSERT_TRUE(st.ok()) << describe(st);
+        EXPECT_EQ(full.origin(), v1::ORIGIN_API) << name;
+        EXPECT_EQ(full.source(), text) << name;
+        const auto rows = h_.manager().store().programs();
+        ASSERT_EQ(rows.size(), 1U) << name;
+        EXPECT_EQ(rows[0].name, "seven");
+        EXPECT_EQ(rows[0].state, rofd::RowState::committed);
+    }
+}
+
 // GetTenant and VerifyProgram read the policy once: a reload between the
 // tenant check and the body must not leave the body without the tenant.
 TEST_F(Service, ReadsSeeOnePolicyWhileItIsReloaded) {
