@@ -1224,6 +1224,33 @@ TEST_F(Service, LoadingALoadedImageAgainKeepsItsRow) {
     }
 }
 
+// A request that is not valid protobuf is the caller's error, and says so.
+TEST_F(Service, ARequestThatIsNotProtobufIsInvalidArgument) {
+    grpc::GenericStub stub(h_.channel(kv_user));
+    const auto call = [&](const std::string& method, const std::string& bytes) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + rofd::test::wait_limit);
+        const grpc::ByteBuffer request = to_buffer(bytes);
+        grpc::ByteBuffer response;
+        std::promise<grpc::Status> done;
+        stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
+                       [&done](grpc::Status st) { done.set_value(st); });
+        return done.get_future().get();
+    };
+    // GetTenantRequest.name (field 1): not UTF-8, then cut short.
+    for (const std::string& bytes :
+         {std::string("\x0a\x02\xff\xfe", 4), std::string("\x0a\x05kv", 4)}) {
+        const auto st = call("/rof.v1.Tenants/GetTenant", bytes);
+        expect_invalid(st, "not a valid rof.v1.GetTenantRequest");
+    }
+    // A write call, which would be queued.
+    const auto st = call("/rof.v1.Regions/CreateRegion", std::string("\x12\x09table", 7));
+    expect_invalid(st, "not a valid rof.v1.CreateRegionRequest");
+    // A good request still works, and an unknown method is still UNIMPLEMENTED.
+    EXPECT_TRUE(call("/rof.v1.Tenants/GetTenant", std::string("\x0a\x02kv", 4)).ok());
+    EXPECT_EQ(call("/rof.v1.Tenants/NoSuchCall", "").error_code(), Code::UNIMPLEMENTED);
+}
+
 // GetTenant and VerifyProgram read the policy once: a reload between the
 // tenant check and the body must not leave the body without the tenant.
 TEST_F(Service, ReadsSeeOnePolicyWhileItIsReloaded) {
