@@ -33,16 +33,19 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
     }
     Principal p = m.principal(*ctx);
     // A call without a deadline of its own gets rofd's ([limits]
-    // default_deadline_ms) for the time it waits for the worker.
+    // default_deadline_ms) for the time it waits for the worker; one with
+    // a deadline waits until that deadline (then IsCancelled()).
+    const bool own_deadline = ctx->deadline() != std::chrono::system_clock::time_point::max();
     const auto limit = std::chrono::milliseconds(m.view()->policy->daemon.default_deadline_ms);
     const auto queued = std::chrono::steady_clock::now();
-    auto run = [&m, ctx, reactor, method, p, limit, queued, body = std::move(body)]() mutable {
+    auto run = [&m, ctx, reactor, method, p, own_deadline, limit, queued,
+                body = std::move(body)]() mutable {
         grpc::Status st;
         if (ctx->IsCancelled()) {
             st = grpc::Status(
                 grpc::StatusCode::CANCELLED,
                 std::string(method) + ": cancelled or past its deadline before it ran");
-        } else if (std::chrono::steady_clock::now() - queued > limit) {
+        } else if (!own_deadline && std::chrono::steady_clock::now() - queued > limit) {
             st = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                               std::string(method) + ": waited longer than " +
                                   std::to_string(limit.count()) + " ms for rofd's worker");

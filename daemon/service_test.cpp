@@ -1299,4 +1299,48 @@ TEST_F(Service, ReadsSeeOnePolicyWhileItIsReloaded) {
     }
     h_.manager().set_view_filter_for_test({});
 }
+
+// A call that carries its own deadline waits for the worker until that
+// deadline, not [limits] default_deadline_ms; a call without one does not.
+TEST(ServiceDeadline, OwnDeadlineOutlastsTheDefault) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    ServiceHarness h("[limits]\ndefault_deadline_ms = 1\n", tenant_files);
+    auto c = h.client(admin);
+    for (const bool own_deadline : {true, false}) {
+        // The worker is busy until we let it go.
+        std::promise<void> running;
+        std::promise<void> release;
+        std::shared_future<void> released = release.get_future().share();
+        h.manager().post([&running, released] {
+            running.set_value();
+            released.wait();
+        });
+        running.get_future().wait();
+        auto answer = std::async(std::launch::async, [&] {
+            grpc::ClientContext ctx;
+            if (own_deadline) {
+                ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
+            }
+            v1::CreateRegionRequest req = region_request(own_deadline ? "mine" : "none", 4096, 3);
+            v1::Region resp;
+            return c->regions->CreateRegion(&ctx, req, &resp);
+        });
+        ASSERT_TRUE(wait_until([&] { return h.manager().queued() == 1; }));
+        // Longer than default_deadline_ms since the call was queued.
+        const auto queued = std::chrono::steady_clock::now();
+        ASSERT_TRUE(wait_until([&] {
+            return std::chrono::steady_clock::now() - queued > std::chrono::milliseconds(5);
+        }));
+        release.set_value();
+        const auto st = answer.get();
+        if (own_deadline) {
+            EXPECT_TRUE(st.ok()) << describe(st);
+        } else {
+            EXPECT_EQ(st.error_code(), Code::DEADLINE_EXCEEDED) << describe(st);
+        }
+    }
+}
+
 }  // namespace
