@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "call.h"
 #include "rof/prog/asm.h"
@@ -185,10 +187,10 @@ Prepared prepare(Manager& m, const View& v, const std::string& tenant, const v1:
     return out;
 }
 
-// @stored: rofd's program rows (read once per call), for the origin, the
+// @stored: rofd's row of the program (nullptr: none), for the origin, the
 // binds by name and, when @full, the source and disassembly.
-void fill_program(const View& v, const std::vector<StoredProgram>& stored,
-                  const rof_prog_info& info, v1::Program* out, bool full) {
+void fill_program(const View& v, const StoredProgram* stored, const rof_prog_info& info,
+                  v1::Program* out, bool full) {
     const std::string tenant = v.name_of(info.tenant);
     out->set_tenant(tenant);
     out->set_name(abi_name(info.name));
@@ -206,22 +208,26 @@ void fill_program(const View& v, const std::vector<StoredProgram>& stored,
     out->set_insns(info.insns);
     out->set_revoked((info.flags & ROF_PROG_REVOKED) != 0);
     out->set_origin(v1::ORIGIN_MODULE);
-    for (const auto& s : stored) {
-        if (s.tenant == tenant && s.tag == info.tag) {
-            out->set_origin(v1::ORIGIN_API);
-            for (const auto& b : s.binds) {
-                auto* pb = out->add_binds();
-                pb->set_region(b.region);
-                if (b.freelist >= 0) {
-                    pb->set_freelist(static_cast<std::uint32_t>(b.freelist));
-                }
-            }
-            if (full) {
-                out->set_source(s.source);
-                out->set_disassembly(s.disassembly);
-            }
+    if (stored == nullptr || stored->tenant != tenant || stored->tag != info.tag) {
+        return;
+    }
+    out->set_origin(v1::ORIGIN_API);
+    for (const auto& b : stored->binds) {
+        auto* pb = out->add_binds();
+        pb->set_region(b.region);
+        if (b.freelist >= 0) {
+            pb->set_freelist(static_cast<std::uint32_t>(b.freelist));
         }
     }
+    if (full) {
+        out->set_source(stored->source);
+        out->set_disassembly(stored->disassembly);
+    }
+}
+
+// The bytes Store::program_bytes() counts of @p.
+std::uint64_t stored_size(const StoredProgram& p) {
+    return p.source.size() + p.image.size() + p.disassembly.size();
 }
 
 // The program a request names by tag or by name.
@@ -325,11 +331,31 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count();
             row.state = RowState::intent;
+            // A row of this tag the module does not hold (it lost it) is
+            // replaced by the intent, and put back if the load fails.
+            const auto previous = m_.store().program(tenant, row.tag);
+            // What rofd keeps of a tenant's programs is bounded: a source
+            // may be 1 MiB, and a list reads the index of every row.
+            const std::uint64_t cap = v->tenant(tenant)->programs.stored_bytes;
+            const std::uint64_t adding = stored_size(row);
+            const std::uint64_t kept =
+                m_.store().program_bytes(tenant) - (previous ? stored_size(*previous) : 0);
+            if (kept + adding > cap) {
+                return grpc::Status(
+                    grpc::StatusCode::RESOURCE_EXHAUSTED,
+                    fmt::format("{}: {} bytes of source, image and disassembly to keep; tenant {} "
+                                "keeps {} of at most {} (programs.stored_bytes)",
+                                what, adding, quoted(tenant), kept, cap));
+            }
             m_.store().put_program(row);
             try {
                 m_.module().prog_load(pr.load, pr.image);
             } catch (const KmodError& e) {
-                m_.store().delete_program(tenant, row.tag);
+                if (previous) {
+                    m_.store().put_program(*previous);
+                } else {
+                    m_.store().delete_program(tenant, row.tag);
+                }
                 if (e.code().value() == EEXIST) {
                     return grpc::Status(
                         grpc::StatusCode::ALREADY_EXISTS,
@@ -342,7 +368,7 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
             m_.store().transaction([&] {
                 m_.store().put_program(row);
                 if (info) {
-                    fill_program(*v, m_.store().programs(), *info, resp, false);
+                    fill_program(*v, &row, *info, resp, false);
                 }
                 m_.record(id, *resp);
             });
@@ -370,11 +396,9 @@ ServerUnaryReactor* ProgramService::UnloadProgram(CallbackServerContext* ctx,
         if (!info) {
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
         }
-        for (auto s : m_.store().programs()) {
-            if (s.tenant == tenant && s.tag == info->tag) {
-                s.state = RowState::intent;
-                m_.store().put_program(s);
-            }
+        if (auto s = m_.store().program(tenant, info->tag)) {
+            s->state = RowState::intent;
+            m_.store().put_program(*s);
         }
         try {
             m_.module().prog_unload(info->tenant, info->tag);
@@ -403,10 +427,19 @@ ServerUnaryReactor* ProgramService::ListPrograms(CallbackServerContext* ctx,
             return st;
         }
         const auto v = m_.view();
-        const auto stored = m_.store().programs();
+        // The rows without their source, image and disassembly: a list
+        // must not read every tenant's programs whole.
+        std::map<std::pair<std::string, std::uint64_t>, StoredProgram> stored;
+        for (auto& s : m_.store().program_index(tenant)) {
+            auto key = std::make_pair(s.tenant, s.tag);
+            stored.emplace(std::move(key), std::move(s));
+        }
         for (const auto& info : m_.module().list_progs()) {
-            if (tenant.empty() || v->name_of(info.tenant) == tenant) {
-                fill_program(*v, stored, info, resp->add_programs(), false);
+            const std::string name = v->name_of(info.tenant);
+            if (tenant.empty() || name == tenant) {
+                const auto it = stored.find({name, info.tag});
+                fill_program(*v, it != stored.end() ? &it->second : nullptr, info,
+                             resp->add_programs(), false);
             }
         }
         return grpc::Status::OK;
@@ -430,7 +463,8 @@ ServerUnaryReactor* ProgramService::GetProgram(CallbackServerContext* ctx,
         if (!info) {
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
         }
-        fill_program(*v, m_.store().programs(), *info, resp, true);
+        const auto stored = m_.store().program(tenant, info->tag);
+        fill_program(*v, stored ? &*stored : nullptr, *info, resp, true);
         return grpc::Status::OK;
     });
 }

@@ -1343,4 +1343,40 @@ TEST(ServiceDeadline, OwnDeadlineOutlastsTheDefault) {
     }
 }
 
+// What rofd keeps of a tenant's programs is bounded by [programs]
+// stored_bytes; a refused load leaves nothing behind, and an unload frees
+// the room.
+TEST(ServiceStore, ProgramBytesPerTenantAreBounded) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    const std::string kv = rofd::test::kv_toml(
+        {.head = "control_rate = 0\n", .tail = "\n[programs]\nstored_bytes = \"4KiB\"\n"});
+    ServiceHarness h(daemon_toml, {{"kv", kv}});
+    auto c = h.client(kv_user);
+    // About 2.5 KiB each with their images and disassemblies.
+    const auto load = [&](const std::string& name, int value) {
+        v1::LoadProgramRequest req;
+        req.set_name(name);
+        *req.mutable_program() = source(std::string(2048, ';') + "\n.resp 8\n\tmov64 r1, " +
+                                        std::to_string(value) + "\n\tst64 resp[0], r1\n\texit 0\n");
+        v1::Program resp;
+        return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+    };
+    auto st = load("one", 1);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    st = load("two", 2);
+    EXPECT_EQ(st.error_code(), Code::RESOURCE_EXHAUSTED) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "programs.stored_bytes")) << describe(st);
+    EXPECT_EQ(h.manager().store().program_index("kv").size(), 1U);
+    EXPECT_EQ(h.fake().list_progs().size(), 1U);
+
+    v1::UnloadProgramRequest unload;
+    unload.set_name("one");
+    v1::UnloadProgramResponse unloaded;
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::UnloadProgram, unload, &unloaded).ok());
+    st = load("two", 2);
+    EXPECT_TRUE(st.ok()) << describe(st);
+}
+
 }  // namespace
