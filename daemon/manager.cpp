@@ -813,10 +813,17 @@ std::string Manager::metrics_text(const std::string& tenant) {
     MetricsInput in;
     AuditCounters c = audit_->snapshot();
     if (!tenant.empty()) {
+        // A tenant sees its own series only: not tenant 0's (the rejects of
+        // connects without a valid ticket), nor, while it has no module id,
+        // anyone's; nor the audit drain's and ring's totals, which count
+        // every tenant's records.
         const auto id = v->tenant_id.find(tenant);
-        const std::uint32_t tid = id == v->tenant_id.end() ? 0 : id->second;
-        std::erase_if(c.tenants, [tid](const auto& kv) { return kv.first != tid; });
-        std::erase_if(c.sessions, [tid](const auto& kv) { return kv.second.tenant != tid; });
+        const bool known = id != v->tenant_id.end();
+        const std::uint32_t tid = known ? id->second : 0;
+        std::erase_if(c.tenants, [&](const auto& kv) { return !known || kv.first != tid; });
+        std::erase_if(c.sessions,
+                      [&](const auto& kv) { return !known || kv.second.tenant != tid; });
+        in.audit_totals = false;
     }
     in.audit = std::move(c);
     for (const auto& [name, id] : v->tenant_id) {

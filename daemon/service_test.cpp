@@ -1343,6 +1343,50 @@ TEST(ServiceDeadline, OwnDeadlineOutlastsTheDefault) {
     }
 }
 
+// A tenant named "0" is not tenant id 0, whose records are the rejects of
+// connects without a valid ticket; and a tenant's metrics show nothing of
+// the audit ring's or the drain's totals, which count every tenant.
+TEST(ServiceLeaks, ATenantNamedZeroSeesOnlyItsOwn) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    const char* const zero_toml = "name = \"0\"\ncontrol_rate = 0\n\n[identity]\nuids = [1005]\n";
+    ServiceHarness h(daemon_toml,
+                     {{"kv", kv_toml}, {"analytics", analytics_toml}, {"0", zero_toml}});
+    const Who zero_user{"zero", 1005, 1005, {}};
+    auto root = h.client(admin);
+    auto zero = h.client(zero_user);
+    TailStream all(*root->audit, {});
+    TailStream mine(*zero->audit, {});
+    ASSERT_TRUE(wait_until([&] { return h.manager().audit_hub().streams() == 2; }));
+
+    rof_audit_record reject{};
+    reject.kind = ROF_AUDIT_SESSION_REJECT;
+    reject.reason = ROF_REJECT_NO_TICKET;
+    h.fake().push_audit(reject);
+    h.fake().push_audit(audit_record(h.manager().tenant_id("0"), 5));
+
+    auto r = all.next();
+    ASSERT_TRUE(r.has_value()) << describe(all.status());
+    EXPECT_EQ(r->tenant(), "#0");
+    EXPECT_EQ(r->kind(), v1::AUDIT_KIND_SESSION_REJECT);
+    r = mine.next();
+    ASSERT_TRUE(r.has_value()) << describe(mine.status());
+    EXPECT_EQ(r->tenant(), "0");
+    EXPECT_EQ(r->kind(), v1::AUDIT_KIND_INVOKE);
+    EXPECT_EQ(r->session(), 5U);
+
+    v1::GetMetricsResponse metrics;
+    auto st = rpc(*zero->metrics, &v1::Metrics::Stub::GetMetrics, {}, &metrics);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(contains(metrics.text(), "tenant=\"0\"")) << metrics.text();
+    EXPECT_FALSE(contains(metrics.text(), "rof_audit_")) << metrics.text();
+    EXPECT_FALSE(contains(metrics.text(), "tenant=\"#0\"")) << metrics.text();
+    st = rpc(*root->metrics, &v1::Metrics::Stub::GetMetrics, {}, &metrics);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(contains(metrics.text(), "rof_audit_records_total")) << metrics.text();
+}
+
 // What rofd keeps of a tenant's programs is bounded by [programs]
 // stored_bytes; a refused load leaves nothing behind, and an unload frees
 // the room.
