@@ -1387,6 +1387,23 @@ TEST(ServiceLeaks, ATenantNamedZeroSeesOnlyItsOwn) {
     EXPECT_TRUE(contains(metrics.text(), "rof_audit_records_total")) << metrics.text();
 }
 
+// A session that leaves its idle timeout to the module is told the
+// module's value in force, which librof's keepalive paces itself by.
+TEST_F(Service, OpenSessionAnswersTheIdleTimeoutInForce) {
+    h_.fake().set_idle_timeout_default_ms(20000);  // an operator lowered the parameter
+    auto c = h_.client(kv_user);
+    v1::OpenSessionRequest req;
+    req.add_regions()->set_name("table");
+    v1::OpenSessionResponse resp;
+    auto st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, req, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.idle_timeout_ms(), 20000U);
+    req.set_idle_timeout_ms(5000);
+    st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, req, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.idle_timeout_ms(), 5000U);
+}
+
 // What rofd keeps of a tenant's programs is bounded by [programs]
 // stored_bytes; a refused load leaves nothing behind, and an unload frees
 // the room.
