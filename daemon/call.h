@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +42,7 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
     auto run = [&m, ctx, reactor, method, p, own_deadline, limit, queued,
                 body = std::move(body)]() mutable {
         grpc::Status st;
+        const std::uint64_t audited = Manager::refusals_audited_on_this_thread();
         if (ctx->IsCancelled()) {
             st = grpc::Status(
                 grpc::StatusCode::CANCELLED,
@@ -64,8 +66,10 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
         }
         if (!st.ok()) {
             log::debug("{} from {}: {}", method, p.describe(), st.error_message());
-            if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
-                st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+            // Once per refusal: authorize() journals its own.
+            if ((st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+                 st.error_code() == grpc::StatusCode::UNAUTHENTICATED) &&
+                Manager::refusals_audited_on_this_thread() == audited) {
                 m.audit_control(p, method, st, "call");
             }
         }
@@ -73,6 +77,13 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
     };
     try {
         m.charge_control_call(p);
+        // A caller with no role can only be refused: refuse it here, on
+        // gRPC's thread, rather than queue it for the worker that every
+        // tenant's state changes wait for.
+        if (kind == CallKind::write && (!p.authenticated || p.role == Principal::Role::none)) {
+            reactor->Finish(m.authorize(p, "", Right::write, method));
+            return reactor;
+        }
         if (kind == CallKind::write) {
             m.post(std::move(run));
             return reactor;

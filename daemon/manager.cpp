@@ -453,11 +453,20 @@ void Manager::charge_control_call(const Principal& p) {
     b.tokens -= 1.0;
 }
 
+namespace {
+thread_local std::uint64_t refusals_audited = 0;
+}  // namespace
+
+std::uint64_t Manager::refusals_audited_on_this_thread() noexcept {
+    return refusals_audited;
+}
+
 void Manager::audit_control(const Principal& p, const std::string& method, const grpc::Status& st,
                             const std::string& what) {
     if (st.ok()) {
         return;
     }
+    ++refusals_audited;
     std::vector<journal::Field> fields{
         {"ROF_KIND", "control"},
         {"ROF_METHOD", method},

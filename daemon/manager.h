@@ -146,6 +146,10 @@ class Manager {
     // A new ticket key, stored then set.
     void rotate_ticket_key();
 
+    // How many refusals audit_control() journalled on the calling thread:
+    // a call compares it before and after its body, so that a refusal
+    // authorize() journalled is not journalled again.
+    static std::uint64_t refusals_audited_on_this_thread() noexcept;
     // Records a control-plane event in the journal (ROF_TENANT=..).
     void audit_control(const Principal& p, const std::string& method, const grpc::Status& st,
                        const std::string& what);

@@ -1440,4 +1440,32 @@ TEST(ServiceStore, ProgramBytesPerTenantAreBounded) {
     EXPECT_TRUE(st.ok()) << describe(st);
 }
 
+// A caller with no role is refused at once, not queued for the worker
+// that every tenant's state changes wait for.
+TEST_F(Service, ACallerWithNoRoleIsNotQueued) {
+    std::promise<void> running;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    h_.manager().post([&running, released] {
+        running.set_value();
+        released.wait();
+    });
+    running.get_future().wait();
+    auto c = h_.client(stranger);
+    auto answer = std::async(std::launch::async, [&] {
+        v1::Region resp;
+        return rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region_request("mine", 4096, 3),
+                   &resp);
+    });
+    ASSERT_TRUE(wait_until([&] {
+        return answer.wait_for(std::chrono::seconds(0)) == std::future_status::ready ||
+               h_.manager().queued() > 0;
+    }));
+    EXPECT_EQ(h_.manager().queued(), 0U);
+    release.set_value();
+    const auto st = answer.get();
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "no tenant's identity in policy")) << describe(st);
+}
+
 }  // namespace
