@@ -6,6 +6,8 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <utility>
 
 #include "call.h"
@@ -284,29 +286,60 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
 ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                                 const v1::LoadProgramRequest* req,
                                                 v1::Program* resp) {
+    // Assembling and verifying is the slow part of a load: it runs first,
+    // on gRPC's thread, so that one tenant's large programs never hold up
+    // another tenant's state changes; only the store and the ioctl go to
+    // the worker.  The two steps share @staged.
+    struct Staged {
+        std::string tenant;
+        std::string what;
+        Prepared pr;
+    };
+    auto staged = std::make_shared<Staged>();
+    auto check = [this, ctx, req, resp, staged](const Principal& p) -> std::optional<grpc::Status> {
+        const auto v = m_.view();
+        staged->tenant = m_.tenant_of(*v, p, req->tenant());
+        check_name("name", req->name());
+        staged->what = object_name(staged->tenant, "program", req->name());
+        if (auto st = m_.authorize(p, staged->tenant, Right::write, staged->what); !st.ok()) {
+            return st;
+        }
+        // A retry of a load that succeeded gets its answer, not a new verdict.
+        const auto id = Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key());
+        if (auto st = m_.replay(id, resp)) {
+            return *st;
+        }
+        staged->pr = prepare(m_, *v, staged->tenant, req->program(), req->binds(), 1);
+        const Prepared& pr = staged->pr;
+        if (!pr.error.empty() || !pr.result.ok) {
+            const std::string reason = !pr.error.empty() ? pr.error : pr.result.error;
+            if (!pr.result.log.empty()) {
+                ctx->AddTrailingMetadata("rof-verifier-log-bin", pr.result.log);
+            }
+            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                staged->what + ": rejected: " + reason);
+        }
+        return std::nullopt;
+    };
     return unary(
-        m_, ctx, "LoadProgram", CallKind::write, [this, ctx, req, resp](const Principal& p) {
-            // On the worker, where reloads run too: this view stays current.
+        m_, ctx, "LoadProgram", CallKind::write,
+        [this, req, resp, staged](const Principal& p) {
+            // On the worker, where reloads run too: the tenant may have left
+            // the policy, or been made anew, since it was verified.
             const auto v = m_.view();
-            const std::string tenant = m_.tenant_of(*v, p, req->tenant());
-            check_name("name", req->name());
-            const std::string what = object_name(tenant, "program", req->name());
-            if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
-                return st;
+            const std::string& tenant = staged->tenant;
+            const std::string& what = staged->what;
+            const auto tid = v->tenant_id.find(tenant);
+            if (v->tenant(tenant) == nullptr || tid == v->tenant_id.end() ||
+                tid->second != staged->pr.load.tenant) {
+                return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                    what + ": the policy changed while it was verified; retry");
             }
             const auto id = Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key());
             if (auto st = m_.replay(id, resp)) {
                 return *st;
             }
-            Prepared pr = prepare(m_, *v, tenant, req->program(), req->binds(), 1);
-            if (!pr.error.empty() || !pr.result.ok) {
-                const std::string reason = !pr.error.empty() ? pr.error : pr.result.error;
-                if (!pr.result.log.empty()) {
-                    ctx->AddTrailingMetadata("rof-verifier-log-bin", pr.result.log);
-                }
-                return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                    what + ": rejected: " + reason);
-            }
+            Prepared& pr = staged->pr;
             std::snprintf(pr.load.name, sizeof(pr.load.name), "%s", req->name().c_str());
             // The store keys programs by (tenant, tag): an intent row for an
             // image the module holds already would replace that program's
@@ -373,7 +406,8 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                 m_.record(id, *resp);
             });
             return grpc::Status::OK;
-        });
+        },
+        check);
 }
 
 ServerUnaryReactor* ProgramService::UnloadProgram(CallbackServerContext* ctx,

@@ -1468,4 +1468,38 @@ TEST_F(Service, ACallerWithNoRoleIsNotQueued) {
     EXPECT_TRUE(contains(st.error_message(), "no tenant's identity in policy")) << describe(st);
 }
 
+// LoadProgram verifies before it queues: a program the verifier refuses is
+// answered while the worker is busy with another call, and one it accepts
+// waits for the worker only for the load.
+TEST_F(Service, LoadProgramVerifiesBeforeItQueues) {
+    std::promise<void> running;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    h_.manager().post([&running, released] {
+        running.set_value();
+        released.wait();
+    });
+    running.get_future().wait();
+    auto c = h_.client(kv_user);
+    v1::LoadProgramRequest bad;
+    bad.set_name("bad");
+    *bad.mutable_program() = source("exit 0\nfoo r1\n");
+    v1::Program resp;
+    const auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, bad, &resp);
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_EQ(h_.manager().queued(), 0U);
+
+    v1::LoadProgramRequest good;
+    good.set_name("good");
+    *good.mutable_program() = source("\tmov64 r1, 1\n\texit 0\n");
+    auto answer = std::async(std::launch::async, [&] {
+        v1::Program loaded;
+        return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, good, &loaded);
+    });
+    ASSERT_TRUE(wait_until([&] { return h_.manager().queued() == 1; }));
+    release.set_value();
+    const auto loaded = answer.get();
+    EXPECT_TRUE(loaded.ok()) << describe(loaded);
+}
+
 }  // namespace
