@@ -210,7 +210,7 @@ TEST(Metrics, RenderGolden) {
     EXPECT_EQ(at("rof_session_deferred_total{tenant=\"kv\",session=\"3\"}"), "4");
     EXPECT_EQ(at("rof_session_bad_requests_total{tenant=\"kv\",session=\"3\"}"), "5");
     EXPECT_EQ(at("rof_session_credits{tenant=\"kv\",session=\"3\"}"), "32");
-    EXPECT_EQ(at("rof_session_requests_total{tenant=\"42\",session=\"8\"}"), "0");
+    EXPECT_EQ(at("rof_session_requests_total{tenant=\"#42\",session=\"8\"}"), "0");
 
     // The odd name, escaped, as one line.
     EXPECT_EQ(at("rof_invocations_total{tenant=\"we\\\"ird\\\\ten\\nant\",status=\"ok\"}"), "0");
