@@ -202,8 +202,9 @@ int on_stats(sd_event_source* s, std::uint64_t usec, void* data) {
         const rof_audit_stats st = l->manager.module().audit_stats();
         if (st.overruns > l->overruns || st.dropped > l->dropped) {
             rofd::log::warning(
-                "audit ring: {} records overwritten unread and {} invocation records dropped since "
-                "the last check (ring of {}; module parameter audit_ring_size)",
+                "audit ring: {} records overwritten unread and {} droppable records "
+                "(invocations, unauthenticated rejects) dropped since the last check "
+                "(ring of {}; module parameter audit_ring_size)",
                 st.overruns - l->overruns, st.dropped - l->dropped, st.ring_size);
         }
         l->overruns = st.overruns;
