@@ -47,6 +47,7 @@
 #include "uapi/rof.h"
 #include "uapi/rof_isa.h"
 
+#include "crc64.h"
 #include "list-checks.h"
 
 #define PAGE		4096UL
@@ -1503,20 +1504,6 @@ struct mini_image {
 	struct rof_isa_hdr h;
 	struct rof_insn insn;
 };
-
-static uint64_t crc64_xz(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint64_t crc = ~0ULL;
-	int k;
-
-	while (len--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (crc & 1 ? 0xc96c5795d7870f42ULL : 0);
-	}
-	return ~crc;
-}
 
 static void mini_image(struct mini_image *im, int32_t status)
 {

@@ -93,6 +93,7 @@
 #include "uapi/rof.h"
 #include "uapi/rof_isa.h"
 
+#include "crc64.h"
 #include "list-checks.h"
 
 #define PORT_ENV	"ROF_CM_PORT"
@@ -256,21 +257,6 @@ static int cmd_prepare(int argc, char **argv)
 	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
 	print_ticket_line(p.session, &p.ticket);
 	return 0;
-}
-
-/* CRC-64/XZ, as the image tag is computed (rof_exec_image_tag). */
-static uint64_t crc64_xz(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint64_t crc = ~0ULL;
-	int k;
-
-	while (len--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (crc & 1 ? 0xc96c5795d7870f42ULL : 0);
-	}
-	return ~crc;
 }
 
 /*
