@@ -100,12 +100,6 @@ MODULE_PARM_DESC(max_prepared_sessions, "sessions of one tenant prepared and not
 #define ROF_SIRQ_ROUNDS		4
 #define ROF_SIRQ_INSNS		32768	/* below ROF_EXEC_YIELD_EVERY: no resched */
 /*
- * irq_poll's weight of a session: one more than the work completions a
- * softirq run can take (ROF_SIRQ_ROUNDS polls of ROF_POLL_BATCH), so that
- * what a run returns is always below it (rof_iop_poll).
- */
-#define ROF_SIRQ_WEIGHT		(ROF_SIRQ_ROUNDS * ROF_POLL_BATCH + 1)
-/*
  * Bytes programs may move (COPY, CRC64, HASH) in one softirq run: a few
  * ms of CRC64 at worst.  A program whose byte budget exceeds what the
  * run has left goes to the poll work, as one with too many instructions.
@@ -765,20 +759,12 @@ static void rof_poll_work(struct work_struct *work)
 /*
  * The completion's softirq (irq_poll): serve what is short here, without
  * the work item's wake-up, and leave the rest to the poll work.
- *
- * Returns the work completions it took, so that irq_poll's budget (shared
- * by every irq_poll instance on the CPU, ib_cq's included) shrinks by what
- * this run did and the softirq hands over to ksoftirqd when it is spent.
- * A run has always completed (irq_poll_complete) by then, and irq_poll
- * takes a return of @weight or more for "still scheduled, still mine":
- * what it returns stays below @weight (ROF_SIRQ_WEIGHT is chosen so).
  */
 static int rof_iop_poll(struct irq_poll *iop, int weight)
 {
 	struct rof_session *s = container_of(iop, struct rof_session, iop);
 	struct rof_dp_stats st = { .sirq_runs = 1 };
 	u64 start;
-	int work = 0;
 
 	/*
 	 * Counted before irq_poll_complete(), which lets irq_poll_disable()
@@ -811,13 +797,12 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	}
 	st.sirq_bytes_max = st.prog_bytes;
 	st.run_ns = local_clock() - start;
-	work = min_t(u64, st.wcs, max(weight - 1, 0));
 	rof_dp_release(s);
 	rof_dp_account(&st);
 out:
 	smp_mb__before_atomic();	/* every access to @s before the count drops */
 	atomic_dec(&s->sirq_active);	/* the last one */
-	return work;
+	return 0;
 }
 
 /*
@@ -1872,7 +1857,7 @@ static long rof_session_prepare(void __user *uarg)
 	kref_init(&s->ref);
 	mutex_init(&s->lock);
 	INIT_WORK(&s->poll_work, rof_poll_work);
-	irq_poll_init(&s->iop, ROF_SIRQ_WEIGHT, rof_iop_poll);
+	irq_poll_init(&s->iop, ROF_POLL_BATCH, rof_iop_poll);
 	INIT_DELAYED_WORK(&s->throttle_work, rof_throttle_work);
 	INIT_WORK(&s->close_work, rof_close_work);
 	s->tenant_id = req.tenant;
@@ -2228,14 +2213,8 @@ int rof_session_init(void)
 	/*
 	 * Unbound: the scheduler spreads busy sessions over the CPUs, and
 	 * one session's programs do not hold up the others bound to a CPU.
-	 * Normal priority, not WQ_HIGHPRI: a busy session's poll work
-	 * requeues itself at once, and at nice -20 N busy sessions would
-	 * take nearly all of N CPUs from every normal task (rofd
-	 * included).  At nice 0 each competes as one normal task would.
-	 * WQ_SYSFS: an administrator may change its nice value and CPU
-	 * mask (/sys/devices/virtual/workqueue/rof_sess/).
 	 */
-	rof_sess_wq = alloc_workqueue("rof_sess", WQ_UNBOUND | WQ_SYSFS, 0);
+	rof_sess_wq = alloc_workqueue("rof_sess", WQ_UNBOUND | WQ_HIGHPRI, 0);
 	if (!rof_sess_wq) {
 		ret = -ENOMEM;
 		goto err_ticket;
