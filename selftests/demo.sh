@@ -238,7 +238,10 @@ else
 fi
 echo "   exit status $kv_rc"
 note kvstore_term_rc "$kv_rc"
-[ "$kv_rc" = 0 ] || fail "rof-kvstore exited with status $kv_rc on SIGTERM"
+if [ "$kv_rc" != 0 ]; then
+	fail "rof-kvstore exited with status $kv_rc on SIGTERM"
+	tail -n 20 "$S/kvstore.err" | sed 's/^/   kvstore: /'
+fi
 
 # Leave rof.ko empty, as every test does.
 ids=$(rofd_call Tenants.ListTenants 2>/dev/null | jq -r '.tenants[].id')
