@@ -189,7 +189,9 @@ std::string AuditDrain::tenant_name(std::uint32_t id, const AuditConfig& config)
     if (it != config.tenants.end() && !it->second.name.empty()) {
         return it->second.name;
     }
-    return std::to_string(id);
+    // Not a policy tenant's: "#ID", which no tenant name can be (a tenant
+    // named "0" must not be taken for tenant id 0, e.g. by TailAudit).
+    return "#" + std::to_string(id);
 }
 
 std::size_t AuditDrain::drain(std::size_t limit) {

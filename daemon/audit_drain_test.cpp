@@ -355,7 +355,8 @@ TEST_F(AuditDrainTest, AuditLevelsFilterJournalOutput) {
     EXPECT_EQ(d.snapshot().tenants.at(1).name, "renamed");
 }
 
-TEST_F(AuditDrainTest, UnknownTenantsAreNamedByNumber) {
+// "#ID": no tenant name has a "#", so a tenant named "0" is not tenant id 0.
+TEST_F(AuditDrainTest, UnknownTenantsAreNamedByHashAndNumber) {
     AuditDrain d = make(config_with({{1, {"kv", AuditLevel::all, {}}}}));
     ring.write({
         rec.invoke(77, 9, ROF_ST_NO_PROGRAM),
@@ -364,15 +365,15 @@ TEST_F(AuditDrainTest, UnknownTenantsAreNamedByNumber) {
     });
     EXPECT_EQ(d.drain(), 3U);
     ASSERT_EQ(out.size(), 2U);
-    EXPECT_EQ(out[0].fields["ROF_TENANT"], "77");
+    EXPECT_EQ(out[0].fields["ROF_TENANT"], "#77");
     EXPECT_EQ(out[0].fields["ROF_STATUS"], "no_program");
     EXPECT_EQ(out[0].message,
-              "invoke of program 0xabcdef0123456789 by session 9 of tenant 77 failed: "
+              "invoke of program 0xabcdef0123456789 by session 9 of tenant #77 failed: "
               "no_program");
     EXPECT_EQ(out[1].message, "connect rejected: no_ticket");
-    EXPECT_EQ(out[1].fields["ROF_TENANT"], "0");
+    EXPECT_EQ(out[1].fields["ROF_TENANT"], "#0");
     AuditCounters c = d.snapshot();
-    EXPECT_EQ(c.tenants.at(77).name, "77");
+    EXPECT_EQ(c.tenants.at(77).name, "#77");
     EXPECT_EQ(c.tenants.at(77).invocations[ROF_ST_NO_PROGRAM], 1U);
     EXPECT_EQ(c.tenants.at(0).sessions_rejected[ROF_REJECT_NO_TICKET], 1U);
 

@@ -158,11 +158,13 @@ ServerUnaryReactor* TenantService::ListTenants(CallbackServerContext* ctx,
 ServerUnaryReactor* TenantService::GetTenant(CallbackServerContext* ctx,
                                              const v1::GetTenantRequest* req, v1::Tenant* resp) {
     return unary(m_, ctx, "GetTenant", CallKind::read, [this, req, resp](const Principal& p) {
-        const std::string tenant = m_.tenant_of(p, req->name());
+        // One view: a reload between the check and the read must not
+        // leave us a tenant that is gone.
+        const auto v = m_.view();
+        const std::string tenant = m_.tenant_of(*v, p, req->name());
         if (auto st = m_.authorize(p, tenant, Right::read, "tenant " + quoted(tenant)); !st.ok()) {
             return st;
         }
-        const auto v = m_.view();
         fill_tenant(m_, *v, *v->tenant(tenant), resp);
         return grpc::Status::OK;
     });

@@ -724,7 +724,7 @@ void FakeModule::session_prepare(rof_session_prepare& req) {
     s.state = ROF_SESSION_PREPARED;
     s.credits = std::min<std::uint32_t>(t.quota.inflight, ROF_SESSION_CREDITS_MAX);
     s.nregions = req.nregions;
-    s.idle_timeout_ms = req.idle_timeout_ms != 0 ? req.idle_timeout_ms : idle_timeout_default_ms;
+    s.idle_timeout_ms = req.idle_timeout_ms != 0 ? req.idle_timeout_ms : idle_timeout_ms_;
     std::copy(req.regions, req.regions + ROF_SESSION_MAX_REGIONS, s.regions);
     s.rate = req.rate;
     s.expires_ns = req.expires_ns;
@@ -938,6 +938,11 @@ rof_audit_stats FakeModule::audit_stats() {
 void FakeModule::set_devices(std::vector<DeviceInfo> devices) {
     std::lock_guard lock(mu_);
     devices_ = std::move(devices);
+}
+
+void FakeModule::set_idle_timeout_default_ms(std::uint32_t ms) {
+    std::lock_guard lock(mu_);
+    idle_timeout_ms_ = ms;
 }
 
 void FakeModule::fail_next(int err) {

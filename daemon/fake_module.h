@@ -39,7 +39,9 @@ class FakeModule final : public Module {
     // The audit ring's size and its invocation reserve, as the module's
     // default audit_ring_size.
     static constexpr std::uint32_t audit_ring_size = 4096;
-    // The module parameter idle_timeout_ms, for sessions prepared with 0.
+    // The module parameter idle_timeout_ms's default, for sessions
+    // prepared with 0 (set_idle_timeout_default_ms() changes it, as an
+    // operator may change the parameter).
     static constexpr std::uint32_t idle_timeout_default_ms = 300000;
 
     FakeModule();
@@ -92,6 +94,8 @@ class FakeModule final : public Module {
 
     // The devices list_devices() returns.
     void set_devices(std::vector<DeviceInfo> devices);
+    // The module parameter idle_timeout_ms from now on.
+    void set_idle_timeout_default_ms(std::uint32_t ms);
 
     // The next Module call, whichever it is, throws KmodError(@err) without
     // doing anything.
@@ -145,6 +149,7 @@ class FakeModule final : public Module {
     std::uint32_t last_region_ = 0;
     std::uint32_t last_freelist_ = 0;
     std::uint32_t last_session_ = 0;
+    std::uint32_t idle_timeout_ms_ = idle_timeout_default_ms;
     std::optional<TicketKey> ticket_key_;
 
     // The audit ring: records not yet handed to a reader.

@@ -118,7 +118,14 @@ struct Loop {
     int stop_signal = 0;
     std::uint64_t overruns = 0;  // of the audit ring, at the last check
     std::uint64_t dropped = 0;
+    // Out of descriptors, accept4() fails at once and the listener stays
+    // readable: the accept source is turned off and this one-shot timer
+    // turns it on again a little later, instead of spinning.
+    sd_event_source* accept_source = nullptr;
+    sd_event_source* accept_retry = nullptr;
 };
+
+constexpr std::uint64_t accept_retry_usec = 100'000;
 
 int on_stop(sd_event_source*, const signalfd_siginfo* si, void* data) {
     auto* l = static_cast<Loop*>(data);
@@ -154,13 +161,28 @@ int on_accept(sd_event_source*, int, std::uint32_t, void* data) {
         while (l->server.accept(l->listener)) {
         }
     } catch (const std::system_error& e) {
-        rofd::log::error("{}", e.what());
         const int err = e.code().value();
         if (err == EBADF || err == EINVAL || err == ENOTSOCK || err == EOPNOTSUPP) {
+            rofd::log::error("{}", e.what());
             return sd_event_exit(l->event, -err);
         }
-        // Out of fds or memory: the next readable event retries.
+        // Out of fds or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): the
+        // pending connection stays queued and the socket readable, so
+        // pause accepting rather than spin; the timer resumes it.
+        rofd::log::warning("{}; accepting again in {} ms", e.what(), accept_retry_usec / 1000);
+        std::uint64_t now = 0;
+        if (sd_event_now(l->event, CLOCK_MONOTONIC, &now) >= 0 &&
+            sd_event_source_set_time(l->accept_retry, now + accept_retry_usec) >= 0 &&
+            sd_event_source_set_enabled(l->accept_retry, SD_EVENT_ONESHOT) >= 0) {
+            sd_event_source_set_enabled(l->accept_source, SD_EVENT_OFF);
+        }
     }
+    return 0;
+}
+
+int on_accept_retry(sd_event_source*, std::uint64_t, void* data) {
+    auto* l = static_cast<Loop*>(data);
+    sd_event_source_set_enabled(l->accept_source, SD_EVENT_ON);
     return 0;
 }
 
@@ -180,8 +202,9 @@ int on_stats(sd_event_source* s, std::uint64_t usec, void* data) {
         const rof_audit_stats st = l->manager.module().audit_stats();
         if (st.overruns > l->overruns || st.dropped > l->dropped) {
             rofd::log::warning(
-                "audit ring: {} records overwritten unread and {} invocation records dropped since "
-                "the last check (ring of {}; module parameter audit_ring_size)",
+                "audit ring: {} records overwritten unread and {} droppable records "
+                "(invocations, unauthenticated rejects) dropped since the last check "
+                "(ring of {}; module parameter audit_ring_size)",
                 st.overruns - l->overruns, st.dropped - l->dropped, st.ring_size);
         }
         l->overruns = st.overruns;
@@ -274,6 +297,12 @@ int run(const Options& opt, bool socket_given) {
     check(sd_event_add_io(event.get(), &s, listener.fd(), EPOLLIN, on_accept, &loop),
           "sd_event_add_io(listener)");
     sources.emplace_back(s);
+    loop.accept_source = s;
+    check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, 0, 0, on_accept_retry, &loop),
+          "sd_event_add_time(accept retry)");
+    sd_event_source_set_enabled(s, SD_EVENT_OFF);
+    sources.emplace_back(s);
+    loop.accept_retry = s;
     check(sd_event_add_io(event.get(), &s, manager.audit().fd(), EPOLLIN, on_audit, &loop),
           "sd_event_add_io(audit)");
     sources.emplace_back(s);

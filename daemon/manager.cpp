@@ -182,8 +182,19 @@ Store& Manager::store() {
 }
 
 std::shared_ptr<const View> Manager::view() const {
+    std::shared_ptr<const View> v;
+    ViewFilter filter;
+    {
+        std::lock_guard lock(view_mu_);
+        v = view_;
+        filter = view_filter_;
+    }
+    return filter ? filter(std::move(v)) : v;
+}
+
+void Manager::set_view_filter_for_test(ViewFilter filter) {
     std::lock_guard lock(view_mu_);
-    return view_;
+    view_filter_ = std::move(filter);
 }
 
 void Manager::publish(std::shared_ptr<View> v) {
@@ -289,6 +300,11 @@ void Manager::post(std::function<void()> fn) {
     work_cv_.notify_one();
 }
 
+std::size_t Manager::queued() const {
+    std::lock_guard lock(work_mu_);
+    return work_.size();
+}
+
 void Manager::worker_loop() {
     for (;;) {
         std::function<void()> fn;
@@ -377,6 +393,10 @@ grpc::Status Manager::authorize(const Principal& p, const std::string& tenant, R
 }
 
 std::string Manager::tenant_of(const Principal& p, const std::string& requested) {
+    return tenant_of(*view(), p, requested);
+}
+
+std::string Manager::tenant_of(const View& v, const Principal& p, const std::string& requested) {
     if (!p.authenticated || p.role == Principal::Role::none) {
         const auto st = authorize(p, requested, Right::read,
                                   requested.empty() ? "anything" : "tenant " + quoted(requested));
@@ -394,7 +414,7 @@ std::string Manager::tenant_of(const Principal& p, const std::string& requested)
             grpc::StatusCode::INVALID_ARGUMENT,
             fmt::format("tenant: {} characters; at most {}", requested.size(), ROF_NAME_MAX - 1));
     }
-    if (view()->tenant(requested) == nullptr) {
+    if (v.tenant(requested) == nullptr) {
         // A tenant asking about another that does not exist learns nothing
         // it could not learn from one that does: both are refused alike.
         if (p.role == Principal::Role::tenant && p.tenant != requested) {
@@ -433,11 +453,20 @@ void Manager::charge_control_call(const Principal& p) {
     b.tokens -= 1.0;
 }
 
+namespace {
+thread_local std::uint64_t refusals_audited = 0;
+}  // namespace
+
+std::uint64_t Manager::refusals_audited_on_this_thread() noexcept {
+    return refusals_audited;
+}
+
 void Manager::audit_control(const Principal& p, const std::string& method, const grpc::Status& st,
                             const std::string& what) {
     if (st.ok()) {
         return;
     }
+    ++refusals_audited;
     std::vector<journal::Field> fields{
         {"ROF_KIND", "control"},
         {"ROF_METHOD", method},
@@ -501,9 +530,12 @@ void Manager::record(const Idempotency& id, const google::protobuf::Message& res
 // --- module objects -----------------------------------------------------
 
 std::uint32_t Manager::tenant_id(const std::string& tenant) const {
-    const auto v = view();
-    const auto it = v->tenant_id.find(tenant);
-    if (it == v->tenant_id.end()) {
+    return tenant_id(*view(), tenant);
+}
+
+std::uint32_t Manager::tenant_id(const View& v, const std::string& tenant) {
+    const auto it = v.tenant_id.find(tenant);
+    if (it == v.tenant_id.end()) {
         throw CallError(grpc::StatusCode::UNAVAILABLE,
                         "tenant " + quoted(tenant) + ": not in the module (yet); retry");
     }
@@ -790,10 +822,17 @@ std::string Manager::metrics_text(const std::string& tenant) {
     MetricsInput in;
     AuditCounters c = audit_->snapshot();
     if (!tenant.empty()) {
+        // A tenant sees its own series only: not tenant 0's (the rejects of
+        // connects without a valid ticket), nor, while it has no module id,
+        // anyone's; nor the audit drain's and ring's totals, which count
+        // every tenant's records.
         const auto id = v->tenant_id.find(tenant);
-        const std::uint32_t tid = id == v->tenant_id.end() ? 0 : id->second;
-        std::erase_if(c.tenants, [tid](const auto& kv) { return kv.first != tid; });
-        std::erase_if(c.sessions, [tid](const auto& kv) { return kv.second.tenant != tid; });
+        const bool known = id != v->tenant_id.end();
+        const std::uint32_t tid = known ? id->second : 0;
+        std::erase_if(c.tenants, [&](const auto& kv) { return !known || kv.first != tid; });
+        std::erase_if(c.sessions,
+                      [&](const auto& kv) { return !known || kv.second.tenant != tid; });
+        in.audit_totals = false;
     }
     in.audit = std::move(c);
     for (const auto& [name, id] : v->tenant_id) {

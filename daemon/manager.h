@@ -126,12 +126,17 @@ class Manager {
     // empty.  Throws CallError (INVALID_ARGUMENT) for an admin that named
     // none, NOT_FOUND for a tenant not in policy.
     std::string tenant_of(const Principal& p, const std::string& requested);
+    // The same against @v: a call that goes on to read @v's tenant (a read,
+    // which a reload on the worker may race) checks and reads one view.
+    std::string tenant_of(const View& v, const Principal& p, const std::string& requested);
     // Throws CallError(RESOURCE_EXHAUSTED) beyond the tenant's
     // control_rate; admins are not limited.
     void charge_control_call(const Principal& p);
 
     // Runs @fn on the worker thread; state changes go through here.
     void post(std::function<void()> fn);
+    // How many posted calls wait for the worker (the one running excluded).
+    std::size_t queued() const;
 
     // Re-reads the policy; atomic.  Throws CallError(INVALID_ARGUMENT)
     // with every error when the new policy is bad (the old one stays).
@@ -141,6 +146,10 @@ class Manager {
     // A new ticket key, stored then set.
     void rotate_ticket_key();
 
+    // How many refusals audit_control() journalled on the calling thread:
+    // a call compares it before and after its body, so that a refusal
+    // authorize() journalled is not journalled again.
+    static std::uint64_t refusals_audited_on_this_thread() noexcept;
     // Records a control-plane event in the journal (ROF_TENANT=..).
     void audit_control(const Principal& p, const std::string& method, const grpc::Status& st,
                        const std::string& what);
@@ -168,13 +177,20 @@ class Manager {
     void quarantine(std::uint32_t tenant, std::uint32_t session, const std::string& reason);
 
     // Module object helpers for the services.
-    std::uint32_t tenant_id(const std::string& tenant) const;  // CallError NOT_FOUND
+    std::uint32_t tenant_id(const std::string& tenant) const;  // CallError UNAVAILABLE
+    static std::uint32_t tenant_id(const View& v, const std::string& tenant);
     std::optional<rof_region_info> find_region(std::uint32_t tenant_id, const std::string& name);
     std::vector<rof_freelist_info> freelists_of(std::uint32_t region_id);
     // Loads a stored program, binding its slots by region name.
     std::uint64_t load_stored_program(const StoredProgram& p, std::uint32_t tenant_id);
     // Applies the tenant's quota and rates to the module.
     void apply_limits(const rof::policy::Tenant& t, std::uint32_t id);
+
+    // For the unit tests: while set, view() returns @filter(the current
+    // view), so a test can hand each read another generation, as a reload
+    // racing the read would.
+    using ViewFilter = std::function<std::shared_ptr<const View>(std::shared_ptr<const View>)>;
+    void set_view_filter_for_test(ViewFilter filter);
 
   private:
     void reconcile();
@@ -192,8 +208,9 @@ class Manager {
 
     mutable std::mutex view_mu_;
     std::shared_ptr<const View> view_;
+    ViewFilter view_filter_;
 
-    std::mutex work_mu_;
+    mutable std::mutex work_mu_;
     std::condition_variable work_cv_;
     std::deque<std::function<void()>> work_;
     bool stopping_ = false;

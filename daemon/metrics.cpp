@@ -116,12 +116,12 @@ class Exposition {
 };
 
 void render_audit(Exposition& x, const AuditCounters& a,
-                  const std::map<std::uint32_t, std::string>& names) {
+                  const std::map<std::uint32_t, std::string>& names, bool totals) {
     auto tenant_of = [&](std::uint32_t id, const TenantAuditCounters* t) {
         if (auto it = names.find(id); it != names.end()) {
             return it->second;
         }
-        return t != nullptr && !t->name.empty() ? t->name : std::to_string(id);
+        return t != nullptr && !t->name.empty() ? t->name : "#" + std::to_string(id);
     };
     Family& inv = x.counter("rof_invocations_total",
                             "INVOKE requests by response status, from the audit records read.");
@@ -191,6 +191,9 @@ void render_audit(Exposition& x, const AuditCounters& a,
         sfault.add(l, s.faults);
     }
 
+    if (!totals) {
+        return;
+    }
     x.counter("rof_audit_records_total", "Audit records rofd has read.").add({}, a.records);
     x.counter("rof_audit_lost_total", "Audit records rofd saw lost to overruns (gaps in seq).")
         .add({}, a.lost);
@@ -279,7 +282,7 @@ void render_sessions(Exposition& x, const std::vector<rof_session_info>& session
     auto& credits = x.gauge("rof_session_credits", "Requests in flight the client may have.");
     for (const rof_session_info& s : sessions) {
         auto it = names.find(s.tenant);
-        Labels l = {{"tenant", it != names.end() ? it->second : std::to_string(s.tenant)},
+        Labels l = {{"tenant", it != names.end() ? it->second : "#" + std::to_string(s.tenant)},
                     {"session", std::to_string(s.id)}};
         req.add(l, s.counters.requests);
         in.add(l, s.counters.bytes_in);
@@ -325,11 +328,11 @@ std::string render_metrics(const MetricsInput& in) {
     }
     Exposition x;
     if (in.audit) {
-        render_audit(x, *in.audit, names);
+        render_audit(x, *in.audit, names, in.audit_totals);
     }
-    if (in.ring) {
+    if (in.audit_totals && in.ring) {
         render_ring(x, *in.ring);
-    } else if (in.audit && in.audit->have_module_stats) {
+    } else if (in.audit_totals && in.audit && in.audit->have_module_stats) {
         render_ring(x, in.audit->module_stats);
     }
     render_tenants(x, in.tenants);

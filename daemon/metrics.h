@@ -36,6 +36,9 @@ struct MetricsInput {
     std::vector<rof_session_info> sessions;
     // ROF_IOC_AUDIT_STATS; when absent, the one audit.module_stats holds.
     std::optional<rof_audit_stats> ring;
+    // The rof_audit_* families (the drain's and the ring's figures, shared
+    // by every tenant): an admin's, not a tenant's.
+    bool audit_totals = true;
 };
 
 // The whole exposition, families in a fixed order, each with # HELP and

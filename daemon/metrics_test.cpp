@@ -64,7 +64,9 @@ Parsed parse(const std::string& text) {
             if (family.size() > n && family.compare(family.size() - n, n, suffix) == 0 &&
                 p.types.count(family.substr(0, family.size() - n)) != 0 &&
                 p.types[family.substr(0, family.size() - n)] == "histogram") {
-                family.resize(family.size() - n);
+                // Not resize(): gcc 12 -O2 sees an unbounded memset in it
+                // (a false -Wstringop-overflow once the headers are precompiled).
+                family = family.substr(0, family.size() - n);
             }
         }
         if (p.types.count(family) == 0) {
@@ -208,7 +210,7 @@ TEST(Metrics, RenderGolden) {
     EXPECT_EQ(at("rof_session_deferred_total{tenant=\"kv\",session=\"3\"}"), "4");
     EXPECT_EQ(at("rof_session_bad_requests_total{tenant=\"kv\",session=\"3\"}"), "5");
     EXPECT_EQ(at("rof_session_credits{tenant=\"kv\",session=\"3\"}"), "32");
-    EXPECT_EQ(at("rof_session_requests_total{tenant=\"42\",session=\"8\"}"), "0");
+    EXPECT_EQ(at("rof_session_requests_total{tenant=\"#42\",session=\"8\"}"), "0");
 
     // The odd name, escaped, as one line.
     EXPECT_EQ(at("rof_invocations_total{tenant=\"we\\\"ird\\\\ten\\nant\",status=\"ok\"}"), "0");

@@ -4,6 +4,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
 
 #include "call.h"
 #include "rof/prog/asm.h"
@@ -63,8 +68,9 @@ struct Prepared {
 };
 
 // Assembles or decodes, binds slots to regions by name, checks the
-// tenant's program limits and classes, and verifies.
-Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource& src,
+// tenant's program limits and classes, and verifies.  @v is the view the
+// call checked @tenant against.
+Prepared prepare(Manager& m, const View& v, const std::string& tenant, const v1::ProgramSource& src,
                  const google::protobuf::RepeatedPtrField<v1::Bind>& binds,
                  std::uint32_t log_level) {
     Prepared out;
@@ -103,8 +109,11 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
     }
     prog::Program& p = out.program;
 
-    const auto v = m.view();
-    const auto* pt = v->tenant(tenant);
+    const auto* pt = v.tenant(tenant);
+    if (pt == nullptr) {
+        throw CallError(grpc::StatusCode::NOT_FOUND,
+                        "tenant " + quoted(tenant) + ": not in policy");
+    }
     const policy::ProgramLimits& lim = pt->programs;
     for (std::size_t pc = 0; pc < p.insns.size(); pc++) {
         const std::uint32_t cls = insn_class(p.insns[pc].op);
@@ -121,7 +130,7 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
                         fmt::format("binds: {} given; the program declares {} slots", binds.size(),
                                     p.slots.size()));
     }
-    const std::uint32_t tid = m.tenant_id(tenant);
+    const std::uint32_t tid = Manager::tenant_id(v, tenant);
     std::vector<prog::Grant> grants;
     out.load.tenant = tid;
     out.load.nbind = static_cast<std::uint32_t>(p.slots.size());
@@ -132,6 +141,14 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
             const auto& b = binds[static_cast<int>(i)];
             sb.region = b.region().empty() ? slot.name : b.region();
             if (b.has_freelist()) {
+                // StoredBind keeps -1 for "no list": a number beyond int
+                // would wrap to a negative one and bind the first list.
+                constexpr auto max = std::numeric_limits<std::int32_t>::max();
+                if (b.freelist() > static_cast<std::uint32_t>(max)) {
+                    throw CallError(
+                        grpc::StatusCode::INVALID_ARGUMENT,
+                        fmt::format("binds[{}].freelist: {}; at most {}", i, b.freelist(), max));
+                }
                 sb.freelist = static_cast<std::int32_t>(b.freelist());
             }
         }
@@ -172,10 +189,10 @@ Prepared prepare(Manager& m, const std::string& tenant, const v1::ProgramSource&
     return out;
 }
 
-// @stored: rofd's program rows (read once per call), for the origin, the
+// @stored: rofd's row of the program (nullptr: none), for the origin, the
 // binds by name and, when @full, the source and disassembly.
-void fill_program(const View& v, const std::vector<StoredProgram>& stored,
-                  const rof_prog_info& info, v1::Program* out, bool full) {
+void fill_program(const View& v, const StoredProgram* stored, const rof_prog_info& info,
+                  v1::Program* out, bool full) {
     const std::string tenant = v.name_of(info.tenant);
     out->set_tenant(tenant);
     out->set_name(abi_name(info.name));
@@ -193,22 +210,26 @@ void fill_program(const View& v, const std::vector<StoredProgram>& stored,
     out->set_insns(info.insns);
     out->set_revoked((info.flags & ROF_PROG_REVOKED) != 0);
     out->set_origin(v1::ORIGIN_MODULE);
-    for (const auto& s : stored) {
-        if (s.tenant == tenant && s.tag == info.tag) {
-            out->set_origin(v1::ORIGIN_API);
-            for (const auto& b : s.binds) {
-                auto* pb = out->add_binds();
-                pb->set_region(b.region);
-                if (b.freelist >= 0) {
-                    pb->set_freelist(static_cast<std::uint32_t>(b.freelist));
-                }
-            }
-            if (full) {
-                out->set_source(s.source);
-                out->set_disassembly(s.disassembly);
-            }
+    if (stored == nullptr || stored->tenant != tenant || stored->tag != info.tag) {
+        return;
+    }
+    out->set_origin(v1::ORIGIN_API);
+    for (const auto& b : stored->binds) {
+        auto* pb = out->add_binds();
+        pb->set_region(b.region);
+        if (b.freelist >= 0) {
+            pb->set_freelist(static_cast<std::uint32_t>(b.freelist));
         }
     }
+    if (full) {
+        out->set_source(stored->source);
+        out->set_disassembly(stored->disassembly);
+    }
+}
+
+// The bytes Store::program_bytes() counts of @p.
+std::uint64_t stored_size(const StoredProgram& p) {
+    return p.source.size() + p.image.size() + p.disassembly.size();
 }
 
 // The program a request names by tag or by name.
@@ -234,7 +255,9 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
                                                   const v1::VerifyProgramRequest* req,
                                                   v1::VerifyProgramResponse* resp) {
     return unary(m_, ctx, "VerifyProgram", CallKind::read, [this, req, resp](const Principal& p) {
-        const std::string tenant = m_.tenant_of(p, req->tenant());
+        // One view for the check and the verification: a reload may race a read.
+        const auto v = m_.view();
+        const std::string tenant = m_.tenant_of(*v, p, req->tenant());
         if (auto st =
                 m_.authorize(p, tenant, Right::write, "tenant " + quoted(tenant) + ": programs");
             !st.ok()) {
@@ -244,7 +267,7 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                 fmt::format("log_level: {}; 0, 1 or 2", req->log_level()));
         }
-        const Prepared pr = prepare(m_, tenant, req->program(), req->binds(), req->log_level());
+        const Prepared pr = prepare(m_, *v, tenant, req->program(), req->binds(), req->log_level());
         if (!pr.error.empty()) {
             resp->set_ok(false);
             resp->set_error(pr.error);
@@ -263,29 +286,70 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
 ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                                 const v1::LoadProgramRequest* req,
                                                 v1::Program* resp) {
+    // Assembling and verifying is the slow part of a load: it runs first,
+    // on gRPC's thread, so that one tenant's large programs never hold up
+    // another tenant's state changes; only the store and the ioctl go to
+    // the worker.  The two steps share @staged.
+    struct Staged {
+        std::string tenant;
+        std::string what;
+        Prepared pr;
+    };
+    auto staged = std::make_shared<Staged>();
+    auto check = [this, ctx, req, resp, staged](const Principal& p) -> std::optional<grpc::Status> {
+        const auto v = m_.view();
+        staged->tenant = m_.tenant_of(*v, p, req->tenant());
+        check_name("name", req->name());
+        staged->what = object_name(staged->tenant, "program", req->name());
+        if (auto st = m_.authorize(p, staged->tenant, Right::write, staged->what); !st.ok()) {
+            return st;
+        }
+        // A retry of a load that succeeded gets its answer, not a new verdict.
+        const auto id = Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key());
+        if (auto st = m_.replay(id, resp)) {
+            return *st;
+        }
+        staged->pr = prepare(m_, *v, staged->tenant, req->program(), req->binds(), 1);
+        const Prepared& pr = staged->pr;
+        if (!pr.error.empty() || !pr.result.ok) {
+            const std::string reason = !pr.error.empty() ? pr.error : pr.result.error;
+            if (!pr.result.log.empty()) {
+                ctx->AddTrailingMetadata("rof-verifier-log-bin", pr.result.log);
+            }
+            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                staged->what + ": rejected: " + reason);
+        }
+        return std::nullopt;
+    };
     return unary(
-        m_, ctx, "LoadProgram", CallKind::write, [this, ctx, req, resp](const Principal& p) {
-            const std::string tenant = m_.tenant_of(p, req->tenant());
-            check_name("name", req->name());
-            const std::string what = object_name(tenant, "program", req->name());
-            if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
-                return st;
+        m_, ctx, "LoadProgram", CallKind::write,
+        [this, req, resp, staged](const Principal& p) {
+            // On the worker, where reloads run too: the tenant may have left
+            // the policy, or been made anew, since it was verified.
+            const auto v = m_.view();
+            const std::string& tenant = staged->tenant;
+            const std::string& what = staged->what;
+            const auto tid = v->tenant_id.find(tenant);
+            if (v->tenant(tenant) == nullptr || tid == v->tenant_id.end() ||
+                tid->second != staged->pr.load.tenant) {
+                return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                    what + ": the policy changed while it was verified; retry");
             }
             const auto id = Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key());
             if (auto st = m_.replay(id, resp)) {
                 return *st;
             }
-            Prepared pr = prepare(m_, tenant, req->program(), req->binds(), 1);
-            if (!pr.error.empty() || !pr.result.ok) {
-                const std::string reason = !pr.error.empty() ? pr.error : pr.result.error;
-                if (!pr.result.log.empty()) {
-                    ctx->AddTrailingMetadata("rof-verifier-log-bin", pr.result.log);
-                }
-                return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                    what + ": rejected: " + reason);
-            }
+            Prepared& pr = staged->pr;
             std::snprintf(pr.load.name, sizeof(pr.load.name), "%s", req->name().c_str());
-            const auto v = m_.view();
+            // The store keys programs by (tenant, tag): an intent row for an
+            // image the module holds already would replace that program's
+            // committed row, and the module's EEXIST would then delete it.
+            // So a loaded image is refused before anything is written.
+            if (const auto loaded = m_.module().get_prog(pr.load.tenant, pr.program.tag())) {
+                return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                                    fmt::format("{}: tag {:x} is loaded already as {}", what,
+                                                loaded->tag, quoted(abi_name(loaded->name))));
+            }
             StoredProgram row;
             row.tenant = tenant;
             row.name = req->name();
@@ -300,11 +364,31 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count();
             row.state = RowState::intent;
+            // A row of this tag the module does not hold (it lost it) is
+            // replaced by the intent, and put back if the load fails.
+            const auto previous = m_.store().program(tenant, row.tag);
+            // What rofd keeps of a tenant's programs is bounded: a source
+            // may be 1 MiB, and a list reads the index of every row.
+            const std::uint64_t cap = v->tenant(tenant)->programs.stored_bytes;
+            const std::uint64_t adding = stored_size(row);
+            const std::uint64_t kept =
+                m_.store().program_bytes(tenant) - (previous ? stored_size(*previous) : 0);
+            if (kept + adding > cap) {
+                return grpc::Status(
+                    grpc::StatusCode::RESOURCE_EXHAUSTED,
+                    fmt::format("{}: {} bytes of source, image and disassembly to keep; tenant {} "
+                                "keeps {} of at most {} (programs.stored_bytes)",
+                                what, adding, quoted(tenant), kept, cap));
+            }
             m_.store().put_program(row);
             try {
                 m_.module().prog_load(pr.load, pr.image);
             } catch (const KmodError& e) {
-                m_.store().delete_program(tenant, row.tag);
+                if (previous) {
+                    m_.store().put_program(*previous);
+                } else {
+                    m_.store().delete_program(tenant, row.tag);
+                }
                 if (e.code().value() == EEXIST) {
                     return grpc::Status(
                         grpc::StatusCode::ALREADY_EXISTS,
@@ -312,17 +396,18 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                 }
                 return module_status(e, what);
             }
-            const auto info = m_.module().get_prog(m_.tenant_id(tenant), row.tag);
+            const auto info = m_.module().get_prog(pr.load.tenant, row.tag);
             row.state = RowState::committed;
             m_.store().transaction([&] {
                 m_.store().put_program(row);
                 if (info) {
-                    fill_program(*v, m_.store().programs(), *info, resp, false);
+                    fill_program(*v, &row, *info, resp, false);
                 }
                 m_.record(id, *resp);
             });
             return grpc::Status::OK;
-        });
+        },
+        check);
 }
 
 ServerUnaryReactor* ProgramService::UnloadProgram(CallbackServerContext* ctx,
@@ -345,11 +430,9 @@ ServerUnaryReactor* ProgramService::UnloadProgram(CallbackServerContext* ctx,
         if (!info) {
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
         }
-        for (auto s : m_.store().programs()) {
-            if (s.tenant == tenant && s.tag == info->tag) {
-                s.state = RowState::intent;
-                m_.store().put_program(s);
-            }
+        if (auto s = m_.store().program(tenant, info->tag)) {
+            s->state = RowState::intent;
+            m_.store().put_program(*s);
         }
         try {
             m_.module().prog_unload(info->tenant, info->tag);
@@ -378,10 +461,19 @@ ServerUnaryReactor* ProgramService::ListPrograms(CallbackServerContext* ctx,
             return st;
         }
         const auto v = m_.view();
-        const auto stored = m_.store().programs();
+        // The rows without their source, image and disassembly: a list
+        // must not read every tenant's programs whole.
+        std::map<std::pair<std::string, std::uint64_t>, StoredProgram> stored;
+        for (auto& s : m_.store().program_index(tenant)) {
+            auto key = std::make_pair(s.tenant, s.tag);
+            stored.emplace(std::move(key), std::move(s));
+        }
         for (const auto& info : m_.module().list_progs()) {
-            if (tenant.empty() || v->name_of(info.tenant) == tenant) {
-                fill_program(*v, stored, info, resp->add_programs(), false);
+            const std::string name = v->name_of(info.tenant);
+            if (tenant.empty() || name == tenant) {
+                const auto it = stored.find({name, info.tag});
+                fill_program(*v, it != stored.end() ? &it->second : nullptr, info,
+                             resp->add_programs(), false);
             }
         }
         return grpc::Status::OK;
@@ -392,7 +484,8 @@ ServerUnaryReactor* ProgramService::GetProgram(CallbackServerContext* ctx,
                                                const v1::GetProgramRequest* req,
                                                v1::Program* resp) {
     return unary(m_, ctx, "GetProgram", CallKind::read, [this, req, resp](const Principal& p) {
-        const std::string tenant = m_.tenant_of(p, req->tenant());
+        const auto v = m_.view();
+        const std::string tenant = m_.tenant_of(*v, p, req->tenant());
         if (req->tag() == 0) {
             check_name("name", req->name());
         }
@@ -400,11 +493,12 @@ ServerUnaryReactor* ProgramService::GetProgram(CallbackServerContext* ctx,
         if (auto st = m_.authorize(p, tenant, Right::read, what); !st.ok()) {
             return st;
         }
-        const auto info = find_program(m_, m_.tenant_id(tenant), req->tag(), req->name());
+        const auto info = find_program(m_, Manager::tenant_id(*v, tenant), req->tag(), req->name());
         if (!info) {
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
         }
-        fill_program(*m_.view(), m_.store().programs(), *info, resp, true);
+        const auto stored = m_.store().program(tenant, info->tag);
+        fill_program(*v, stored ? &*stored : nullptr, *info, resp, true);
         return grpc::Status::OK;
     });
 }

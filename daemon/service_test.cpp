@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <future>
 #include <map>
@@ -1140,6 +1141,365 @@ TEST(ServiceHealth, ReflectionListsTheServices) {
          {"rof.v1.Control", "rof.v1.Regions", "rof.v1.Audit", "grpc.health.v1.Health"}) {
         EXPECT_TRUE(contains(services, name)) << name;
     }
+}
+
+// ---- issue 28: one tenant must not hurt another ------------------------------
+
+// A free-list slot, bound by LoadProgram's binds.
+const char* const alloc_text =
+    ".resp 8\n.region table, rwa, 1048576, freelist\n"
+    "\talloc r2, table\n\tst64 resp[0], r2\n\texit 0\n";
+
+v1::LoadProgramRequest alloc_request(std::uint32_t freelist) {
+    v1::LoadProgramRequest req;
+    req.set_name("alloc");
+    *req.mutable_program() = source(alloc_text);
+    auto* b = req.add_binds();
+    b->set_region("table");
+    b->set_freelist(freelist);
+    return req;
+}
+
+// A free-list number that does not fit in an int must not wrap to a
+// negative one and so bind the region's first list.
+TEST_F(Service, AFreeListNumberBeyondIntIsRefused) {
+    auto c = h_.client(kv_user);
+    const std::string before = snapshot();
+    for (const std::uint32_t fl : {0x80000000U, 0xffffffffU}) {
+        v1::Program resp;
+        const auto st =
+            rpc(*c->programs, &v1::Programs::Stub::LoadProgram, alloc_request(fl), &resp);
+        expect_invalid(st, "binds[0].freelist: " + std::to_string(fl));
+        v1::VerifyProgramRequest vreq;
+        *vreq.mutable_program() = source(alloc_text);
+        *vreq.mutable_binds() = alloc_request(fl).binds();
+        v1::VerifyProgramResponse vresp;
+        expect_invalid(rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, vreq, &vresp),
+                       "binds[0].freelist: " + std::to_string(fl));
+    }
+    EXPECT_EQ(snapshot(), before);
+    // A list the region does not have is the state's, not the request's fault.
+    v1::Program resp;
+    const auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, alloc_request(1), &resp);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, alloc_request(0), &resp).ok());
+    ASSERT_EQ(resp.binds_size(), 1);
+    EXPECT_EQ(resp.binds(0).freelist(), 0U);
+}
+
+// Loading a loaded image again, under another name or as a retry, is
+// refused and leaves the loaded program's row (its source, its restore
+// after a reboot) alone.
+TEST_F(Service, LoadingALoadedImageAgainKeepsItsRow) {
+    auto c = h_.client(kv_user);
+    const std::string text = ".resp 8\n\tmov64 r1, 7\n\tst64 resp[0], r1\n\texit 0\n";
+    v1::LoadProgramRequest req;
+    req.set_name("seven");
+    *req.mutable_program() = source(text);
+    req.set_idempotency_key("first");
+    v1::Program loaded;
+    auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &loaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+
+    // The same code under another name, and the same call with another key
+    // (a retry whose first answer rofd no longer knows).
+    for (const char* name : {"also-seven", "seven"}) {
+        req.set_name(name);
+        req.set_idempotency_key(std::string("again-") + name);
+        v1::Program resp;
+        st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+        EXPECT_EQ(st.error_code(), Code::ALREADY_EXISTS) << describe(st);
+
+        v1::GetProgramRequest get;
+        get.set_name("seven");
+        v1::Program full;
+        st = rpc(*c->programs, &v1::Programs::Stub::GetProgram, get, &full);
+        ASSERT_TRUE(st.ok()) << describe(st);
+        EXPECT_EQ(full.origin(), v1::ORIGIN_API) << name;
+        EXPECT_EQ(full.source(), text) << name;
+        const auto rows = h_.manager().store().programs();
+        ASSERT_EQ(rows.size(), 1U) << name;
+        EXPECT_EQ(rows[0].name, "seven");
+        EXPECT_EQ(rows[0].state, rofd::RowState::committed);
+    }
+}
+
+// A request that is not valid protobuf is the caller's error, and says so.
+TEST_F(Service, ARequestThatIsNotProtobufIsInvalidArgument) {
+    grpc::GenericStub stub(h_.channel(kv_user));
+    const auto call = [&](const std::string& method, const std::string& bytes) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + rofd::test::wait_limit);
+        const grpc::ByteBuffer request = to_buffer(bytes);
+        grpc::ByteBuffer response;
+        std::promise<grpc::Status> done;
+        stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
+                       [&done](grpc::Status st) { done.set_value(st); });
+        return done.get_future().get();
+    };
+    // GetTenantRequest.name (field 1): not UTF-8, then cut short.
+    for (const std::string& bytes :
+         {std::string("\x0a\x02\xff\xfe", 4), std::string("\x0a\x05kv", 4)}) {
+        const auto st = call("/rof.v1.Tenants/GetTenant", bytes);
+        expect_invalid(st, "not a valid rof.v1.GetTenantRequest");
+    }
+    // A write call, which would be queued.
+    const auto st = call("/rof.v1.Regions/CreateRegion", std::string("\x12\x09table", 7));
+    expect_invalid(st, "not a valid rof.v1.CreateRegionRequest");
+    // A good request still works, and an unknown method is still UNIMPLEMENTED.
+    EXPECT_TRUE(call("/rof.v1.Tenants/GetTenant", std::string("\x0a\x02kv", 4)).ok());
+    EXPECT_EQ(call("/rof.v1.Tenants/NoSuchCall", "").error_code(), Code::UNIMPLEMENTED);
+}
+
+// GetTenant and VerifyProgram read the policy once: a reload between the
+// tenant check and the body must not leave the body without the tenant.
+TEST_F(Service, ReadsSeeOnePolicyWhileItIsReloaded) {
+    const auto full = h_.manager().view();
+    auto policy = std::make_shared<rof::policy::Policy>(*full->policy);
+    std::erase_if(policy->tenants, [](const auto& t) { return t.name == "kv"; });
+    auto cut = std::make_shared<rofd::View>(*full);
+    cut->policy = policy;
+    cut->tenant_name.erase(cut->tenant_id.at("kv"));
+    cut->tenant_id.erase("kv");
+    const std::shared_ptr<const rofd::View> without = cut;
+
+    // Each read of the view on a call's thread alternates between the
+    // policy with kv and the one without, from @first on.
+    std::atomic<unsigned> epoch{0};
+    std::atomic<unsigned> first{0};
+    h_.manager().set_view_filter_for_test([&](std::shared_ptr<const rofd::View> v) {
+        thread_local unsigned seen = ~0U;
+        thread_local unsigned n = 0;
+        if (seen != epoch) {
+            seen = epoch;
+            n = first;
+        }
+        return n++ % 2 == 0 ? v : without;
+    });
+    auto c = h_.client(admin);
+    const auto fine = [](const grpc::Status& st) {
+        return st.ok() || st.error_code() == Code::NOT_FOUND ||
+               st.error_code() == Code::UNAVAILABLE;
+    };
+    for (unsigned f = 0; f < 4; f++) {
+        first = f;
+        epoch++;
+        v1::GetTenantRequest get;
+        get.set_name("kv");
+        v1::Tenant tenant;
+        auto st = rpc(*c->tenants, &v1::Tenants::Stub::GetTenant, get, &tenant);
+        EXPECT_TRUE(fine(st)) << describe(st);
+        epoch++;
+        v1::VerifyProgramRequest verify;
+        verify.set_tenant("kv");
+        *verify.mutable_program() = source(".region table, r, 64\n\tld64 r1, table[0]\n\texit 0\n");
+        v1::VerifyProgramResponse verified;
+        st = rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, verify, &verified);
+        EXPECT_TRUE(fine(st)) << describe(st);
+    }
+    h_.manager().set_view_filter_for_test({});
+}
+
+// A call that carries its own deadline waits for the worker until that
+// deadline, not [limits] default_deadline_ms; a call without one does not.
+TEST(ServiceDeadline, OwnDeadlineOutlastsTheDefault) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    ServiceHarness h("[limits]\ndefault_deadline_ms = 1\n", tenant_files);
+    auto c = h.client(admin);
+    for (const bool own_deadline : {true, false}) {
+        // The worker is busy until we let it go.
+        std::promise<void> running;
+        std::promise<void> release;
+        std::shared_future<void> released = release.get_future().share();
+        h.manager().post([&running, released] {
+            running.set_value();
+            released.wait();
+        });
+        running.get_future().wait();
+        auto answer = std::async(std::launch::async, [&] {
+            grpc::ClientContext ctx;
+            if (own_deadline) {
+                ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
+            }
+            v1::CreateRegionRequest req = region_request(own_deadline ? "mine" : "none", 4096, 3);
+            v1::Region resp;
+            return c->regions->CreateRegion(&ctx, req, &resp);
+        });
+        ASSERT_TRUE(wait_until([&] { return h.manager().queued() == 1; }));
+        // Longer than default_deadline_ms since the call was queued.
+        const auto queued = std::chrono::steady_clock::now();
+        ASSERT_TRUE(wait_until([&] {
+            return std::chrono::steady_clock::now() - queued > std::chrono::milliseconds(5);
+        }));
+        release.set_value();
+        const auto st = answer.get();
+        if (own_deadline) {
+            EXPECT_TRUE(st.ok()) << describe(st);
+        } else {
+            EXPECT_EQ(st.error_code(), Code::DEADLINE_EXCEEDED) << describe(st);
+        }
+    }
+}
+
+// A tenant named "0" is not tenant id 0, whose records are the rejects of
+// connects without a valid ticket; and a tenant's metrics show nothing of
+// the audit ring's or the drain's totals, which count every tenant.
+TEST(ServiceLeaks, ATenantNamedZeroSeesOnlyItsOwn) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    const char* const zero_toml = "name = \"0\"\ncontrol_rate = 0\n\n[identity]\nuids = [1005]\n";
+    ServiceHarness h(daemon_toml,
+                     {{"kv", kv_toml}, {"analytics", analytics_toml}, {"0", zero_toml}});
+    const Who zero_user{"zero", 1005, 1005, {}};
+    auto root = h.client(admin);
+    auto zero = h.client(zero_user);
+    TailStream all(*root->audit, {});
+    TailStream mine(*zero->audit, {});
+    ASSERT_TRUE(wait_until([&] { return h.manager().audit_hub().streams() == 2; }));
+
+    rof_audit_record reject{};
+    reject.kind = ROF_AUDIT_SESSION_REJECT;
+    reject.reason = ROF_REJECT_NO_TICKET;
+    h.fake().push_audit(reject);
+    h.fake().push_audit(audit_record(h.manager().tenant_id("0"), 5));
+
+    auto r = all.next();
+    ASSERT_TRUE(r.has_value()) << describe(all.status());
+    EXPECT_EQ(r->tenant(), "#0");
+    EXPECT_EQ(r->kind(), v1::AUDIT_KIND_SESSION_REJECT);
+    r = mine.next();
+    ASSERT_TRUE(r.has_value()) << describe(mine.status());
+    EXPECT_EQ(r->tenant(), "0");
+    EXPECT_EQ(r->kind(), v1::AUDIT_KIND_INVOKE);
+    EXPECT_EQ(r->session(), 5U);
+
+    v1::GetMetricsResponse metrics;
+    auto st = rpc(*zero->metrics, &v1::Metrics::Stub::GetMetrics, {}, &metrics);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(contains(metrics.text(), "tenant=\"0\"")) << metrics.text();
+    EXPECT_FALSE(contains(metrics.text(), "rof_audit_")) << metrics.text();
+    EXPECT_FALSE(contains(metrics.text(), "tenant=\"#0\"")) << metrics.text();
+    st = rpc(*root->metrics, &v1::Metrics::Stub::GetMetrics, {}, &metrics);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(contains(metrics.text(), "rof_audit_records_total")) << metrics.text();
+}
+
+// A session that leaves its idle timeout to the module is told the
+// module's value in force, which librof's keepalive paces itself by.
+TEST_F(Service, OpenSessionAnswersTheIdleTimeoutInForce) {
+    h_.fake().set_idle_timeout_default_ms(20000);  // an operator lowered the parameter
+    auto c = h_.client(kv_user);
+    v1::OpenSessionRequest req;
+    req.add_regions()->set_name("table");
+    v1::OpenSessionResponse resp;
+    auto st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, req, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.idle_timeout_ms(), 20000U);
+    req.set_idle_timeout_ms(5000);
+    st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, req, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.idle_timeout_ms(), 5000U);
+}
+
+// What rofd keeps of a tenant's programs is bounded by [programs]
+// stored_bytes; a refused load leaves nothing behind, and an unload frees
+// the room.
+TEST(ServiceStore, ProgramBytesPerTenantAreBounded) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    const std::string kv = rofd::test::kv_toml(
+        {.head = "control_rate = 0\n", .tail = "\n[programs]\nstored_bytes = \"4KiB\"\n"});
+    ServiceHarness h(daemon_toml, {{"kv", kv}});
+    auto c = h.client(kv_user);
+    // About 2.5 KiB each with their images and disassemblies.
+    const auto load = [&](const std::string& name, int value) {
+        v1::LoadProgramRequest req;
+        req.set_name(name);
+        *req.mutable_program() = source(std::string(2048, ';') + "\n.resp 8\n\tmov64 r1, " +
+                                        std::to_string(value) + "\n\tst64 resp[0], r1\n\texit 0\n");
+        v1::Program resp;
+        return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
+    };
+    auto st = load("one", 1);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    st = load("two", 2);
+    EXPECT_EQ(st.error_code(), Code::RESOURCE_EXHAUSTED) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "programs.stored_bytes")) << describe(st);
+    EXPECT_EQ(h.manager().store().program_index("kv").size(), 1U);
+    EXPECT_EQ(h.fake().list_progs().size(), 1U);
+
+    v1::UnloadProgramRequest unload;
+    unload.set_name("one");
+    v1::UnloadProgramResponse unloaded;
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::UnloadProgram, unload, &unloaded).ok());
+    st = load("two", 2);
+    EXPECT_TRUE(st.ok()) << describe(st);
+}
+
+// A caller with no role is refused at once, not queued for the worker
+// that every tenant's state changes wait for.
+TEST_F(Service, ACallerWithNoRoleIsNotQueued) {
+    std::promise<void> running;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    h_.manager().post([&running, released] {
+        running.set_value();
+        released.wait();
+    });
+    running.get_future().wait();
+    auto c = h_.client(stranger);
+    auto answer = std::async(std::launch::async, [&] {
+        v1::Region resp;
+        return rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region_request("mine", 4096, 3),
+                   &resp);
+    });
+    ASSERT_TRUE(wait_until([&] {
+        return answer.wait_for(std::chrono::seconds(0)) == std::future_status::ready ||
+               h_.manager().queued() > 0;
+    }));
+    EXPECT_EQ(h_.manager().queued(), 0U);
+    release.set_value();
+    const auto st = answer.get();
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "no tenant's identity in policy")) << describe(st);
+}
+
+// LoadProgram verifies before it queues: a program the verifier refuses is
+// answered while the worker is busy with another call, and one it accepts
+// waits for the worker only for the load.
+TEST_F(Service, LoadProgramVerifiesBeforeItQueues) {
+    std::promise<void> running;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    h_.manager().post([&running, released] {
+        running.set_value();
+        released.wait();
+    });
+    running.get_future().wait();
+    auto c = h_.client(kv_user);
+    v1::LoadProgramRequest bad;
+    bad.set_name("bad");
+    *bad.mutable_program() = source("exit 0\nfoo r1\n");
+    v1::Program resp;
+    const auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, bad, &resp);
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_EQ(h_.manager().queued(), 0U);
+
+    v1::LoadProgramRequest good;
+    good.set_name("good");
+    *good.mutable_program() = source("\tmov64 r1, 1\n\texit 0\n");
+    auto answer = std::async(std::launch::async, [&] {
+        v1::Program loaded;
+        return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, good, &loaded);
+    });
+    ASSERT_TRUE(wait_until([&] { return h_.manager().queued() == 1; }));
+    release.set_value();
+    const auto loaded = answer.get();
+    EXPECT_TRUE(loaded.ok()) << describe(loaded);
 }
 
 }  // namespace

@@ -240,7 +240,16 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
         set_time(resp->mutable_expires_at(), prep.expires_ns);
         resp->set_inflight(pt->quota.inflight);
         resp->set_msg_size(ROF_MSG_SIZE);
-        resp->set_idle_timeout_ms(prep.idle_timeout_ms);
+        // 0 leaves the timeout to the module's parameter: answer the value
+        // in force, which librof's keepalive paces itself by (a lowered
+        // parameter would otherwise close idle librof sessions).
+        std::uint32_t idle = prep.idle_timeout_ms;
+        if (idle == 0) {
+            if (const auto s = m_.module().get_session(prep.session)) {
+                idle = s->idle_timeout_ms;
+            }
+        }
+        resp->set_idle_timeout_ms(idle);
         m_.store().transaction([&] { m_.record(id, *resp); });
         return grpc::Status::OK;
     });

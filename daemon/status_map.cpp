@@ -29,6 +29,9 @@ Entry lookup(int err) {
             return {C::RESOURCE_EXHAUSTED, "no free id or token left"};
         case ENOMEM:
             return {C::RESOURCE_EXHAUSTED, "out of memory"};
+        case EMFILE:
+            return {C::RESOURCE_EXHAUSTED,
+                    "too many sessions waiting to connect (rof.ko max_prepared_sessions)"};
         case EBUSY:
             return {C::FAILED_PRECONDITION, "in use"};
         case ENOTEMPTY:

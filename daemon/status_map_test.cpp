@@ -16,7 +16,7 @@ TEST(StatusMap, TheTable) {
     EXPECT_EQ(module_status_code(ENOENT), StatusCode::NOT_FOUND);
     EXPECT_EQ(module_status_code(ENXIO), StatusCode::NOT_FOUND);
     EXPECT_EQ(module_status_code(EEXIST), StatusCode::ALREADY_EXISTS);
-    for (const int err : {EDQUOT, ENOSPC, ENOMEM}) {
+    for (const int err : {EDQUOT, ENOSPC, ENOMEM, EMFILE}) {
         EXPECT_EQ(module_status_code(err), StatusCode::RESOURCE_EXHAUSTED) << err;
     }
     for (const int err : {EBUSY, ENOTEMPTY, EADDRINUSE, ENOKEY}) {

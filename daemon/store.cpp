@@ -512,42 +512,92 @@ void Store::delete_region(const std::string& tenant, const std::string& name) {
 
 // ---- programs ---------------------------------------------------------------
 
+namespace {
+
+// Program rows, with the large columns (source, image, disassembly) when
+// @full, else without (empty).  @where filters "programs" by the bound
+// values: @tenant unless empty, then @tag when set.
+std::vector<StoredProgram> read_programs(SQLite::Database& db, bool full, const char* where,
+                                         const std::string& tenant,
+                                         std::optional<std::uint64_t> tag) {
+    ReadTxn snapshot(db);
+    std::vector<StoredProgram> out;
+    const std::string big = full ? "source, image, disassembly" : "'', X'', ''";
+    SQLite::Statement st(db, "SELECT tenant, tag, name, " + big +
+                                 ", budget, byte_budget, created_ns, state FROM programs " + where +
+                                 " ORDER BY tenant, tag");
+    int arg = 1;
+    if (!tenant.empty()) {
+        st.bind(arg++, tenant);
+    }
+    if (tag) {
+        st.bind(arg++, to_i64(*tag));
+    }
+    SQLite::Statement bs(db,
+                         "SELECT region, freelist FROM program_binds "
+                         "WHERE tenant = ? AND tag = ? ORDER BY slot");
+    while (st.executeStep()) {
+        StoredProgram p;
+        p.tenant = st.getColumn(0).getString();
+        p.tag = to_u64(st.getColumn(1).getInt64());
+        p.name = st.getColumn(2).getString();
+        p.source = column_bytes(st.getColumn(3));
+        const std::string image = column_bytes(st.getColumn(4));
+        p.image.assign(image.begin(), image.end());
+        p.disassembly = column_bytes(st.getColumn(5));
+        p.budget = to_u64(st.getColumn(6).getInt64());
+        p.byte_budget = to_u64(st.getColumn(7).getInt64());
+        p.created_ns = st.getColumn(8).getInt64();
+        p.state =
+            st.getColumn(9).getString() == "committed" ? RowState::committed : RowState::intent;
+        bs.reset();
+        bs.bind(1, p.tenant);
+        bs.bind(2, to_i64(p.tag));
+        while (bs.executeStep()) {
+            p.binds.push_back({bs.getColumn(0).getString(),
+                               static_cast<std::int32_t>(bs.getColumn(1).getInt64())});
+        }
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+}  // namespace
+
 std::vector<StoredProgram> Store::programs() {
     std::lock_guard lk(impl_->mu);
+    return impl_->guard([&] { return read_programs(*impl_->db, true, "", {}, std::nullopt); });
+}
+
+std::vector<StoredProgram> Store::program_index(const std::string& tenant) {
+    std::lock_guard lk(impl_->mu);
     return impl_->guard([&] {
-        SQLite::Database& db = *impl_->db;
-        ReadTxn snapshot(db);
-        std::vector<StoredProgram> out;
-        SQLite::Statement st(db,
-                             "SELECT tenant, tag, name, source, image, disassembly, budget, "
-                             "byte_budget, created_ns, state FROM programs ORDER BY tenant, tag");
-        SQLite::Statement bs(db,
-                             "SELECT region, freelist FROM program_binds "
-                             "WHERE tenant = ? AND tag = ? ORDER BY slot");
-        while (st.executeStep()) {
-            StoredProgram p;
-            p.tenant = st.getColumn(0).getString();
-            p.tag = to_u64(st.getColumn(1).getInt64());
-            p.name = st.getColumn(2).getString();
-            p.source = column_bytes(st.getColumn(3));
-            const std::string image = column_bytes(st.getColumn(4));
-            p.image.assign(image.begin(), image.end());
-            p.disassembly = column_bytes(st.getColumn(5));
-            p.budget = to_u64(st.getColumn(6).getInt64());
-            p.byte_budget = to_u64(st.getColumn(7).getInt64());
-            p.created_ns = st.getColumn(8).getInt64();
-            p.state =
-                st.getColumn(9).getString() == "committed" ? RowState::committed : RowState::intent;
-            bs.reset();
-            bs.bind(1, p.tenant);
-            bs.bind(2, to_i64(p.tag));
-            while (bs.executeStep()) {
-                p.binds.push_back({bs.getColumn(0).getString(),
-                                   static_cast<std::int32_t>(bs.getColumn(1).getInt64())});
-            }
-            out.push_back(std::move(p));
-        }
-        return out;
+        return read_programs(*impl_->db, false, tenant.empty() ? "" : "WHERE tenant = ?", tenant,
+                             std::nullopt);
+    });
+}
+
+std::optional<StoredProgram> Store::program(const std::string& tenant, std::uint64_t tag) {
+    std::lock_guard lk(impl_->mu);
+    auto rows = impl_->guard([&] {
+        return read_programs(*impl_->db, true, "WHERE tenant = ? AND tag = ?", tenant, tag);
+    });
+    if (rows.empty()) {
+        return std::nullopt;
+    }
+    return std::move(rows.front());
+}
+
+std::uint64_t Store::program_bytes(const std::string& tenant) {
+    std::lock_guard lk(impl_->mu);
+    return impl_->guard([&] {
+        SQLite::Statement st(*impl_->db,
+                             "SELECT COALESCE(SUM(length(CAST(source AS BLOB)) + length(image) + "
+                             "length(CAST(disassembly AS BLOB))), 0) FROM programs "
+                             "WHERE tenant = ?");
+        st.bind(1, tenant);
+        st.executeStep();
+        return to_u64(st.getColumn(0).getInt64());
     });
 }
 

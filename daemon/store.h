@@ -110,7 +110,16 @@ class Store {
     void put_region(const StoredRegion& r);  // insert or replace by (tenant, name)
     void delete_region(const std::string& tenant, const std::string& name);
 
+    // Every row whole, source, image and disassembly included: for the
+    // reconciliation at start, which may have to load any of them.
     std::vector<StoredProgram> programs();
+    // The rows of @tenant (empty: of every tenant) without their source,
+    // image and disassembly (left empty): what a list needs.
+    std::vector<StoredProgram> program_index(const std::string& tenant = {});
+    // One row whole; std::nullopt when there is none.
+    std::optional<StoredProgram> program(const std::string& tenant, std::uint64_t tag);
+    // Bytes of source, image and disassembly stored for @tenant.
+    std::uint64_t program_bytes(const std::string& tenant);
     void put_program(const StoredProgram& p);  // insert or replace by (tenant, tag)
     void delete_program(const std::string& tenant, std::uint64_t tag);
 

@@ -301,6 +301,48 @@ TEST(Store, ProgramsRoundTripAndReplace) {
               static_cast<int>(p3.binds.size()));
 }
 
+// Lists read the index (no source, image, disassembly), one program is
+// read whole by its key, and the bytes a tenant keeps are summed in SQL.
+TEST(Store, ProgramIndexRowAndBytes) {
+    TempDir dir;
+    Store s(dir.file("rofd.db"));
+    s.put_tenant({"t", 1});
+    s.put_tenant({"u", 2});
+    auto p1 = program("t", 1);
+    p1.source = std::string(1000, 's');
+    auto p2 = program("t", 2);
+    auto p3 = program("u", 3);
+    for (const auto& p : {p1, p2, p3}) {
+        s.put_program(p);
+    }
+
+    const auto all = s.program_index();
+    ASSERT_EQ(all.size(), 3U);
+    const auto mine = s.program_index("t");
+    ASSERT_EQ(mine.size(), 2U);
+    for (const auto& p : mine) {
+        EXPECT_EQ(p.tenant, "t");
+        EXPECT_TRUE(p.source.empty());
+        EXPECT_TRUE(p.image.empty());
+        EXPECT_TRUE(p.disassembly.empty());
+        EXPECT_EQ(p.binds.size(), 2U);  // binds are small, and a list shows them
+        EXPECT_EQ(p.name, "prog");
+    }
+
+    const auto one = s.program("t", 1);
+    ASSERT_TRUE(one.has_value());
+    expect_eq(*one, p1);
+    EXPECT_FALSE(s.program("u", 1).has_value());
+    EXPECT_FALSE(s.program("t", 3).has_value());
+
+    const auto size = [](const StoredProgram& p) {
+        return p.source.size() + p.image.size() + p.disassembly.size();
+    };
+    EXPECT_EQ(s.program_bytes("t"), size(p1) + size(p2));
+    EXPECT_EQ(s.program_bytes("u"), size(p3));
+    EXPECT_EQ(s.program_bytes("nobody"), 0U);
+}
+
 TEST(Store, DeleteTenantCascades) {
     TempDir dir;
     Store s(dir.file("rofd.db"));

@@ -18,6 +18,12 @@
  * newest "reserve" records are all of other kinds, and an error, reject,
  * close or destroy record is only ever overwritten after "reserve" newer
  * ones of those kinds: no flood of invocations can push one out.
+ *
+ * The same holds for the records anyone who reaches the port can cause:
+ * a connect refused before its ticket's MAC vouched for anything (no
+ * ticket, bad version, no key, bad MAC).  They never take the reserve,
+ * and past ROF_AUDIT_ANON_BURST a second they are dropped; counted
+ * either way (rof_audit_log_anon).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -27,6 +33,7 @@
 #include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/poll.h>
+#include <linux/ratelimit.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
@@ -39,6 +46,7 @@
 #define ROF_AUDIT_RING_MAX	(1U << 20)
 #define ROF_AUDIT_READ_BATCH	16	/* records copied per lock hold */
 #define ROF_AUDIT_RESERVE_SHIFT	2	/* reserve: 1/4 of the ring */
+#define ROF_AUDIT_ANON_BURST	64	/* unauthenticated rejects audited per second */
 
 static unsigned int audit_ring_size = 4096;
 module_param(audit_ring_size, uint, 0444);
@@ -49,11 +57,11 @@ static struct {
 	spinlock_t lock;	/* recs, head, tail, overruns, dropped */
 	struct rof_audit_record *recs;
 	u32 mask;
-	u32 invoke_max;		/* INVOKE records queue below this many pending */
+	u32 invoke_max;		/* droppable records queue below this many pending */
 	u64 head;		/* seq of the next record written */
 	u64 tail;		/* seq of the oldest unread record */
 	u64 overruns;
-	u64 dropped;		/* INVOKE records not queued */
+	u64 dropped;		/* droppable records not queued */
 	wait_queue_head_t wq;
 	atomic_t reader;	/* 1 while an audit fd is open */
 } rof_audit = {
@@ -61,20 +69,24 @@ static struct {
 	.wq = __WAIT_QUEUE_HEAD_INITIALIZER(rof_audit.wq),
 };
 
-void rof_audit_log(const struct rof_audit_record *rec)
+/* Unauthenticated rejects audited: a burst a second, then dropped. */
+static DEFINE_RATELIMIT_STATE(rof_audit_anon_rs, HZ, ROF_AUDIT_ANON_BURST);
+
+static void rof_audit_write(const struct rof_audit_record *rec, bool droppable)
 {
 	struct rof_audit_record *slot;
 	unsigned long flags;
 	bool was_empty;
 
 	spin_lock_irqsave(&rof_audit.lock, flags);
-	if (rec->kind == ROF_AUDIT_INVOKE &&
+	if (droppable &&
 	    rof_audit.head - rof_audit.tail >= rof_audit.invoke_max) {
 		rof_audit.dropped++;
 		spin_unlock_irqrestore(&rof_audit.lock, flags);
 		/* The tenant's counters stay exact: they count it anyway. */
 		rof_tenant_account(rec);
-		rof_tenant_count_audit_drop(rec->tenant);
+		if (rec->tenant)
+			rof_tenant_count_audit_drop(rec->tenant);
 		return;
 	}
 	if (rof_audit.head - rof_audit.tail > rof_audit.mask) {
@@ -96,6 +108,24 @@ void rof_audit_log(const struct rof_audit_record *rec)
 	 */
 	if (was_empty)
 		wake_up_interruptible_poll(&rof_audit.wq, EPOLLIN | EPOLLRDNORM);
+}
+
+void rof_audit_log(const struct rof_audit_record *rec)
+{
+	rof_audit_write(rec, rec->kind == ROF_AUDIT_INVOKE);
+}
+
+void rof_audit_log_anon(const struct rof_audit_record *rec)
+{
+	unsigned long flags;
+
+	if (!__ratelimit(&rof_audit_anon_rs)) {
+		spin_lock_irqsave(&rof_audit.lock, flags);
+		rof_audit.dropped++;
+		spin_unlock_irqrestore(&rof_audit.lock, flags);
+		return;
+	}
+	rof_audit_write(rec, true);
 }
 
 static bool rof_audit_pending(void)
@@ -279,6 +309,8 @@ int rof_audit_init(void)
 	rof_audit.invoke_max = n - (n >> ROF_AUDIT_RESERVE_SHIFT);
 	rof_audit.head = 1;
 	rof_audit.tail = 1;
+	/* Counted in ->dropped: no "callbacks suppressed" in the log. */
+	ratelimit_set_flags(&rof_audit_anon_rs, RATELIMIT_MSG_ON_RELEASE);
 	return 0;
 }
 

@@ -114,6 +114,13 @@ int rof_tenant_charge_session(struct rof_tenant *t);
 void rof_tenant_uncharge_session(struct rof_tenant *t);
 u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
 /*
+ * Sessions prepared and not yet live (rof_session.c's
+ * max_prepared_sessions): -EMFILE when @t has @cap of them already;
+ * a @cap of 0 is no cap.  Any context.
+ */
+int rof_tenant_charge_prepared(struct rof_tenant *t, u32 cap);
+void rof_tenant_uncharge_prepared(struct rof_tenant *t);
+/*
  * Lifetime rules: rof_tenant_get/put work in any context.  Once a tenant
  * is being destroyed, rof_tenant_get returns NULL and
  * rof_tenant_charge_session and rof_tenant_attach fail with -ENOENT.
@@ -133,7 +140,11 @@ void rof_tenant_exit(void);
 long rof_tenant_ioctl(unsigned int cmd, void __user *uarg);
 /* Used by rof_region.c and rof_audit.c only. */
 int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes); /* -EDQUOT */
-void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes);
+/*
+ * @regions is 1 when the region goes, 0 when only its bytes do: those of a
+ * destroyed region whose pages a mapping held, released with the pages.
+ */
+void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes, u32 regions);
 void rof_tenant_count_freelists(struct rof_tenant *t, int delta);
 void rof_tenant_account(const struct rof_audit_record *rec);
 /* An INVOKE record of @tenant that rof_audit_log dropped; any context. */
@@ -225,6 +236,12 @@ int rof_region_mmap(struct file *file, struct vm_area_struct *vma);
  * take the ring's reserve is dropped instead (docs/kmod.md, section 6).
  */
 void rof_audit_log(const struct rof_audit_record *rec);	/* any context */
+/*
+ * A record anyone who reaches the port can cause (a connect refused before
+ * a ticket's MAC was checked): never takes the reserve, and is dropped past
+ * a rate; counted in the ring's dropped either way.  Any context.
+ */
+void rof_audit_log_anon(const struct rof_audit_record *rec);
 int rof_audit_init(void);
 void rof_audit_exit(void);
 long rof_audit_ioctl(unsigned int cmd, void __user *uarg);
@@ -269,19 +286,30 @@ void rof_trl_exit(void);
 /* rof_prog.c: offload programs, named by (tenant, tag) */
 struct rof_prog_scratch;
 /*
+ * What one data path run may still spend on programs: instructions, and
+ * bytes moved by COPY, CRC64 and HASH (up to 1 MiB each, so instructions
+ * alone do not bound a run's time).
+ */
+struct rof_run_budget {
+	u64 insns;
+	u64 bytes;
+	u64 moved;	/* out: bytes the runs moved, for the statistics */
+};
+
+/*
  * One INVOKE: returns an enum rof_status, writes the response payload
  * (struct rof_invoke_result, then the program's response) into @out of
- * @out_cap bytes, fills @rec's insns and reason.  *@scratch is the
- * session's, grown here on demand in process context (@atomic_budget 0);
- * in atomic context (@atomic_budget: the instructions it may take) a run
- * that would sleep or take longer returns ROF_PROG_DEFER and does
+ * @out_cap bytes, fills @rec's insns and reason, and takes what the run
+ * spent from @budget.  *@scratch is the session's, grown here on demand
+ * in process context; in atomic context (@atomic) a run that would sleep,
+ * or could spend more than @budget holds, returns ROF_PROG_DEFER and does
  * nothing.  rof_prog_scratch_free(NULL) is a no-op.
  */
 #define ROF_PROG_DEFER	U32_MAX	/* not a wire status: retry in process context */
 u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scratch,
 		    u64 tag, const u8 *args, u32 args_len, u8 *out,
 		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec,
-		    u64 atomic_budget);
+		    struct rof_run_budget *budget, bool atomic);
 void rof_prog_scratch_free(struct rof_prog_scratch *scratch);
 long rof_prog_ioctl(unsigned int cmd, void __user *uarg);
 int rof_prog_init(void);

@@ -60,6 +60,11 @@ static void rof_remove_one(struct ib_device *ibdev, void *client_data)
 	mutex_unlock(&rof_devices_lock);
 
 	pr_info("device %s removed\n", dev_name(&ibdev->dev));
+	/*
+	 * The RDMA core clears the client data only after this returns, and
+	 * the cm clients (removed after rof) still deliver connect requests
+	 * until then: rof_device_get_ib must not look at the client data.
+	 */
 	rof_device_put(dev);
 }
 
@@ -69,18 +74,25 @@ static struct ib_client rof_ib_client = {
 	.remove	= rof_remove_one,
 };
 
+/*
+ * Looked up on rof_devices, not through ib_get_client_data(): the client
+ * data outlives the rof_device, which rof_remove_one frees before the
+ * RDMA core clears it.  A device is on the list until it is removed.
+ */
 struct rof_device *rof_device_get_ib(struct ib_device *ibdev)
 {
-	struct rof_device *dev;
+	struct rof_device *dev, *found = NULL;
 
 	mutex_lock(&rof_devices_lock);
-	dev = ib_get_client_data(ibdev, &rof_ib_client);
-	if (dev && !dev->removed)
-		kref_get(&dev->ref);
-	else
-		dev = NULL;
+	list_for_each_entry(dev, &rof_devices, node) {
+		if (dev->ibdev == ibdev) {
+			kref_get(&dev->ref);
+			found = dev;
+			break;
+		}
+	}
 	mutex_unlock(&rof_devices_lock);
-	return dev;
+	return found;
 }
 
 static void rof_fill_info(struct rof_device *dev, struct rof_device_info *info)

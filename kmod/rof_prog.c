@@ -269,17 +269,18 @@ static void rof_put_result(u8 *out, u32 prog_status, int exec_status,
  * scratch is *@scp.  Writes the response payload (struct
  * rof_invoke_result, then the program's response) into @out, which holds
  * @out_cap bytes, and returns an enum rof_status.  Fills @rec's insns and
- * reason (the executor status).  With @atomic_budget 0: process context
- * (the session's poll work), which growing the scratch and a long run's
- * reschedule points need.  Otherwise any context but hardirq: a run that
- * could take more than @atomic_budget instructions, reach a reschedule
- * point, or grow the scratch returns ROF_PROG_DEFER at once, with no
- * effect, for the caller to retry in process context.
+ * reason (the executor status), and takes the instructions and bytes the
+ * run spent from @budget.  Without @atomic: process context (the
+ * session's poll work), which growing the scratch and a long run's
+ * reschedule points need.  With it, any context but hardirq: a run that
+ * could take more instructions or move more bytes than @budget holds,
+ * reach a reschedule point, or grow the scratch returns ROF_PROG_DEFER at
+ * once, with no effect, for the caller to retry in process context.
  */
 u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 		    u64 tag, const u8 *args, u32 args_len, u8 *out,
 		    u32 out_cap, u32 *out_len, struct rof_audit_record *rec,
-		    u64 atomic_budget)
+		    struct rof_run_budget *budget, bool atomic)
 {
 	struct rof_exec_ctx ctx = {};
 	const struct rof_isa_hdr *h;
@@ -299,8 +300,9 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 		goto out;
 	}
 	h = p->hdr;
-	if (atomic_budget &&
-	    (p->budget > atomic_budget || p->budget >= ROF_EXEC_YIELD_EVERY ||
+	if (atomic &&
+	    (p->budget > budget->insns || p->budget >= ROF_EXEC_YIELD_EVERY ||
+	     p->byte_budget > budget->bytes ||
 	     (h->scratch_size && (!*scp || (*scp)->size < h->scratch_size)))) {
 		status = ROF_PROG_DEFER;
 		goto out;
@@ -337,6 +339,9 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 	ctx.byte_budget = p->byte_budget;
 	st = rof_exec_run(&ctx);
 
+	budget->insns -= min(budget->insns, ctx.executed);
+	budget->bytes -= min(budget->bytes, ctx.bytes);
+	budget->moved += ctx.bytes;
 	atomic64_inc(&p->invocations);
 	atomic64_add(ctx.executed, &p->insns_run);
 	rec->insns = ctx.executed;

@@ -55,10 +55,18 @@ struct rof_region {
 	unsigned int chunks;
 	void *vaddr;
 
+	/*
+	 * ->lock orders binding an fd (which counts in ->mappings) against
+	 * a destroy setting ->dying: either the bind sees it dying, or the
+	 * destroy sees the mapping and leaves the bytes charged to the
+	 * tenant until the pages are freed (->bytes_charged).
+	 */
+	spinlock_t lock;
 	bool dying;			/* set once ->users is closed */
+	bool bytes_charged;		/* destroyed, bytes charged until freed */
 	struct rof_attach_set users;	/* sessions and programs */
 
-	atomic_t mappings;
+	atomic_t mappings;		/* bound fds and vmas */
 	unsigned int nfreelists;	/* under rof_regions_lock */
 };
 
@@ -124,6 +132,8 @@ static void rof_region_free_work(struct work_struct *work)
 	for (i = 0; i < r->npages; i++)
 		__free_page(r->pages[i]);
 	kvfree(r->pages);
+	if (r->bytes_charged)
+		rof_tenant_uncharge_region(r->tenant, r->size, 0);
 	rof_tenant_put(r->tenant);
 	call_rcu(&r->rcu, rof_region_free_rcu);
 }
@@ -309,14 +319,18 @@ static int rof_region_unlink(struct rof_region *r, bool force, bool *revoke)
 	lockdep_assert_held(&rof_regions_lock);
 	if (rof_attach_close(&r->users, force, &nattach))
 		return -EBUSY;
+	spin_lock(&r->lock);
 	WRITE_ONCE(r->dying, true);
+	/* No fd binds from now on; those bound may still mmap. */
+	r->bytes_charged = atomic_read(&r->mappings) > 0;
+	spin_unlock(&r->lock);
 	*revoke = nattach;
 
 	xa_for_each(&rof_freelists, idx, fl)
 		if (fl->region == r)
 			rof_freelist_unlink(fl);
 	xa_erase(&rof_regions, r->id);
-	rof_tenant_uncharge_region(r->tenant, r->size);
+	rof_tenant_uncharge_region(r->tenant, r->bytes_charged ? 0 : r->size, 1);
 	rof_region_put(r);	/* the xarray's reference */
 	return 0;
 }
@@ -467,6 +481,7 @@ static long rof_region_create(void __user *uarg)
 		goto err_tenant;
 	}
 	kref_init(&r->ref);
+	spin_lock_init(&r->lock);
 	INIT_WORK(&r->free_work, rof_region_free_work);
 	rof_attach_set_init(&r->users);
 	atomic_set(&r->mappings, 0);
@@ -539,7 +554,7 @@ static long rof_region_create(void __user *uarg)
 err_unlock:
 	mutex_unlock(&rof_regions_lock);
 err_uncharge:
-	rof_tenant_uncharge_region(t, r->size);
+	rof_tenant_uncharge_region(t, r->size, 1);
 	rof_region_free_pages(r);
 err_free:
 	kfree(r);
@@ -761,16 +776,19 @@ static long rof_region_map(struct file *file, void __user *uarg)
 	b->region = r;		/* the token's reference moves to @b */
 	b->rights = tok->rights;
 	kfree_sensitive(tok);
-	if (READ_ONCE(r->dying))
+	spin_lock(&r->lock);
+	if (r->dying)
 		ret = -ENOENT;
 	else if (cmpxchg(&file->private_data, NULL, b))
 		ret = -EBUSY;	/* a concurrent MAP on this fd won */
+	else
+		atomic_inc(&r->mappings);
+	spin_unlock(&r->lock);
 	if (ret) {
 		rof_region_put(r);
 		kfree(b);
 		return ret;
 	}
-	atomic_inc(&r->mappings);
 
 	req.region = r->id;
 	req.size = r->size;
@@ -829,6 +847,13 @@ int rof_region_mmap(struct file *file, struct vm_area_struct *vma)
 	if (!b)
 		return -ENODEV;
 	r = b->region;
+	/*
+	 * Destroyed: no new mapping.  One that passed this check just
+	 * before the destroy is fine: the destroy saw the fd's binding and
+	 * left the region's bytes charged until its pages are freed.
+	 */
+	if (READ_ONCE(r->dying))
+		return -ENOENT;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	if (!(b->rights & ROF_ACCESS_WRITE)) {

@@ -84,13 +84,31 @@ static bool poll_softirq = true;
 module_param(poll_softirq, bool, 0644);
 MODULE_PARM_DESC(poll_softirq, "serve short requests in the completion's softirq");
 
+/*
+ * Sessions of one tenant that may be prepared and not yet live at once:
+ * a prepared session costs the module memory and a place in every LIST
+ * for as long as its ticket goes unused (until it expires), so a tenant
+ * (or a rofd bug) could otherwise fill the session table.  A prepare beyond it
+ * fails with EMFILE; connecting or closing one makes room.
+ */
+static uint max_prepared_sessions = 64;
+module_param(max_prepared_sessions, uint, 0644);
+MODULE_PARM_DESC(max_prepared_sessions, "sessions of one tenant prepared and not yet live at most (0: no cap)");
+
 #define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
 /* One softirq run: at most this many polls and program instructions. */
 #define ROF_SIRQ_ROUNDS		4
 #define ROF_SIRQ_INSNS		32768	/* below ROF_EXEC_YIELD_EVERY: no resched */
+/*
+ * Bytes programs may move (COPY, CRC64, HASH) in one softirq run: a few
+ * ms of CRC64 at worst.  A program whose byte budget exceeds what the
+ * run has left goes to the poll work, as one with too many instructions.
+ */
+#define ROF_SIRQ_BYTES		(2ULL << 20)
 #define ROF_POLL_ROUNDS		64	/* polls before yielding the worker */
-/* Program instructions one poll work run may execute before it yields. */
+/* Program instructions and bytes one poll work run may spend before it yields. */
 #define ROF_POLL_INSNS		(2ULL * 1000 * 1000)
+#define ROF_POLL_BYTES		(64ULL << 20)
 #define ROF_INLINE_WANT		256	/* inline bytes asked of the QP */
 #define ROF_REAP_PERIOD		HZ	/* idle and expiry scan */
 
@@ -153,6 +171,7 @@ struct rof_session {
 	struct rof_device *dev;		/* set under rof_sess_lock */
 	struct rof_tenant *tenant;
 	bool charged;
+	bool prep_charged;		/* counts in max_prepared_sessions; rof_sess_lock */
 	bool tenant_attached;
 	struct rof_attach tatt;
 	struct ib_pd *pd;
@@ -216,6 +235,8 @@ struct rof_dp_stats {
 	u64 spin_polls;		/* of which busy polling an idle CQ */
 	u64 wcs;		/* work completions they returned */
 	u64 requests;		/* requests answered */
+	u64 prog_bytes;		/* bytes programs moved (COPY, CRC64, HASH) */
+	u64 sirq_bytes_max;	/* the most of them one softirq run moved */
 	u64 doorbells;		/* ib_post_send calls carrying responses */
 	u64 rx_posts;		/* ib_post_recv calls re-posting receives */
 };
@@ -252,6 +273,21 @@ static void rof_sess_audit(struct rof_session *s, u32 kind, u32 reason,
 	};
 
 	rof_audit_log(&rec);
+}
+
+/*
+ * Under rof_sess_lock.  A session counts against its tenant's
+ * max_prepared_sessions from its prepare until it is live or closing.
+ */
+static void rof_sess_set_state(struct rof_session *s, u32 state)
+{
+	lockdep_assert_held(&rof_sess_lock);
+	s->state = state;
+	if (s->prep_charged &&
+	    (state == ROF_SESSION_LIVE || state == ROF_SESSION_CLOSING)) {
+		s->prep_charged = false;
+		rof_tenant_uncharge_prepared(s->tenant);
+	}
 }
 
 static void rof_session_close(struct rof_session *s, u32 reason)
@@ -365,12 +401,12 @@ static bool rof_sq_full(struct rof_session *s)
 static u32 rof_session_invoke(struct rof_session *s, u64 program,
 			      const u8 *args, u32 args_len, u8 *resp,
 			      u32 *resp_len, struct rof_audit_record *rec,
-			      u64 atomic_budget)
+			      struct rof_run_budget *budget, bool atomic)
 {
 	return rof_prog_invoke(s->tenant, &s->prog_scratch, program, args,
 			       args_len, resp,
 			       ROF_MSG_SIZE - sizeof(struct rof_resp_hdr),
-			       resp_len, rec, atomic_budget);
+			       resp_len, rec, budget, atomic);
 }
 
 /*
@@ -394,12 +430,13 @@ static void rof_charge_late(struct rof_session *s, u64 bytes)
 
 /*
  * Returns the response length written into @out (header included), or 0
- * when in atomic context (@atomic_budget, see rof_prog_invoke) the request
- * must wait for process context: then nothing happened.
- * @insns: instructions a program ran for it, for the poll work's budget.
+ * when in atomic context (@atomic, see rof_prog_invoke) the request must
+ * wait for process context: then nothing happened.  A program's run takes
+ * its instructions and bytes from @budget, the run's.
  */
 static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
-			      u8 *out, u64 rx_ns, u64 *insns, u64 atomic_budget)
+			      u8 *out, u64 rx_ns, struct rof_run_budget *budget,
+			      bool atomic)
 {
 	struct rof_resp_hdr *rh = (struct rof_resp_hdr *)out;
 	struct rof_audit_record rec = {
@@ -439,10 +476,9 @@ static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
 						    payload + sizeof(inv),
 						    in_len - sizeof(inv),
 						    out + sizeof(*rh), &plen, &rec,
-						    atomic_budget);
+						    budget, atomic);
 			if (status == ROF_PROG_DEFER)
 				return 0;
-			*insns = rec.insns;
 			rof_charge_late(s, plen);
 			break;
 		default:
@@ -500,7 +536,7 @@ static void rof_unadmit(struct rof_session *s, u64 bytes)
 
 /*
  * Answer the pending requests that tokens, send queue room and @budget
- * (program instructions this run may still execute) allow, and post all
+ * (program instructions and bytes this run may still spend) allow, and post all
  * their responses with one ib_post_send and all the receives they free
  * with one ib_post_recv (Kalia's doorbell batching).  Requests over the
  * rate wait here, their receive buffers (and so the client's credits)
@@ -508,7 +544,8 @@ static void rof_unadmit(struct rof_session *s, u64 bytes)
  * (@atomic) it stops at the first request that needs process context and
  * sets *@defer.
  */
-static int rof_process_pending(struct rof_session *s, u64 *budget,
+static int rof_process_pending(struct rof_session *s,
+			       struct rof_run_budget *budget,
 			       struct rof_dp_stats *st, bool atomic, bool *defer)
 {
 	struct ib_send_wr *tx_first = NULL, **tx_tail = &tx_first;
@@ -521,10 +558,10 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 		struct rof_pending *p = &s->pending[s->pend_head];
 		const u8 *in = s->rx[p->slot].buf;
 		struct rof_req_hdr h = {};
-		u64 wait, insns, bytes;
+		u64 wait, bytes, moved;
 		u32 rlen;
 
-		if (rof_sq_full(s) || !*budget)
+		if (rof_sq_full(s) || !budget->insns || !budget->bytes)
 			break;
 		memcpy(&h, in, min_t(u32, p->len, sizeof(h)));
 		bytes = p->len - min_t(u32, p->len, sizeof(h)) +
@@ -539,10 +576,11 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 						 nsecs_to_jiffies(wait) + 1);
 			break;
 		}
-		insns = 0;
+		moved = budget->moved;
 		rlen = rof_handle_request(s, in, p->len,
 					  s->tx[s->sq_posted % s->sq_depth].buf,
-					  p->rx_ns, &insns, atomic ? *budget : 0);
+					  p->rx_ns, budget, atomic);
+		st->prog_bytes += budget->moved - moved;
 		if (!rlen) {
 			/* For the poll work: it stays pending, uncharged. */
 			rof_unadmit(s, bytes);
@@ -553,8 +591,8 @@ static int rof_process_pending(struct rof_session *s, u64 *budget,
 		rof_prep_rx(s, p->slot, &rx_tail);
 		s->pend_head = (s->pend_head + 1) % s->nrecv;
 		s->pend_count--;
-		/* Every request costs one, a program its instructions too. */
-		*budget -= min(*budget, insns + 1);
+		/* Every request costs one; a program's run took its own. */
+		budget->insns -= min_t(u64, budget->insns, 1);
 		st->requests++;
 		if (!atomic)
 			cond_resched();
@@ -655,6 +693,8 @@ static void rof_dp_account(const struct rof_dp_stats *st)
 	c->spin_polls += st->spin_polls;
 	c->wcs += st->wcs;
 	c->requests += st->requests;
+	c->prog_bytes += st->prog_bytes;
+	c->sirq_bytes_max = max(c->sirq_bytes_max, st->sirq_bytes_max);
 	c->doorbells += st->doorbells;
 	c->rx_posts += st->rx_posts;
 	put_cpu_ptr(&rof_dp_stats);
@@ -734,8 +774,19 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	 */
 	atomic_inc(&s->sirq_active);
 	irq_poll_complete(iop);
-	/* The welcome registers MRs: process context. */
-	if (test_bit(ROF_SF_WELCOME, &s->flags) || !rof_dp_claim(s)) {
+	if (!rof_dp_claim(s)) {
+		rof_kick(s);
+		goto out;
+	}
+	/*
+	 * Not before ESTABLISHED, and the welcome (it registers MRs) is
+	 * the poll work's: OPENED first, then WELCOME, the reverse of the
+	 * order ESTABLISHED sets them in.  Owning the data path, nobody
+	 * clears WELCOME meanwhile.
+	 */
+	if (!test_bit_acquire(ROF_SF_OPENED, &s->flags) ||
+	    test_bit(ROF_SF_WELCOME, &s->flags)) {
+		rof_dp_release(s);
 		rof_kick(s);
 		goto out;
 	}
@@ -744,6 +795,7 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 		st.sirq_defers = 1;
 		rof_kick(s);
 	}
+	st.sirq_bytes_max = st.prog_bytes;
 	st.run_ns = local_clock() - start;
 	rof_dp_release(s);
 	rof_dp_account(&st);
@@ -772,7 +824,11 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 			 bool atomic)
 {
 	struct ib_wc wcs[ROF_POLL_BATCH];
-	u64 budget = atomic ? ROF_SIRQ_INSNS : ROF_POLL_INSNS, spin_until = 0;
+	struct rof_run_budget budget = {
+		.insns = atomic ? ROF_SIRQ_INSNS : ROF_POLL_INSNS,
+		.bytes = atomic ? ROF_SIRQ_BYTES : ROF_POLL_BYTES,
+	};
+	u64 spin_until = 0;
 	int rounds = 0, max_rounds = atomic ? ROF_SIRQ_ROUNDS : ROF_POLL_ROUNDS;
 	int n, i, ret;
 	bool spinning = false, defer = false;
@@ -815,7 +871,8 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 				return true;
 		}
 		/* Busy polling an idle CQ is bounded by its time, not rounds. */
-		if (!budget || (!spinning && ++rounds >= max_rounds)) {
+		if (!budget.insns || !budget.bytes ||
+		    (!spinning && ++rounds >= max_rounds)) {
 			if (atomic)
 				return true;
 			/* Let other sessions' work run; come back at once. */
@@ -1333,7 +1390,12 @@ static void rof_cm_reject(struct rdma_cm_id *id, u32 reason)
 	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
-static void rof_audit_reject(u32 tenant, u32 session, u32 reason)
+/*
+ * @vouched: a valid MAC named @tenant and @session.  Rejects without one
+ * are anyone's to cause, by the thousand: droppable and rate-limited.
+ */
+static void rof_audit_reject(u32 tenant, u32 session, u32 reason,
+			     bool vouched)
 {
 	struct rof_audit_record rec = {
 		.kind = ROF_AUDIT_SESSION_REJECT,
@@ -1342,7 +1404,10 @@ static void rof_audit_reject(u32 tenant, u32 session, u32 reason)
 		.reason = reason,
 	};
 
-	rof_audit_log(&rec);
+	if (vouched)
+		rof_audit_log(&rec);
+	else
+		rof_audit_log_anon(&rec);
 }
 
 /*
@@ -1358,10 +1423,12 @@ static int rof_cm_connect(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct rof_accept acc = {};
 	struct rof_ticket tk;
 	u32 tenant = 0, sid = 0;
+	bool vouched;
 	int reason, ret;
 
 	reason = rof_ticket_check(cp->private_data, cp->private_data_len, &tk);
-	if (!reason || reason == ROF_REJECT_EXPIRED) {
+	vouched = !reason || reason == ROF_REJECT_EXPIRED;
+	if (vouched) {
 		/* Only ids a valid MAC vouches for are used, or audited. */
 		tenant = le32_to_cpu(tk.tenant);
 		sid = le32_to_cpu(tk.session);
@@ -1451,7 +1518,7 @@ unbuild:
 	rof_conn_release(s);
 	s->cm_id = NULL;
 	/* Audited first: a client that sees the REJ finds the record. */
-	rof_audit_reject(tenant, sid, reason);
+	rof_audit_reject(tenant, sid, reason, true);
 	rof_cm_reject(id, reason);
 back_to_prepared:
 	/* A transient failure: the ticket may be tried again until it expires. */
@@ -1468,7 +1535,7 @@ reject:
 		rof_device_put(dev);
 	pr_info_ratelimited("connect refused: tenant %u session %u reason %d\n",
 			    tenant, sid, reason);
-	rof_audit_reject(tenant, sid, reason);
+	rof_audit_reject(tenant, sid, reason, vouched);
 	rof_cm_reject(id, reason);
 	return 1;
 }
@@ -1489,7 +1556,7 @@ static void rof_cm_established(struct rof_session *s)
 	}
 	mutex_lock(&rof_sess_lock);
 	if (s->state == ROF_SESSION_CONNECTING)
-		s->state = ROF_SESSION_LIVE;
+		rof_sess_set_state(s, ROF_SESSION_LIVE);
 	mutex_unlock(&rof_sess_lock);
 	s->connected_ns = ktime_get_real_ns();
 	WRITE_ONCE(s->last_active_ns, ktime_get_ns());
@@ -1506,6 +1573,11 @@ static void rof_cm_established(struct rof_session *s)
 	}
 	rof_sess_audit(s, ROF_AUDIT_SESSION_OPEN, 0, 0);
 	set_bit(ROF_SF_WELCOME, &s->flags);
+	/*
+	 * WELCOME before OPENED: whoever sees OPENED (acquire) sees WELCOME
+	 * too, and so never answers before the welcome (rof_iop_poll).
+	 */
+	smp_mb__before_atomic();
 	set_bit(ROF_SF_OPENED, &s->flags);
 	rof_kick(s);
 	mutex_unlock(&s->lock);
@@ -1580,7 +1652,7 @@ static void rof_close_work(struct work_struct *work)
 
 	mutex_lock(&s->lock);
 	mutex_lock(&rof_sess_lock);
-	s->state = ROF_SESSION_CLOSING;
+	rof_sess_set_state(s, ROF_SESSION_CLOSING);
 	mutex_unlock(&rof_sess_lock);
 
 	if (s->cm_id && s->qp)
@@ -1773,10 +1845,14 @@ static long rof_session_prepare(void __user *uarg)
 			goto out_tenant;
 	}
 
+	/* Given back by the close work, or below if it is never published. */
+	ret = rof_tenant_charge_prepared(t, READ_ONCE(max_prepared_sessions));
+	if (ret)
+		goto out_tenant;
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s) {
 		ret = -ENOMEM;
-		goto out_tenant;
+		goto out_prepared;
 	}
 	kref_init(&s->ref);
 	mutex_init(&s->lock);
@@ -1793,6 +1869,7 @@ static long rof_session_prepare(void __user *uarg)
 	s->tenant = t;
 	s->tatt.revoke = rof_tenant_revoked;
 	s->state = ROF_SESSION_PREPARED;
+	s->prep_charged = true;
 	s->nregions = req.nregions;
 	memcpy(s->grants, req.regions, sizeof(s->grants));
 	s->rate = req.rate;
@@ -1800,6 +1877,14 @@ static long rof_session_prepare(void __user *uarg)
 	s->idle_ms = req.idle_timeout_ms;
 	s->nonce = cpu_to_le64(get_random_u64());
 
+	/*
+	 * Once published, a SESSION_CLOSE (ids are sequential and listed)
+	 * or the reaper may close it at once.  So prepare holds a reference
+	 * of its own and s->lock, which the close work takes first: the
+	 * session is attached to its tenant before anything can tear it down.
+	 */
+	kref_get(&s->ref);
+	mutex_lock(&s->lock);
 	mutex_lock(&rof_sess_lock);
 	if (!rof_sess_next_id) {
 		ret = -ENOSPC;		/* 2^32 sessions: reload the module */
@@ -1811,10 +1896,12 @@ static long rof_session_prepare(void __user *uarg)
 	}
 	mutex_unlock(&rof_sess_lock);
 	if (ret) {
+		mutex_unlock(&s->lock);
 		kfree(s);
-		goto out_tenant;
+		goto out_prepared;
 	}
 	/* In the table: from here on only the close work frees it. */
+	rof_fault_delay("session prepare (published)", s->id);
 	ret = rof_tenant_attach(t, &s->tatt);
 	if (ret)
 		ret = -ENOENT;		/* the tenant is being destroyed */
@@ -1825,18 +1912,20 @@ static long rof_session_prepare(void __user *uarg)
 		ret = rof_ticket_sign(&req.ticket, req.tenant, s->id,
 				      req.expires_ns, s->nonce);
 	}
-	if (ret) {
-		/* The close work detaches and drops the tenant. */
+	/* The close work detaches and drops the tenant. */
+	if (ret)
 		rof_session_close(s, ROF_CLOSE_ADMIN);
-		return ret;
-	}
-	if (copy_to_user(uarg, &req, sizeof(req))) {
+	mutex_unlock(&s->lock);
+	if (!ret && copy_to_user(uarg, &req, sizeof(req))) {
 		/* The caller never learns the id: do not leave it dangling. */
 		rof_session_close(s, ROF_CLOSE_ADMIN);
-		return -EFAULT;
+		ret = -EFAULT;
 	}
-	return 0;
+	rof_session_put(s);
+	return ret;
 
+out_prepared:
+	rof_tenant_uncharge_prepared(t);
 out_tenant:
 	rof_tenant_put(t);
 	return ret;
@@ -2067,6 +2156,8 @@ static int rof_dp_show(struct seq_file *m, void *v)
 		t.spin_polls += c->spin_polls;
 		t.wcs += c->wcs;
 		t.requests += c->requests;
+		t.prog_bytes += c->prog_bytes;
+		t.sirq_bytes_max = max(t.sirq_bytes_max, c->sirq_bytes_max);
 		t.doorbells += c->doorbells;
 		t.rx_posts += c->rx_posts;
 	}
@@ -2077,6 +2168,8 @@ static int rof_dp_show(struct seq_file *m, void *v)
 	seq_printf(m, "polls %llu\nspin_polls %llu\n", t.polls, t.spin_polls);
 	seq_printf(m, "wcs %llu\nrequests %llu\ndoorbells %llu\nrx_posts %llu\n",
 		   t.wcs, t.requests, t.doorbells, t.rx_posts);
+	seq_printf(m, "prog_bytes %llu\nsirq_bytes_max %llu\n",
+		   t.prog_bytes, t.sirq_bytes_max);
 	return 0;
 }
 

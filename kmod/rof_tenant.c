@@ -53,6 +53,7 @@ struct rof_tenant {
 	spinlock_t lock;		/* quota, usage, dying */
 	struct rof_tenant_quota quota;
 	struct rof_tenant_usage usage;
+	u32 prepared;			/* sessions prepared, not yet live */
 	bool dying;
 	wait_queue_head_t idle_wq;	/* woken when usage.sessions hits 0 */
 	/* Sessions and programs; closed under ->lock as ->dying is set. */
@@ -184,6 +185,30 @@ void rof_tenant_uncharge_session(struct rof_tenant *t)
 		wake_up_all(&t->idle_wq);
 }
 
+int rof_tenant_charge_prepared(struct rof_tenant *t, u32 cap)
+{
+	unsigned long flags;
+	int ret = 0;
+
+	spin_lock_irqsave(&t->lock, flags);
+	if (cap && t->prepared >= cap)
+		ret = -EMFILE;
+	else
+		t->prepared++;
+	spin_unlock_irqrestore(&t->lock, flags);
+	return ret;
+}
+
+void rof_tenant_uncharge_prepared(struct rof_tenant *t)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&t->lock, flags);
+	if (!WARN_ON_ONCE(!t->prepared))
+		t->prepared--;
+	spin_unlock_irqrestore(&t->lock, flags);
+}
+
 int rof_tenant_attach(struct rof_tenant *t, struct rof_attach *a)
 {
 	return rof_attach(&t->users, a);
@@ -226,14 +251,15 @@ int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes)
 	return ret;
 }
 
-void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes)
+void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes, u32 regions)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&t->lock, flags);
-	if (!WARN_ON_ONCE(t->usage.region_bytes < bytes || !t->usage.regions)) {
+	if (!WARN_ON_ONCE(t->usage.region_bytes < bytes ||
+			  t->usage.regions < regions)) {
 		t->usage.region_bytes -= bytes;
-		t->usage.regions--;
+		t->usage.regions -= regions;
 	}
 	spin_unlock_irqrestore(&t->lock, flags);
 }

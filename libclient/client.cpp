@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <system_error>
 #include <thread>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "idempotency_key.h"
 #include "rof/v1/audit.grpc.pb.h"
 #include "rof/v1/control.grpc.pb.h"
 #include "rof/v1/metrics.grpc.pb.h"
@@ -61,21 +61,6 @@ std::string read_file(const std::string& what, const std::string& path) {
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
-}
-
-// 128 random bits as hex: an idempotency key no other call will carry.
-std::string fresh_key() {
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string key;
-
-    for (int w = 0; w < 2; w++) {
-        std::uint64_t v = rng();
-        for (int i = 0; i < 16; i++, v >>= 4) {
-            key.push_back(hex[v & 0xf]);
-        }
-    }
-    return key;
 }
 
 template <class Req>
@@ -173,7 +158,7 @@ struct Client::Impl : Endpoint, internal::Stubs {
         if constexpr (Keyed<Req>) {
             if (req.idempotency_key().empty()) {
                 Req keyed = req;
-                keyed.set_idempotency_key(fresh_key());
+                keyed.set_idempotency_key(internal::fresh_idempotency_key());
                 return call(name, stub, method, keyed, true);
             }
             return call(name, stub, method, req, true);

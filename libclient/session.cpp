@@ -81,7 +81,9 @@ constexpr std::uint32_t wr_retire(std::uint64_t id) {
     return static_cast<std::uint32_t>((id >> 32) & 0xfffffff);
 }
 
-constexpr std::uint32_t kDefaultIdleMs = 300000;  // rof.ko's idle_timeout_ms default
+// rof.ko's idle_timeout_ms default: only for an older rofd that answers 0
+// (rofd answers the timeout in force, the module parameter's included).
+constexpr std::uint32_t kDefaultIdleMs = 300000;
 constexpr std::uint32_t kPollBatch = 32;
 constexpr int kSpin = 200;  // empty CQ polls before a blocking wait
 

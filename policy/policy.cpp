@@ -400,11 +400,13 @@ void read_quota(Reader& r, const toml::table& t, Quota& q) {
 
 void read_programs(Reader& r, const toml::table& t, ProgramLimits& pl) {
     const std::string path = "programs";
-    r.check_keys(t, path, {"max_insns", "max_executed", "max_bytes", "max_trip", "classes"});
+    r.check_keys(t, path,
+                 {"max_insns", "max_executed", "max_bytes", "max_trip", "classes", "stored_bytes"});
     set(pl.max_insns, r.integer(t, path, "max_insns", 1, ROF_ISA_MAX_INSNS));
     set(pl.max_executed, r.integer(t, path, "max_executed", 1, i64_max));
     set(pl.max_bytes, r.size(t, path, "max_bytes", 1, i64_max));
     set(pl.max_trip, r.integer(t, path, "max_trip", 1, ROF_ISA_MAX_TRIP));
+    set(pl.stored_bytes, r.size(t, path, "stored_bytes", 0, i64_max));
     if (auto a = r.array(t, path, "classes")) {
         std::uint32_t classes = 0;
         for (std::size_t i = 0; i < a->size(); i++) {

@@ -85,6 +85,10 @@ struct ProgramLimits {
     std::uint64_t max_bytes = 1 << 20;     // byte budget (COPY/CRC64/HASH) per run, >= 1
     std::uint32_t max_trip = 65536;        // one loop's trip count, 1 .. ROF_ISA_MAX_TRIP (2^20)
     std::uint32_t classes = insn_all;      // InsnClass bits
+    // Bytes of program source, image and disassembly rofd keeps for the
+    // tenant, all its programs together (16 MiB: ~16 programs at the 1 MiB
+    // source limit, thousands of small ones).
+    std::uint64_t stored_bytes = 16 << 20;
 };
 
 struct FreeListDecl {

@@ -56,6 +56,7 @@ TEST(PolicyExamples, Load) {
     EXPECT_EQ(kv->quota.regions, 8U);
     EXPECT_EQ(kv->programs.classes, static_cast<std::uint32_t>(insn_all));
     EXPECT_EQ(kv->programs.max_bytes, 1U << 20);
+    EXPECT_EQ(kv->programs.stored_bytes, 16U << 20);
     ASSERT_EQ(kv->regions.size(), 2U);
     EXPECT_EQ(kv->regions[0].name, "table");
     EXPECT_EQ(kv->regions[0].size, 16ULL << 20);
@@ -153,6 +154,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(t.programs.max_executed, 5000U);
     EXPECT_EQ(t.programs.max_bytes, 4096U);
     EXPECT_EQ(t.programs.max_trip, 1U << 20);
+    EXPECT_EQ(t.programs.stored_bytes, 2U << 20);
     EXPECT_EQ(t.programs.classes, 0U);
     EXPECT_EQ(t.quarantine.window_s, 10U);
     EXPECT_EQ(t.quarantine.max_faults, 1U);
@@ -161,7 +163,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     ASSERT_EQ(t.regions.size(), 2U);
     EXPECT_EQ(t.regions[0].size, 1ULL << 34);  // the largest region
     EXPECT_EQ(t.regions[0].rights, ROF_ACCESS_ATOMIC);
-    EXPECT_EQ(t.regions[0].line, 35U);  // its [[regions]] header
+    EXPECT_EQ(t.regions[0].line, 36U);  // its [[regions]] header
     // Adjacent free lists, the last one ending exactly at the region's end.
     ASSERT_EQ(t.regions[1].freelists.size(), 2U);
     EXPECT_EQ(t.regions[1].freelists[1].offset, 2112U);

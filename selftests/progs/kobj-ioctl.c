@@ -47,6 +47,7 @@
 #include "uapi/rof.h"
 #include "uapi/rof_isa.h"
 
+#include "crc64.h"
 #include "list-checks.h"
 
 #define PAGE		4096UL
@@ -740,6 +741,84 @@ static void test_mappings(int fd)
 	       "the name is free again after the destroy");
 }
 
+/*
+ * A bound fd and a mapping outlive their region's destroy, and the
+ * region's bytes stay charged to its tenant until its pages are freed: a
+ * destroyed region is never mapped again, and create, bind, destroy in a
+ * loop cannot pin memory that no quota counts.
+ */
+static void test_mapping_destroyed(int fd)
+{
+	struct rof_tenant_set_quota q;
+	struct rof_tenant_info ti;
+	struct rof_region_map m;
+	uint32_t t, r, r2;
+	uint64_t tok[2];
+	int mfd, vma, i, rc;
+	void *p;
+
+	if (tenant_create(fd, "kobj-mapq", &t)) {
+		result(0, "TENANT_CREATE kobj-mapq: %s", strerror(errno));
+		return;
+	}
+	memset(&q, 0, sizeof(q));
+	q.id = t;
+	q.quota.region_bytes = 16 * PAGE;
+	q.quota.sessions = q.quota.programs = UINT32_MAX;
+	q.quota.inflight = ROF_INFLIGHT_DEFAULT;
+	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, 0, "SET_QUOTA region_bytes 64 KiB");
+	/* First the fd bound and never mapped, then a mapping whose fd is closed. */
+	for (vma = 0; vma < 2; vma++) {
+		const char *what = vma ? "a mapping" : "a bound fd";
+
+		if (region_create(fd, t, "m", 16 * PAGE, ROF_ACCESS_READ, &r) ||
+		    mint(fd, r, ROF_ACCESS_READ, 0, tok)) {
+			result(0, "REGION_CREATE and REGION_TOKEN within quota");
+			break;
+		}
+		mfd = open_rof();
+		result(!map_token(mfd, tok, &m), "REGION_MAP binds an fd");
+		p = MAP_FAILED;
+		if (vma) {
+			p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, mfd, 0);
+			result(p != MAP_FAILED, "mmap of the bound region");
+			close(mfd);
+		}
+		result(!destroy(fd, ROF_IOC_REGION_DESTROY, r, 0),
+		       "REGION_DESTROY while %s holds it", what);
+		if (!vma) {
+			p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, mfd, 0);
+			rc = p == MAP_FAILED && errno == ENOENT;
+			if (p != MAP_FAILED)
+				munmap(p, PAGE);
+			p = MAP_FAILED;
+			result(rc, "mmap of a destroyed region: ENOENT");
+		}
+		get_tenant(fd, t, &ti);
+		result(ti.usage.region_bytes == 16 * PAGE && !ti.usage.regions,
+		       "its bytes stay charged while %s holds its pages (%llu bytes, %u regions)",
+		       what, (unsigned long long)ti.usage.region_bytes,
+		       ti.usage.regions);
+		result(region_create(fd, t, "m2", PAGE, ROF_ACCESS_READ, &r2) == EDQUOT,
+		       "a new region over the quota meanwhile: EDQUOT");
+		if (vma)
+			munmap(p, PAGE);
+		else
+			close(mfd);
+		/* The pages go from a workqueue: wait for the uncharge. */
+		for (i = 0; i < 2000; i++) {
+			if (get_tenant(fd, t, &ti) || !ti.usage.region_bytes)
+				break;
+			usleep(5 * 1000);
+		}
+		result(!ti.usage.region_bytes,
+		       "releasing %s uncharges the bytes (%llu)", what,
+		       (unsigned long long)ti.usage.region_bytes);
+	}
+	result(!destroy(fd, ROF_IOC_TENANT_DESTROY, t, 0),
+	       "TENANT_DESTROY kobj-mapq");
+}
+
 /* --- free lists ---------------------------------------------------------- */
 
 static void test_freelists(int fd)
@@ -1426,20 +1505,6 @@ struct mini_image {
 	struct rof_insn insn;
 };
 
-static uint64_t crc64_xz(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint64_t crc = ~0ULL;
-	int k;
-
-	while (len--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (crc & 1 ? 0xc96c5795d7870f42ULL : 0);
-	}
-	return ~crc;
-}
-
 static void mini_image(struct mini_image *im, int32_t status)
 {
 	memset(im, 0, sizeof(*im));
@@ -1896,6 +1961,7 @@ int main(int argc, char **argv)
 	test_tenants(fd);
 	test_regions(fd);
 	test_mappings(fd);
+	test_mapping_destroyed(fd);
 	test_freelists(fd);
 	test_ids(fd);
 	test_audit(fd);

@@ -23,10 +23,25 @@
  *                arguments and without CAP_SYS_ADMIN: each errno as documented
  *   ksess-client controller TENANT_NAME       create tenant+region+session,
  *                print "TENANT REGION SESSION TICKET", then wait to be killed
+ *   ksess-client crc-prog TENANT REGION       load a program that CRC64s the first
+ *                MiB of REGION (byte budget 1 MiB), print its tag in hex
+ *   ksess-client prepare-close TENANT         prepare a session of TENANT (which
+ *                has none) in a thread and close it the moment it is listed,
+ *                while the prepare is still under way (fault_delay_ms holds
+ *                it); expect the close to succeed and the prepare to return
+ *                that session; print its id
+ *   ksess-client prepare-cap TENANT OTHER     TENANT (which has no session)
+ *                prepares max_prepared_sessions sessions, the next is refused
+ *                with EMFILE, OTHER still prepares; after one close TENANT
+ *                prepares one more and is full again; print the last one's
+ *                "SESSION TICKETHEX"
  *
  * Client (librdmacm + libibverbs; a ticket of "-" sends no private data):
- *   ksess-client invoke-flood ADDR TICKET N   N INVOKEs of a tag never loaded,
- *                  credits in flight, each answered ROF_ST_NO_PROGRAM
+ *   ksess-client invoke-flood ADDR TICKET N [TAG]   N INVOKEs of a tag never
+ *                  loaded, credits in flight, each answered ROF_ST_NO_PROGRAM;
+ *                  with TAG (hex), of that program, each answered ROF_ST_OK
+ *   ksess-client reject-flood ADDR N          N connects with no ticket (and no QP
+ *                  behind them), each refused with reason no-ticket
  *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
  *                  each answered ROF_ST_BAD_LENGTH, then an ECHO works
  *   ksess-client connect ADDR TICKET [actions...]
@@ -55,6 +70,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -75,7 +91,9 @@
 #include <infiniband/verbs.h>
 
 #include "uapi/rof.h"
+#include "uapi/rof_isa.h"
 
+#include "crc64.h"
 #include "list-checks.h"
 
 #define PORT_ENV	"ROF_CM_PORT"
@@ -238,6 +256,202 @@ static int cmd_prepare(int argc, char **argv)
 	fd = rof_fd();
 	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
 	print_ticket_line(p.session, &p.ticket);
+	return 0;
+}
+
+/*
+ * mov64 r2, 1 MiB; crc64 r1, r[0], r2; exit 0: one INVOKE moves 1 MiB,
+ * the most one instruction may, in 3 instructions.
+ */
+static int cmd_crc_prog(uint32_t tenant, uint32_t region)
+{
+	struct {
+		struct rof_isa_hdr h;
+		struct rof_isa_slot slot;
+		struct rof_insn insn[3];
+	} im;
+	struct rof_prog_load l;
+
+	memset(&im, 0, sizeof(im));
+	im.h.magic = ROF_ISA_MAGIC;
+	im.h.version = ROF_ISA_VERSION;
+	im.h.hdr_size = sizeof(im.h);
+	im.h.insn_cnt = 3;
+	im.h.slot_cnt = 1;
+	strcpy(im.slot.name, "r");
+	im.slot.rights = ROF_ACCESS_READ;
+	im.slot.len = ROF_ISA_MAX_BULK;
+	im.insn[0].op = ROF_OP_ALU64_IMM + ROF_ALU_MOV;
+	im.insn[0].regs = ROF_REGS(2, 0);
+	im.insn[0].imm = ROF_ISA_MAX_BULK;
+	im.insn[1].op = ROF_OP_CRC64;
+	im.insn[1].regs = ROF_REGS(1, 0);
+	im.insn[1].imm = 0 | (2 << ROF_MEM_AUX_SHIFT);	/* slot 0, length r2 */
+	im.insn[2].op = ROF_OP_EXIT;
+	im.h.tag = crc64_xz(&im, sizeof(im));
+
+	memset(&l, 0, sizeof(l));
+	l.image = (uintptr_t)&im;
+	l.image_len = sizeof(im);
+	l.tenant = tenant;
+	l.budget = 3;
+	l.byte_budget = ROF_ISA_MAX_BULK;
+	strcpy(l.name, "crc");
+	l.nbind = 1;
+	l.bind[0].region = region;
+	xioctl(rof_fd(), ROF_IOC_PROG_LOAD, &l, "program load");
+	printf("%" PRIx64 "\n", (uint64_t)l.tag);
+	return 0;
+}
+
+struct prepare_arg {
+	struct rof_session_prepare p;
+	int err;
+	int done;		/* __atomic: the prepare returned */
+};
+
+static void *prepare_thread(void *v)
+{
+	struct prepare_arg *a = v;
+
+	a->err = ioctl(rof_fd(), ROF_IOC_SESSION_PREPARE, &a->p) ? errno : 0;
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The id of a session of @tenant the LIST shows, or 0. */
+static uint32_t listed_session(int fd, uint32_t tenant)
+{
+	struct rof_session_info v[64];
+	struct rof_list l;
+	uint32_t i;
+
+	memset(&l, 0, sizeof(l));
+	l.elem_size = sizeof(v[0]);
+	l.capacity = 64;
+	l.elems = (uintptr_t)v;
+	xioctl(fd, ROF_IOC_LIST_SESSIONS, &l, "list sessions");
+	for (i = 0; i < l.count; i++)
+		if (v[i].tenant == tenant)
+			return v[i].id;
+	return 0;
+}
+
+static int cmd_prepare_close(uint32_t tenant)
+{
+	struct prepare_arg a;
+	struct rof_session_close sc;
+	pthread_t th;
+	uint32_t id = 0;
+	int fd = rof_fd(), err;
+
+	memset(&a, 0, sizeof(a));
+	a.p.tenant = tenant;
+	a.p.expires_ns = now_ns(CLOCK_REALTIME) + 60ull * 1000000000ull;
+	if (pthread_create(&th, NULL, prepare_thread, &a))
+		die("pthread_create");
+	/* Published before the prepare returns: close it then. */
+	while (!id && !__atomic_load_n(&a.done, __ATOMIC_ACQUIRE))
+		id = listed_session(fd, tenant);
+	if (!id) {
+		pthread_join(th, NULL);
+		die("the session was never listed while its prepare ran (prepare: %s)",
+		    strerror(a.err));
+	}
+	memset(&sc, 0, sizeof(sc));
+	sc.session = id;
+	err = ioctl(fd, ROF_IOC_SESSION_CLOSE, &sc) ? errno : 0;
+	pthread_join(th, NULL);
+	if (err)
+		die("close of session %u during its prepare: %s", id, strerror(err));
+	if (a.err)
+		die("prepare of session %u: %s", id, strerror(a.err));
+	if (a.p.session != id)
+		die("prepare returned session %u, the close closed %u", a.p.session, id);
+	printf("%u\n", id);
+	return 0;
+}
+
+#define CAP_PARAM	"/sys/module/rof/parameters/max_prepared_sessions"
+
+/* One prepare of @tenant: 0 or the errno. */
+static int prepare_one(int fd, uint32_t tenant, struct rof_session_prepare *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->tenant = tenant;
+	p->expires_ns = now_ns(CLOCK_REALTIME) + 60ull * 1000000000ull;
+	return ioctl(fd, ROF_IOC_SESSION_PREPARE, p) ? errno : 0;
+}
+
+static int close_one(int fd, uint32_t session)
+{
+	struct rof_session_close sc;
+
+	memset(&sc, 0, sizeof(sc));
+	sc.session = session;
+	return ioctl(fd, ROF_IOC_SESSION_CLOSE, &sc) ? errno : 0;
+}
+
+/*
+ * prepare-cap TENANT OTHER: TENANT (with no session) prepares up to the
+ * module's max_prepared_sessions, one more is refused with EMFILE, and
+ * OTHER can still prepare; after one close TENANT prepares one more, and
+ * is full again.  Prints the ticket line of its last session.
+ */
+static int cmd_prepare_cap(uint32_t tenant, uint32_t other)
+{
+	struct rof_session_prepare p, last;
+	uint32_t *ids, cap = 0, i;
+	int fd = rof_fd(), err, bad = 0;
+	FILE *f = fopen(CAP_PARAM, "r");
+
+	if (!f || fscanf(f, "%u", &cap) != 1)
+		die("%s: cannot read it", CAP_PARAM);
+	fclose(f);
+	if (!cap || cap > 4096)
+		die("max_prepared_sessions is %u: this test needs 1 .. 4096", cap);
+	ids = calloc(cap, sizeof(*ids));
+	if (!ids)
+		die("out of memory");
+	for (i = 0; i < cap; i++) {
+		err = prepare_one(fd, tenant, &p);
+		if (err)
+			die("prepare %u of %u: %s", i + 1, cap, strerror(err));
+		ids[i] = p.session;
+	}
+	printf("prepared %u sessions of tenant %u (max_prepared_sessions)\n", cap, tenant);
+	err = prepare_one(fd, tenant, &p);
+	if (err != EMFILE) {
+		printf("FAIL prepare %u: got %s, want %s\n", cap + 1,
+		       err ? strerror(err) : "success", strerror(EMFILE));
+		bad++;
+	}
+	err = prepare_one(fd, other, &p);
+	if (err) {
+		printf("FAIL tenant %u's prepare while tenant %u is full: %s\n",
+		       other, tenant, strerror(err));
+		bad++;
+	} else if (close_one(fd, p.session)) {
+		die("close of tenant %u's session %u failed", other, p.session);
+	}
+	err = close_one(fd, ids[0]);
+	if (err)
+		die("close of session %u: %s", ids[0], strerror(err));
+	err = prepare_one(fd, tenant, &last);
+	if (err) {
+		printf("FAIL prepare after a close: %s\n", strerror(err));
+		bad++;
+	}
+	err = prepare_one(fd, tenant, &p);
+	if (err != EMFILE) {
+		printf("FAIL prepare %u after the close: got %s, want %s\n", cap + 1,
+		       err ? strerror(err) : "success", strerror(EMFILE));
+		bad++;
+	}
+	free(ids);
+	if (bad)
+		return 1;
+	print_ticket_line(last.session, &last.ticket);
 	return 0;
 }
 
@@ -1317,22 +1531,76 @@ static int cmd_connect(int argc, char **argv)
  * in flight as the credits allow; each must be answered ROF_ST_NO_PROGRAM
  * (and audited as one ROF_AUDIT_INVOKE record).
  */
+static int cmd_reject_flood(int argc, char **argv)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	const char *port = getenv(PORT_ENV);
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	uint64_t n, i, refused = 0;
+	struct conn c;
+
+	if (argc != 3)
+		die("reject-flood ADDR N");
+	n = num(argv[2]);
+	sin.sin_port = htons(port ? num(port) : ROF_CM_PORT_DEFAULT);
+	if (inet_pton(AF_INET, argv[1], &sin.sin_addr) != 1)
+		die("not an IPv4 address: %s", argv[1]);
+	for (i = 0; i < n; i++) {
+		const struct rof_reject *rej;
+
+		memset(&c, 0, sizeof(c));
+		c.ec = rdma_create_event_channel();
+		if (!c.ec || rdma_create_id(c.ec, &c.id, NULL, RDMA_PS_TCP))
+			die("rdma_create_id: %s", strerror(errno));
+		if (rdma_resolve_addr(c.id, NULL, (struct sockaddr *)&sin, 5000))
+			die("rdma_resolve_addr: %s", strerror(errno));
+		rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ADDR_RESOLVED));
+		if (rdma_resolve_route(c.id, 5000))
+			die("rdma_resolve_route: %s", strerror(errno));
+		rdma_ack_cm_event(cm_expect(&c, RDMA_CM_EVENT_ROUTE_RESOLVED));
+		/* Refused at the REQ: no QP needs to exist behind it. */
+		memset(&cp, 0, sizeof(cp));
+		cp.qp_num = 1;
+		cp.retry_count = 7;
+		if (rdma_connect(c.id, &cp))
+			die("rdma_connect: %s", strerror(errno));
+		ev = cm_expect(&c, RDMA_CM_EVENT_REJECTED);
+		rej = ev->param.conn.private_data;
+		if (rej && ev->param.conn.private_data_len >= sizeof(*rej) &&
+		    le32toh(rej->magic) == ROF_REJECT_MAGIC &&
+		    le32toh(rej->reason) == ROF_REJECT_NO_TICKET)
+			refused++;
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(c.id);
+		rdma_destroy_event_channel(c.ec);
+	}
+	printf("reject-flood: %" PRIu64 " of %" PRIu64 " refused with no-ticket\n",
+	       refused, n);
+	return refused == n ? 0 : 1;
+}
+
 static int cmd_invoke_flood(int argc, char **argv)
 {
 	struct rof_invoke inv = { .program = htole64(0x1234) };
+	uint32_t want = ROF_ST_NO_PROGRAM;
 	uint64_t n, sent = 0, t0;
 	struct conn c;
 	int reason, ok;
 
-	if (argc != 4)
-		die("invoke-flood ADDR TICKET N");
+	if (argc != 4 && argc != 5)
+		die("invoke-flood ADDR TICKET N [TAG]");
 	n = num(argv[3]);
+	if (argc == 5) {
+		inv.program = htole64(strtoull(argv[4], NULL, 16));
+		want = ROF_ST_OK;
+	}
 	reason = conn_open(&c, argv[1], argv[2]);
 	if (reason)
 		die("rejected: %s (%d)", reason_name(reason), reason);
 	t0 = now_ns(CLOCK_MONOTONIC);
 	if (!send_stream(&c, n, c.credits, ROF_OP_INVOKE, &inv, sizeof(inv), false,
-			 ROF_ST_NO_PROGRAM, 5000, &sent))
+			 want, 5000, &sent))
 		die("invoke-flood: no response in 5 s");
 	ok = !c.dead && c.answered == n && !c.failed;
 	/* The time is information for a reader; nothing checks it. */
@@ -1477,6 +1745,8 @@ int main(int argc, char **argv)
 		return cmd_tenant_counters(argv[2]);
 	if (!strcmp(argv[1], "invoke-flood"))
 		return cmd_invoke_flood(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "reject-flood"))
+		return cmd_reject_flood(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "short-send"))
 		return cmd_short_send(argc - 1, argv + 1);
 	if ((!strcmp(argv[1], "region-destroy") || !strcmp(argv[1], "tenant-destroy")) &&
@@ -1494,6 +1764,12 @@ int main(int argc, char **argv)
 		return cmd_badargs(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "controller") && argc == 3)
 		return cmd_controller(argv[2]);
+	if (!strcmp(argv[1], "crc-prog") && argc == 4)
+		return cmd_crc_prog(num(argv[2]), num(argv[3]));
+	if (!strcmp(argv[1], "prepare-close") && argc == 3)
+		return cmd_prepare_close(num(argv[2]));
+	if (!strcmp(argv[1], "prepare-cap") && argc == 4)
+		return cmd_prepare_cap(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "connect"))
 		return cmd_connect(argc - 1, argv + 1);
 	die("unknown command '%s' (see the comment at the top of ksess-client.c)", argv[1]);

@@ -120,7 +120,9 @@ enum rof_audit_kind {
  * struct rof_audit_record - one entry of the audit ring (64-bit aligned,
  * fixed size).  @seq increases by one per record written; a gap seen by
  * the reader is the number of records lost to overrun.  INVOKE records
- * dropped to keep the ring's reserve get no seq (rof_audit_stats.dropped).
+ * and unauthenticated connect rejects dropped to keep the ring's reserve
+ * (or, for those rejects, past their rate) get no seq
+ * (rof_audit_stats.dropped).
  */
 struct rof_audit_record {
 	__u64 seq;
@@ -348,7 +350,9 @@ struct rof_audit_open {
  * ROF_AUDIT_INVOKE records may fill the ring only up to ring_size -
  * reserve; beyond that they are dropped (counted here and in the tenant's
  * audit_dropped), so that the reserve is always there for every other
- * kind.  docs/kmod.md, section 6.
+ * kind.  So may ROF_AUDIT_SESSION_REJECT records of connects no valid
+ * ticket MAC vouched for, which are also dropped past a rate (counted
+ * here).  docs/kmod.md, section 6.
  */
 struct rof_audit_stats {
 	__u64 next_seq;		/* seq the next record will get (first is 1) */
@@ -358,7 +362,7 @@ struct rof_audit_stats {
 	__u32 flags;		/* in: must be 0 */
 	__u32 reserved;		/* in: must be 0 */
 	/* ABI 0.2 */
-	__u64 dropped;		/* ROF_AUDIT_INVOKE records dropped, not queued */
+	__u64 dropped;		/* droppable records (above) dropped, not queued */
 	__u32 reserve;		/* slots ROF_AUDIT_INVOKE records cannot take */
 	__u32 reserved2;	/* in: must be 0 */
 };
@@ -495,7 +499,11 @@ struct rof_rate {
 /*
  * ROF_IOC_SESSION_PREPARE: reserve a session for one connection and
  * return its id and a ticket for it.  The session waits, holding nothing,
- * until a client connects with the ticket or @expires_ns passes.
+ * until a client connects with the ticket or @expires_ns passes.  A
+ * tenant may have at most the module parameter max_prepared_sessions
+ * (default 64) prepared and not yet live (PREPARED or CONNECTING) at
+ * once; a prepare beyond that fails with EMFILE until one of them is
+ * live, closed or expired.  Other tenants are not affected.
  */
 struct rof_session_prepare {
 	__u32 tenant;		/* in */
