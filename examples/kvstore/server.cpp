@@ -531,6 +531,25 @@ int listen_on(const std::string& addr) {
     return fd;
 }
 
+// A connect that got no answer (a busy host, a lost CM message) or a device that is not up yet is
+// worth another try with a fresh ticket; anything else (policy, quota) is final.
+rof::Session open_session(rof::Client& client, const std::string& tenant) {
+    constexpr int kAttempts = 5;
+    for (int attempt = 1;; attempt++) {
+        try {
+            return rof::Session::open(client, rofkv::KvClient::session_options(tenant));
+        } catch (const rof::Error& e) {
+            const bool transient =
+                e.code() == rof::Code::deadline_exceeded || e.code() == rof::Code::unavailable;
+            if (!transient || attempt == kAttempts) {
+                throw;
+            }
+            std::fprintf(stderr, "rof-kvstore: %s; trying again (%d of %d)\n", e.what(),
+                         attempt + 1, kAttempts);
+        }
+    }
+}
+
 int run(const Options& o) {
     // SIGTERM and SIGINT are taken by sigwait() below: blocked before any thread (gRPC's, the
     // session's keepalive, the connections') starts, so that every thread inherits the mask.
@@ -557,7 +576,7 @@ int run(const Options& o) {
         load_program(client, o.tenant, p, g);
     }
 
-    rof::Session session = rof::Session::open(client, rofkv::KvClient::session_options(o.tenant));
+    rof::Session session = open_session(client, o.tenant);
     rofkv::KvClient kv(session);
     Store store{{}, &kv};
 
