@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -388,13 +389,29 @@ void read_rate(Reader& r, const toml::table& t, std::string_view path, Rate& rat
     set(rate.bytes_per_sec, r.integer(t, path, "bytes_per_sec", 0, ROF_RATE_MAX));
 }
 
+// A quota key: a count (a size for region_bytes), or "unlimited".
+template <typename T>
+void read_limit(Reader& r, const toml::table& t, std::string_view path, std::string_view key,
+                T& out, bool is_size) {
+    const toml::node* n = t.get(key);
+    if (n == nullptr) {
+        return;
+    }
+    if (auto s = n->as_string(); s != nullptr && s->get() == "unlimited") {
+        out = std::numeric_limits<T>::max();
+        return;
+    }
+    const std::string p = join(path, key);
+    set(out, is_size ? r.size_node(*n, p, 0, i64_max) : r.integer_node(*n, p, 0, u32_max));
+}
+
 void read_quota(Reader& r, const toml::table& t, Quota& q) {
     const std::string path = "quota";
     r.check_keys(t, path, {"region_bytes", "regions", "sessions", "programs", "inflight"});
-    set(q.region_bytes, r.size(t, path, "region_bytes", 0, i64_max));
-    set(q.regions, r.integer(t, path, "regions", 0, u32_max));
-    set(q.sessions, r.integer(t, path, "sessions", 0, u32_max));
-    set(q.programs, r.integer(t, path, "programs", 0, u32_max));
+    read_limit(r, t, path, "region_bytes", q.region_bytes, true);
+    read_limit(r, t, path, "regions", q.regions, false);
+    read_limit(r, t, path, "sessions", q.sessions, false);
+    read_limit(r, t, path, "programs", q.programs, false);
     set(q.inflight, r.integer(t, path, "inflight", 1, ROF_INFLIGHT_MAX));
 }
 

@@ -47,12 +47,14 @@ bool valid_name(std::string_view name);
 // "1GiB", "1TiB"; std::nullopt if malformed or above 2^64 - 1.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
-// Absent keys are unlimited (inflight: the module's default, 64).
+// A tenant whose file says nothing is bounded (docs/policy.md, 5.3): one
+// tenant must not be able to take the host's memory or fill the module's
+// tables.  "unlimited" in the file sets unlimited (UINT32_MAX).
 struct Quota {
-    std::uint64_t region_bytes = unlimited;
-    std::uint32_t regions = UINT32_MAX;
-    std::uint32_t sessions = UINT32_MAX;
-    std::uint32_t programs = UINT32_MAX;
+    std::uint64_t region_bytes = 1ULL << 30;  // 1 GiB
+    std::uint32_t regions = 64;
+    std::uint32_t sessions = 256;
+    std::uint32_t programs = 64;
     std::uint32_t inflight = 64;  // per session, 1 .. 4096
 };
 

@@ -180,6 +180,34 @@ TEST(PolicyLoad, MissingFilesAreDefaults) {
     EXPECT_EQ(r.policy->daemon.tcp.address, "0.0.0.0:7443");
 }
 
+// A tenant whose file names no quota is bounded; "unlimited" lifts a
+// bound explicitly; anything else that is not a count is refused.
+TEST(PolicyParse, QuotaDefaultsAreFiniteAndUnlimitedIsExplicit) {
+    LoadResult r = parse("", "rofd.toml", {{"a.toml", "name = \"a\"\n"}});
+    ASSERT_TRUE(r.policy) << r.error_text();
+    const Quota& q = r.policy->tenants.at(0).quota;
+    EXPECT_EQ(q.region_bytes, 1ULL << 30);
+    EXPECT_EQ(q.regions, 64U);
+    EXPECT_EQ(q.sessions, 256U);
+    EXPECT_EQ(q.programs, 64U);
+    EXPECT_EQ(q.inflight, 64U);
+
+    r = parse("", "rofd.toml",
+              {{"a.toml", "name = \"a\"\n[quota]\nregion_bytes = \"unlimited\"\n"
+                          "regions = \"unlimited\"\nsessions = \"unlimited\"\n"
+                          "programs = 3\n"}});
+    ASSERT_TRUE(r.policy) << r.error_text();
+    const Quota& u = r.policy->tenants.at(0).quota;
+    EXPECT_EQ(u.region_bytes, ROF_QUOTA_UNLIMITED);
+    EXPECT_EQ(u.regions, UINT32_MAX);
+    EXPECT_EQ(u.sessions, UINT32_MAX);
+    EXPECT_EQ(u.programs, 3U);
+
+    r = parse("", "rofd.toml", {{"a.toml", "name = \"a\"\n[quota]\nsessions = \"many\"\n"}});
+    EXPECT_FALSE(r.policy);
+    EXPECT_EQ(r.error_text(), "a.toml:3:12: quota.sessions: expected an integer, not a string\n");
+}
+
 TEST(PolicyLoad, TenantsDirMustBeADirectory) {
     std::string file = (src_dir / "rofd.toml").string();
     LoadResult r = load(file, file);
