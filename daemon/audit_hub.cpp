@@ -3,14 +3,19 @@
 
 namespace rofd {
 
-bool AuditHub::subscribe(Subscriber* s, const std::string& tenant, std::uint32_t max) {
+std::uint32_t& AuditHub::held(Holder holder, const std::string& tenant) {
+    return holder == Holder::admin ? admin_ : per_tenant_[tenant];
+}
+
+bool AuditHub::subscribe(Subscriber* s, const std::string& tenant, Holder holder,
+                         std::uint32_t max) {
     std::lock_guard lock(mu_);
-    std::uint32_t& n = per_tenant_[tenant];
-    if (!tenant.empty() && n >= max) {
+    std::uint32_t& n = held(holder, tenant);
+    if (n >= max) {
         return false;
     }
     n++;
-    subs_[s] = tenant;
+    subs_[s] = Subscription{tenant, holder};
     return true;
 }
 
@@ -20,16 +25,17 @@ void AuditHub::unsubscribe(Subscriber* s) {
     if (it == subs_.end()) {
         return;
     }
-    if (--per_tenant_[it->second] == 0) {
-        per_tenant_.erase(it->second);
+    const Subscription& sub = it->second;
+    if (--held(sub.holder, sub.tenant) == 0 && sub.holder == Holder::tenant) {
+        per_tenant_.erase(sub.tenant);
     }
     subs_.erase(it);
 }
 
 void AuditHub::publish(const rof::v1::AuditRecord& r) {
     std::lock_guard lock(mu_);
-    for (const auto& [s, tenant] : subs_) {
-        if (tenant.empty() || tenant == r.tenant()) {
+    for (const auto& [s, sub] : subs_) {
+        if (sub.tenant.empty() || sub.tenant == r.tenant()) {
             s->deliver(r);
         }
     }

@@ -30,17 +30,32 @@ class AuditHub {
         virtual void deliver(const rof::v1::AuditRecord& r) = 0;
     };
 
-    // Adds @s for @tenant (empty: an admin's stream of every tenant);
-    // false when @tenant has @max streams already.
-    bool subscribe(Subscriber* s, const std::string& tenant, std::uint32_t max);
+    // Whose streams a subscription counts against: its tenant's, or the
+    // admins' own (whichever tenant it names), so that a tenant holding all
+    // of its streams does not lock the operator out of its audit.
+    enum class Holder { tenant, admin };
+
+    // Adds @s for the records of @tenant (empty: of every tenant, admins
+    // only); false when @holder has @max streams already (the admins, or
+    // @tenant).
+    bool subscribe(Subscriber* s, const std::string& tenant, Holder holder, std::uint32_t max);
     void unsubscribe(Subscriber* s);
     void publish(const rof::v1::AuditRecord& r);
     std::size_t streams() const;
 
   private:
+    struct Subscription {
+        std::string tenant;  // whose records; empty: everyone's
+        Holder holder;
+    };
+
+    // The count @holder's subscriptions to @tenant are held against.
+    std::uint32_t& held(Holder holder, const std::string& tenant);
+
     mutable std::mutex mu_;
-    std::map<Subscriber*, std::string> subs_;
+    std::map<Subscriber*, Subscription> subs_;
     std::map<std::string, std::uint32_t> per_tenant_;
+    std::uint32_t admin_ = 0;
 };
 
 }  // namespace rofd

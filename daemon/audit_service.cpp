@@ -24,13 +24,12 @@ class TailReactor final : public grpc::ServerWriteReactor<v1::AuditRecord>,
     TailReactor(AuditHub& hub, v1::TailAuditRequest filter)
         : hub_(hub), filter_(std::move(filter)) {}
 
-    // Registers with the hub, or finishes at once with @refusal.
-    void start(const std::string& tenant, std::uint32_t max) {
-        if (!hub_.subscribe(this, tenant, max)) {
+    // Registers with the hub, or finishes at once when @holder has @max
+    // streams open already.
+    void start(const std::string& tenant, AuditHub::Holder holder, std::uint32_t max) {
+        if (!hub_.subscribe(this, tenant, holder, max)) {
             Finish(
-                grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                             "tenant \"" + tenant + "\": " + std::to_string(max) +
-                                 " audit streams open already (limits.audit_streams_per_tenant)"));
+                grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, refusal(tenant, holder, max)));
             return;
         }
         subscribed_ = true;
@@ -86,6 +85,16 @@ class TailReactor final : public grpc::ServerWriteReactor<v1::AuditRecord>,
     }
 
   private:
+    static std::string refusal(const std::string& tenant, AuditHub::Holder holder,
+                               std::uint32_t max) {
+        if (holder == AuditHub::Holder::admin) {
+            return "admins: " + std::to_string(max) +
+                   " audit streams open already (limits.audit_streams_admin)";
+        }
+        return "tenant \"" + tenant + "\": " + std::to_string(max) +
+               " audit streams open already (limits.audit_streams_per_tenant)";
+    }
+
     void write_next_locked() {
         writing_ = true;
         StartWrite(&queue_.front());
@@ -122,10 +131,12 @@ grpc::ServerWriteReactor<v1::AuditRecord>* AuditService::TailAudit(
     CallbackServerContext* ctx, const v1::TailAuditRequest* req) {
     grpc::Status st;
     std::string tenant;
+    auto holder = AuditHub::Holder::tenant;
     if (!m_.ready()) {
         st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "rofd is not serving yet");
     } else {
         const Principal p = m_.principal(*ctx);
+        holder = p.admin() ? AuditHub::Holder::admin : AuditHub::Holder::tenant;
         try {
             m_.charge_control_call(p);
             tenant = req->tenant().empty() && p.admin() ? "" : m_.tenant_of(p, req->tenant());
@@ -146,8 +157,14 @@ grpc::ServerWriteReactor<v1::AuditRecord>* AuditService::TailAudit(
         // gRPC owns a callback reactor from here; it deletes itself in OnDone.
         return std::make_unique<RefusedTail>(st).release();
     }
+    // An admin's streams are held against the admins' own bound, not
+    // against the tenant it names.
+    const auto view = m_.view();
+    const auto& limits = view->policy->daemon;
+    const std::uint32_t max = holder == AuditHub::Holder::admin ? limits.audit_streams_admin
+                                                                : limits.audit_streams_per_tenant;
     auto r = std::make_unique<TailReactor>(m_.audit_hub(), *req);
-    r->start(tenant, m_.view()->policy->daemon.audit_streams_per_tenant);
+    r->start(tenant, holder, max);
     return r.release();
 }
 

@@ -92,6 +92,34 @@ class MalformedRequestFactory final : public exp::ServerInterceptorFactoryInterf
     }
 };
 
+// How long, in ms, a peer's pings must be apart while the server sends it
+// nothing (more often: a strike; past two, GOAWAY too_many_pings).  Below
+// any client keepalive worth having (gRPC's own advice is >= 10 s).
+constexpr int min_client_ping_interval_ms = 10000;
+
+// Connection limits (policy [limits]): no connection, idle, half-open or
+// with a dead peer, stays open for long.
+void limit_connections(grpc::ServerBuilder& b, const rof::policy::Daemon& d) {
+    // TCP only (TLS and the HTTP/2 preface): unix connections are accepted
+    // by rofd and handed to gRPC ready.
+    b.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                         static_cast<int>(d.handshake_timeout_ms));
+    // Ping every connection, with calls or without, and close it when the
+    // ping goes unanswered: a dead peer no longer holds a stream (TailAudit)
+    // until TCP's own keepalive (2 h).  No limit on our pings between data
+    // frames, or an idle connection would be pinged twice and then never.
+    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(d.keepalive_ms));
+    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(d.keepalive_timeout_ms));
+    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                         min_client_ping_interval_ms);
+    b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+    // A connection with no call in progress is closed; gRPC clients
+    // reconnect on their next call.
+    b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, static_cast<int>(d.connection_idle_ms));
+}
+
 }  // namespace
 
 Server::Server(Manager& m)
@@ -112,6 +140,7 @@ Server::Server(Manager& m)
     builder.SetMaxSendMessageSize(static_cast<int>(d.max_message_bytes));
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                static_cast<int>(d.max_concurrent_streams));
+    limit_connections(builder, d);
     grpc::ResourceQuota quota("rofd");
     quota.Resize(d.memory_bytes);
     builder.SetResourceQuota(quota);

@@ -142,6 +142,32 @@ bool wait_until(Pred pred) {
     return true;
 }
 
+// Whether the peer of @fd (a raw connection to rofd) closes it: reads and
+// discards what rofd sends (its SETTINGS, pings, GOAWAY) until end of file
+// or ECONNRESET.  False when @fd stays open for 60 s: a bound generous
+// enough for any timeout under test, not a timing assertion.
+inline bool wait_closed(int fd) {
+    constexpr int bound_ms = 60000;
+    for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        const int n = ::poll(&p, 1, bound_ms);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        char buf[4096];
+        const ssize_t got = ::read(fd, buf, sizeof(buf));
+        if (got == 0 || (got < 0 && errno == ECONNRESET)) {
+            return true;
+        }
+        if (got < 0 && errno != EINTR && errno != EAGAIN) {
+            return false;
+        }
+    }
+}
+
 // A TailAudit stream read through gRPC's callback API: records queue up as
 // they arrive; next() and status() block on them.
 class TailStream final : public grpc::ClientReadReactor<v1::AuditRecord> {

@@ -40,6 +40,7 @@ address = "10.0.0.1"
 
 [limits]
 audit_streams_per_tenant = 1
+audit_streams_admin = 2
 )";
 
 // kv owns "table" (granted read-only to analytics) and "log".
@@ -997,6 +998,45 @@ TEST_F(Service, TailAuditStreamsPerTenantAreLimited) {
     TailStream third(*kv->audit, {});
     ASSERT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == 3; }));
     EXPECT_FALSE(third.done());
+}
+
+// The operator's streams do not take the tenant's: an admin tails kv while
+// kv holds all of its own, and admins have a bound of their own.
+TEST_F(Service, AdminTailAuditHasItsOwnBound) {
+    auto kv = h_.client(kv_user);
+    TailStream mine(*kv->audit, {});
+    ASSERT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == 1; }));
+
+    auto root = h_.client(admin);
+    v1::TailAuditRequest of_kv;
+    of_kv.set_tenant("kv");
+    TailStream operators(*root->audit, of_kv);
+    ASSERT_TRUE(
+        wait_until([&] { return operators.done() || h_.manager().audit_hub().streams() == 2; }));
+    h_.fake().push_audit(audit_record(tenant_id("kv"), 7));
+    auto r = operators.next();
+    ASSERT_TRUE(r.has_value()) << describe(operators.status());
+    EXPECT_EQ(r->tenant(), "kv");
+    EXPECT_EQ(r->session(), 7U);
+
+    // kv's own bound is unchanged.
+    auto again = h_.client(kv_user);
+    TailStream second(*again->audit, {});
+    auto st = second.status();
+    EXPECT_EQ(st.error_code(), Code::RESOURCE_EXHAUSTED) << describe(st);
+    EXPECT_EQ(st.error_message(),
+              "tenant \"kv\": 1 audit streams open already (limits.audit_streams_per_tenant)");
+
+    // The admins' bound (2) counts their streams of any tenant, or of all.
+    TailStream all(*root->audit, {});
+    ASSERT_TRUE(wait_until([&] { return h_.manager().audit_hub().streams() == 3; }));
+    TailStream third(*root->audit, of_kv);
+    st = third.status();
+    EXPECT_EQ(st.error_code(), Code::RESOURCE_EXHAUSTED) << describe(st);
+    EXPECT_EQ(st.error_message(),
+              "admins: 2 audit streams open already (limits.audit_streams_admin)");
+    EXPECT_FALSE(mine.done());
+    EXPECT_FALSE(operators.done());
 }
 
 TEST_F(Service, MetricsAreRofFamilies) {

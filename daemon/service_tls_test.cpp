@@ -4,13 +4,17 @@
 // (identity.subjects) or the admin role (admin.subjects).  The
 // certificates are made with the openssl CLI in a TempDir; rofd listens on
 // 127.0.0.1 port 0 and the test asks the Server which port it got.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "service_harness.h"
@@ -94,13 +98,13 @@ class Certs {
     int serial_ = 1;
 };
 
-std::string daemon_toml(const Certs& c) {
+std::string daemon_toml(const Certs& c, const std::string& more = "") {
     return std::string("[admin]\nsubjects = [\"") + admin_subject +
            "\"]\n\n"
            "[listen.tcp]\nenabled = true\naddress = \"127.0.0.1:0\"\n"
            "cert = \"" +
            c.pem("server") + "\"\nkey = \"" + c.key("server") + "\"\nclient_ca = \"" + c.pem("ca") +
-           "\"\n\n[sessions]\naddress = \"10.0.0.1\"\n";
+           "\"\n\n[sessions]\naddress = \"10.0.0.1\"\n" + more;
 }
 
 ServiceHarness::Files tenants() {
@@ -119,7 +123,7 @@ std::string describe(const grpc::Status& st) {
 
 class Tls : public ::testing::Test {
   protected:
-    Tls() : h_(daemon_toml(certs_), tenants()) {}
+    explicit Tls(const std::string& more = "") : h_(daemon_toml(certs_, more), tenants()) {}
 
     // A client over TLS to rofd's TCP port that trusts @ca for the server
     // and presents @client's certificate (none when empty).
@@ -204,6 +208,42 @@ TEST_F(Tls, SubjectInNoPolicyIsPermissionDenied) {
     EXPECT_NE(st.error_message().find(std::string("\"") + stranger_subject + "\""),
               std::string::npos)
         << st.error_message();
+}
+
+// [limits] handshake_timeout_ms: a TCP peer that connects and then sends
+// nothing (no TLS ClientHello) is closed by rofd.
+class TlsHandshake : public Tls {
+  protected:
+    TlsHandshake() : Tls("\n[limits]\nhandshake_timeout_ms = 1000\n") {}
+
+    // A raw TCP connection to rofd's TLS port.
+    rofd::UniqueFd connect_raw() {
+        rofd::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!fd) {
+            throw std::system_error(errno, std::generic_category(), "socket");
+        }
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<std::uint16_t>(h_.server().tcp_port()));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), sizeof(a)) < 0) {
+            throw std::system_error(errno, std::generic_category(), "connect");
+        }
+        return fd;
+    }
+};
+
+TEST_F(TlsHandshake, SilentPeerIsClosed) {
+    const rofd::UniqueFd fd = connect_raw();
+    EXPECT_TRUE(rofd::test::wait_closed(fd.get()));
+}
+
+TEST_F(TlsHandshake, ClientThatHandshakesIsServed) {
+    auto c = client("kv");
+    v1::GetStatusResponse resp;
+    const auto st = status(c, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.caller(), "tenant kv");
 }
 
 }  // namespace

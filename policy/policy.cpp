@@ -43,6 +43,7 @@ constexpr std::uint64_t freelist_header = 64;  // struct rof_isa_freelist
 constexpr std::uint64_t u32_max = UINT32_MAX;
 constexpr std::uint64_t i64_max = INT64_MAX;
 constexpr std::uint32_t ms_per_day = 86400000;
+constexpr std::uint32_t handshake_timeout_max_ms = 120000;  // gRPC's own default
 
 // ---- identities -----------------------------------------------------------
 
@@ -348,14 +349,22 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
 
     if (auto t = r.table(root, "", "limits")) {
         const std::string path = "limits";
-        r.check_keys(*t, path,
-                     {"max_message_bytes", "max_concurrent_streams", "memory_bytes",
-                      "audit_streams_per_tenant", "default_deadline_ms"});
+        r.check_keys(
+            *t, path,
+            {"max_message_bytes", "max_concurrent_streams", "memory_bytes",
+             "audit_streams_per_tenant", "audit_streams_admin", "default_deadline_ms",
+             "handshake_timeout_ms", "keepalive_ms", "keepalive_timeout_ms", "connection_idle_ms"});
         set(d.max_message_bytes, r.size(*t, path, "max_message_bytes", 4 * KiB, GiB));
         set(d.max_concurrent_streams, r.integer(*t, path, "max_concurrent_streams", 1, 65536));
         set(d.memory_bytes, r.size(*t, path, "memory_bytes", MiB, 1024 * GiB));
         set(d.audit_streams_per_tenant, r.integer(*t, path, "audit_streams_per_tenant", 0, 64));
+        set(d.audit_streams_admin, r.integer(*t, path, "audit_streams_admin", 1, 64));
         set(d.default_deadline_ms, r.integer(*t, path, "default_deadline_ms", 1, ms_per_day));
+        set(d.handshake_timeout_ms,
+            r.integer(*t, path, "handshake_timeout_ms", 1000, handshake_timeout_max_ms));
+        set(d.keepalive_ms, r.integer(*t, path, "keepalive_ms", 1000, ms_per_day));
+        set(d.keepalive_timeout_ms, r.integer(*t, path, "keepalive_timeout_ms", 1000, ms_per_day));
+        set(d.connection_idle_ms, r.integer(*t, path, "connection_idle_ms", 1000, ms_per_day));
     }
 }
 

@@ -169,7 +169,17 @@ struct Daemon {
     std::uint32_t max_concurrent_streams = 64;  // per connection
     std::uint64_t memory_bytes = 256ULL << 20;  // grpc::ResourceQuota
     std::uint32_t audit_streams_per_tenant = 4;
+    std::uint32_t audit_streams_admin = 8;      // the admins' own, all of them together
     std::uint32_t default_deadline_ms = 30000;  // applied when a call has none
+    // Connections (gRPC's transport): a TCP connection must finish TLS and
+    // the HTTP/2 preface within handshake_timeout_ms; every connection is
+    // pinged after keepalive_ms without reads and closed when the ping is
+    // not answered within keepalive_timeout_ms; a connection with no call
+    // for connection_idle_ms is closed (clients reconnect on their next call).
+    std::uint32_t handshake_timeout_ms = 10000;
+    std::uint32_t keepalive_ms = 60000;
+    std::uint32_t keepalive_timeout_ms = 20000;
+    std::uint32_t connection_idle_ms = 900000;
 };
 
 struct Policy {

@@ -132,6 +132,11 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(d.memory_bytes, 1ULL << 30);
     EXPECT_EQ(d.audit_streams_per_tenant, 2U);
     EXPECT_EQ(d.default_deadline_ms, 10000U);
+    EXPECT_EQ(d.audit_streams_admin, 3U);
+    EXPECT_EQ(d.handshake_timeout_ms, 5000U);
+    EXPECT_EQ(d.keepalive_ms, 30000U);
+    EXPECT_EQ(d.keepalive_timeout_ms, 10000U);
+    EXPECT_EQ(d.connection_idle_ms, 600000U);
 
     ASSERT_EQ(r.policy->tenants.size(), 1U);
     const Tenant& t = r.policy->tenants[0];
@@ -206,6 +211,32 @@ TEST(PolicyParse, QuotaDefaultsAreFiniteAndUnlimitedIsExplicit) {
     r = parse("", "rofd.toml", {{"a.toml", "name = \"a\"\n[quota]\nsessions = \"many\"\n"}});
     EXPECT_FALSE(r.policy);
     EXPECT_EQ(r.error_text(), "a.toml:3:12: quota.sessions: expected an integer, not a string\n");
+}
+
+// The connection limits are on by default: a dead or silent peer never
+// holds a connection (or a tenant's audit stream) for long.
+TEST(PolicyLoad, ConnectionLimitsDefaults) {
+    const Daemon d;
+    EXPECT_EQ(d.handshake_timeout_ms, 10000U);
+    EXPECT_EQ(d.keepalive_ms, 60000U);
+    EXPECT_EQ(d.keepalive_timeout_ms, 20000U);
+    EXPECT_EQ(d.connection_idle_ms, 900000U);
+    EXPECT_EQ(d.audit_streams_admin, 8U);
+}
+
+TEST(PolicyParse, ConnectionLimitsRanges) {
+    LoadResult r = parse(
+        "[limits]\nhandshake_timeout_ms = 999\nkeepalive_ms = 0\nkeepalive_timeout_ms = "
+        "86400001\nconnection_idle_ms = 10\naudit_streams_admin = 0\n",
+        "rofd.toml", {});
+    EXPECT_FALSE(r.policy);
+    EXPECT_EQ(r.error_text(),
+              "rofd.toml:2:24: limits.handshake_timeout_ms: 999 is out of range (1000 .. 120000)\n"
+              "rofd.toml:3:16: limits.keepalive_ms: 0 is out of range (1000 .. 86400000)\n"
+              "rofd.toml:4:24: limits.keepalive_timeout_ms: 86400001 is out of range (1000 .. "
+              "86400000)\n"
+              "rofd.toml:5:22: limits.connection_idle_ms: 10 is out of range (1000 .. 86400000)\n"
+              "rofd.toml:6:23: limits.audit_streams_admin: 0 is out of range (1 .. 64)\n");
 }
 
 TEST(PolicyLoad, TenantsDirMustBeADirectory) {

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// Connection limits ([limits] handshake_timeout_ms, keepalive_ms,
+// keepalive_timeout_ms, connection_idle_ms) on rofd's unix socket: raw
+// peers that are silent, stop after the HTTP/2 preface or half-way through
+// a call, and a TailAudit whose client went dead, are all closed by rofd.
+// The TCP listener's handshake timeout is in service_tls_test.cpp.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "service_harness.h"
+#include "test_tenants.h"
+
+namespace {
+
+using rofd::UniqueFd;
+using rofd::test::ServiceHarness;
+using rofd::test::wait_closed;
+using rofd::test::wait_until;
+using rofd::test::Who;
+
+const Who kv_user{"kv", 1001, 1001, {}};
+
+// A harness whose [limits] are @limits (other limits at their defaults).
+std::string daemon_toml(const std::string& limits) {
+    return "[sessions]\naddress = \"10.0.0.1\"\n\n[limits]\n" + limits;
+}
+
+// Idle connections are closed after 1 s; no keepalive ping within a test.
+const char* const idle_limits = "connection_idle_ms = 1000\n";
+// Pings after 1 s of silence, unanswered for 1 s: closed; never idle.
+const char* const keepalive_limits =
+    "keepalive_ms = 1000\nkeepalive_timeout_ms = 1000\nconnection_idle_ms = 86400000\n";
+
+// ---- raw HTTP/2, just enough to open a call --------------------------------
+
+constexpr std::uint8_t frame_data = 0x0;
+constexpr std::uint8_t frame_headers = 0x1;
+constexpr std::uint8_t frame_settings = 0x4;
+constexpr std::uint8_t flag_end_stream = 0x1;
+constexpr std::uint8_t flag_end_headers = 0x4;
+
+std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream,
+                  const std::string& payload) {
+    const auto n = static_cast<std::uint32_t>(payload.size());
+    std::string f{static_cast<char>(n >> 16),
+                  static_cast<char>(n >> 8),
+                  static_cast<char>(n),
+                  static_cast<char>(type),
+                  static_cast<char>(flags),
+                  static_cast<char>(stream >> 24),
+                  static_cast<char>(stream >> 16),
+                  static_cast<char>(stream >> 8),
+                  static_cast<char>(stream)};
+    return f + payload;
+}
+
+// The client connection preface and an empty SETTINGS frame.
+std::string preface() {
+    return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + frame(frame_settings, 0, 0, "");
+}
+
+// HPACK: each field a literal without indexing, new name (names and values
+// shorter than 127 bytes).
+std::string header_block(const std::vector<std::pair<std::string, std::string>>& fields) {
+    std::string b;
+    for (const auto& [name, value] : fields) {
+        b += '\0';
+        b += static_cast<char>(name.size());
+        b += name;
+        b += static_cast<char>(value.size());
+        b += value;
+    }
+    return b;
+}
+
+// HEADERS of a gRPC call to @method on stream 1.
+std::string call_headers(const std::string& method, std::uint8_t flags) {
+    return frame(frame_headers, flags, 1,
+                 header_block({{":method", "POST"},
+                               {":scheme", "http"},
+                               {":path", method},
+                               {":authority", "rofd"},
+                               {"content-type", "application/grpc"},
+                               {"te", "trailers"}}));
+}
+
+// An empty request message, the last of the stream.
+std::string empty_message() {
+    return frame(frame_data, flag_end_stream, 1, std::string(5, '\0'));
+}
+
+void send_all(int fd, const std::string& bytes) {
+    ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()))
+        << std::strerror(errno);
+}
+
+// ---- idle: no call in progress ----------------------------------------------
+
+TEST(Connections, SilentConnectionIsClosedWhenIdle) {
+    ServiceHarness h(daemon_toml(idle_limits), {{"kv", rofd::test::kv_toml()}});
+    const UniqueFd fd = rofd::test::connect_as(h.socket(), kv_user);
+    EXPECT_TRUE(wait_closed(fd.get()));
+}
+
+TEST(Connections, PrefaceThenSilenceIsClosedWhenIdle) {
+    ServiceHarness h(daemon_toml(idle_limits), {{"kv", rofd::test::kv_toml()}});
+    const UniqueFd fd = rofd::test::connect_as(h.socket(), kv_user);
+    send_all(fd.get(), preface());
+    EXPECT_TRUE(wait_closed(fd.get()));
+}
+
+// ---- keepalive: a call in progress, a peer that answers no ping --------------
+
+TEST(Connections, CallWithNoBodyIsClosedByKeepalive) {
+    ServiceHarness h(daemon_toml(keepalive_limits), {{"kv", rofd::test::kv_toml()}});
+    const UniqueFd fd = rofd::test::connect_as(h.socket(), kv_user);
+    send_all(fd.get(), preface() + call_headers("/rof.v1.Control/GetStatus", flag_end_headers));
+    EXPECT_TRUE(wait_closed(fd.get()));
+}
+
+TEST(Connections, HeadersWithoutEndHeadersAreClosedByKeepalive) {
+    ServiceHarness h(daemon_toml(keepalive_limits), {{"kv", rofd::test::kv_toml()}});
+    const UniqueFd fd = rofd::test::connect_as(h.socket(), kv_user);
+    send_all(fd.get(), preface() + call_headers("/rof.v1.Control/GetStatus", 0));
+    EXPECT_TRUE(wait_closed(fd.get()));
+}
+
+// A tenant's TailAudit whose client went dead (it answers nothing, not even
+// a ping) is ended, and the tenant's stream slot freed.
+TEST(Connections, DeadClientsAuditStreamIsEnded) {
+    ServiceHarness h(daemon_toml(keepalive_limits), {{"kv", rofd::test::kv_toml()}});
+    const UniqueFd fd = rofd::test::connect_as(h.socket(), kv_user);
+    send_all(fd.get(), preface() + call_headers("/rof.v1.Audit/TailAudit", flag_end_headers) +
+                           empty_message());
+    ASSERT_TRUE(wait_until([&] { return h.manager().audit_hub().streams() == 1; }));
+    EXPECT_TRUE(wait_closed(fd.get()));
+    EXPECT_TRUE(wait_until([&] { return h.manager().audit_hub().streams() == 0; }));
+}
+
+}  // namespace
