@@ -198,9 +198,10 @@ TEST(PolicyParse, QuotaDefaultsAreFiniteAndUnlimitedIsExplicit) {
     EXPECT_EQ(q.inflight, 64U);
 
     r = parse("", "rofd.toml",
-              {{"a.toml", "name = \"a\"\n[quota]\nregion_bytes = \"unlimited\"\n"
-                          "regions = \"unlimited\"\nsessions = \"unlimited\"\n"
-                          "programs = 3\n"}});
+              {{"a.toml",
+                "name = \"a\"\n[quota]\nregion_bytes = \"unlimited\"\n"
+                "regions = \"unlimited\"\nsessions = \"unlimited\"\n"
+                "programs = 3\n"}});
     ASSERT_TRUE(r.policy) << r.error_text();
     const Quota& u = r.policy->tenants.at(0).quota;
     EXPECT_EQ(u.region_bytes, ROF_QUOTA_UNLIMITED);
