@@ -46,7 +46,7 @@ class AuditHub {
   private:
     struct Subscription {
         std::string tenant;  // whose records; empty: everyone's
-        Holder holder;
+        Holder holder = Holder::tenant;
     };
 
     // The count @holder's subscriptions to @tenant are held against.
