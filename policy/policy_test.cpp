@@ -211,7 +211,8 @@ TEST(PolicyParse, QuotaDefaultsAreFiniteAndUnlimitedIsExplicit) {
 
     r = parse("", "rofd.toml", {{"a.toml", "name = \"a\"\n[quota]\nsessions = \"many\"\n"}});
     EXPECT_FALSE(r.policy);
-    EXPECT_EQ(r.error_text(), "a.toml:3:12: quota.sessions: expected an integer, not a string\n");
+    EXPECT_EQ(r.error_text(),
+              "a.toml:3:12: quota.sessions: expected an integer, not a string (\"many\")\n");
 }
 
 // The connection limits are on by default: a dead or silent peer never
