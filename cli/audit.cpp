@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 // rofctl audit tail [-f] [--tenant T] [-n N], audit stats.
+#include <pthread.h>
+
+#include <atomic>
 #include <csignal>
 #include <thread>
 
@@ -24,7 +27,29 @@ int tail(Context& ctx, const AuditOpts& o) {
     req.set_tenant(o.tenant);
     req.set_session(o.session);
     req.set_errors_only(o.errors_only);
+    // -f ends on SIGINT or SIGTERM after the record being printed, so that
+    // what it wrote ends with a whole line.  Blocked before gRPC starts its
+    // threads (ctx.client() creates the channel), so that they inherit the
+    // mask and only the stopper takes the signal.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    if (o.follow) {
+        pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    }
     rof::AuditTail stream = ctx.client().tail_audit(req);
+    std::atomic<bool> ended{false};
+    std::jthread stopper;
+    if (o.follow) {
+        stopper = std::jthread([&stream, &ended, stop_signals] {
+            int sig = 0;
+            sigwait(&stop_signals, &sig);
+            if (!ended.load()) {
+                stream.cancel();
+            }
+        });
+    }
 
     std::jthread timer;
     if (!o.follow) {
@@ -41,6 +66,12 @@ int tail(Context& ctx, const AuditOpts& o) {
     while ((o.follow || n < o.count) && stream.next(rec)) {
         ctx.printer.record(to_json(rec));
         n++;
+    }
+    if (stopper.joinable()) {
+        // The stream ended without a signal (rofd went away): wake the stopper.
+        ended.store(true);
+        pthread_kill(stopper.native_handle(), SIGTERM);
+        stopper.join();
     }
     if (n < o.count || o.follow) {
         stream.finish();  // throws unless cancelled
