@@ -1340,6 +1340,37 @@ TEST_F(Service, ReadsSeeOnePolicyWhileItIsReloaded) {
     h_.manager().set_view_filter_for_test({});
 }
 
+// Keeps the manager's worker busy from construction until release() (or
+// the end of the scope, so that a failed assertion never leaves it held):
+// what a test needs to see which calls wait for the worker.
+class WorkerHold {
+  public:
+    explicit WorkerHold(rofd::Manager& m) {
+        auto running = std::make_shared<std::promise<void>>();
+        auto started = running->get_future();
+        m.post([running, released = released_] {
+            running->set_value();
+            released.wait();
+        });
+        started.wait();
+    }
+    ~WorkerHold() { release(); }
+    WorkerHold(const WorkerHold&) = delete;
+    WorkerHold& operator=(const WorkerHold&) = delete;
+
+    void release() {
+        if (!done_) {
+            done_ = true;
+            release_.set_value();
+        }
+    }
+
+  private:
+    std::promise<void> release_;
+    std::shared_future<void> released_ = release_.get_future().share();
+    bool done_ = false;
+};
+
 // A call that carries its own deadline waits for the worker until that
 // deadline, not [limits] default_deadline_ms; a call without one does not.
 TEST(ServiceDeadline, OwnDeadlineOutlastsTheDefault) {
@@ -1350,14 +1381,7 @@ TEST(ServiceDeadline, OwnDeadlineOutlastsTheDefault) {
     auto c = h.client(admin);
     for (const bool own_deadline : {true, false}) {
         // The worker is busy until we let it go.
-        std::promise<void> running;
-        std::promise<void> release;
-        std::shared_future<void> released = release.get_future().share();
-        h.manager().post([&running, released] {
-            running.set_value();
-            released.wait();
-        });
-        running.get_future().wait();
+        WorkerHold hold(h.manager());
         auto answer = std::async(std::launch::async, [&] {
             grpc::ClientContext ctx;
             if (own_deadline) {
@@ -1373,7 +1397,7 @@ TEST(ServiceDeadline, OwnDeadlineOutlastsTheDefault) {
         ASSERT_TRUE(wait_until([&] {
             return std::chrono::steady_clock::now() - queued > std::chrono::milliseconds(5);
         }));
-        release.set_value();
+        hold.release();
         const auto st = answer.get();
         if (own_deadline) {
             EXPECT_TRUE(st.ok()) << describe(st);
@@ -1483,14 +1507,7 @@ TEST(ServiceStore, ProgramBytesPerTenantAreBounded) {
 // A caller with no role is refused at once, not queued for the worker
 // that every tenant's state changes wait for.
 TEST_F(Service, ACallerWithNoRoleIsNotQueued) {
-    std::promise<void> running;
-    std::promise<void> release;
-    std::shared_future<void> released = release.get_future().share();
-    h_.manager().post([&running, released] {
-        running.set_value();
-        released.wait();
-    });
-    running.get_future().wait();
+    WorkerHold hold(h_.manager());
     auto c = h_.client(stranger);
     auto answer = std::async(std::launch::async, [&] {
         v1::Region resp;
@@ -1502,7 +1519,7 @@ TEST_F(Service, ACallerWithNoRoleIsNotQueued) {
                h_.manager().queued() > 0;
     }));
     EXPECT_EQ(h_.manager().queued(), 0U);
-    release.set_value();
+    hold.release();
     const auto st = answer.get();
     EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
     EXPECT_TRUE(contains(st.error_message(), "no tenant's identity in policy")) << describe(st);
@@ -1512,14 +1529,7 @@ TEST_F(Service, ACallerWithNoRoleIsNotQueued) {
 // answered while the worker is busy with another call, and one it accepts
 // waits for the worker only for the load.
 TEST_F(Service, LoadProgramVerifiesBeforeItQueues) {
-    std::promise<void> running;
-    std::promise<void> release;
-    std::shared_future<void> released = release.get_future().share();
-    h_.manager().post([&running, released] {
-        running.set_value();
-        released.wait();
-    });
-    running.get_future().wait();
+    WorkerHold hold(h_.manager());
     auto c = h_.client(kv_user);
     v1::LoadProgramRequest bad;
     bad.set_name("bad");
@@ -1537,7 +1547,7 @@ TEST_F(Service, LoadProgramVerifiesBeforeItQueues) {
         return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, good, &loaded);
     });
     ASSERT_TRUE(wait_until([&] { return h_.manager().queued() == 1; }));
-    release.set_value();
+    hold.release();
     const auto loaded = answer.get();
     EXPECT_TRUE(loaded.ok()) << describe(loaded);
 }
