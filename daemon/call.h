@@ -124,7 +124,7 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
     };
     if (kind == CallKind::write) {
         try {
-            m.post(std::move(run));
+            m.post_call(p, m.view()->policy->daemon.queued_calls_per_tenant, std::move(run));
         } catch (const CallError& e) {
             reactor->Finish(e.status());
         }

@@ -135,6 +135,10 @@ class Manager {
 
     // Runs @fn on the worker thread; state changes go through here.
     void post(std::function<void()> fn);
+    // The same for a call of @p: a tenant may have at most @max calls
+    // waiting at once (CallError(RESOURCE_EXHAUSTED) past it, naming
+    // limits.queued_calls_per_tenant); admins' calls are not counted.
+    void post_call(const Principal& p, std::uint32_t max, std::function<void()> fn);
     // How many posted calls wait for the worker (the one running excluded).
     std::size_t queued() const;
 
@@ -213,6 +217,7 @@ class Manager {
     mutable std::mutex work_mu_;
     std::condition_variable work_cv_;
     std::deque<std::function<void()>> work_;
+    std::map<std::string, std::uint32_t, std::less<>> queued_per_tenant_;  // post_call's
     bool stopping_ = false;
     std::thread worker_;
 

@@ -1407,6 +1407,53 @@ TEST(ServiceDeadline, OwnDeadlineOutlastsTheDefault) {
     }
 }
 
+// One tenant may have limits.queued_calls_per_tenant state changes waiting
+// for the worker; past it its calls are refused at once, while another
+// caller's (an admin's here) still queue and everything accepted runs.
+TEST(ServiceQueue, ATenantsWaitingCallsAreCapped) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "needs root: the callers connect as other uids";
+    }
+    ServiceHarness h("[limits]\nqueued_calls_per_tenant = 2\n", tenant_files);
+    auto kv = h.client(kv_user);
+    auto root = h.client(admin);
+    WorkerHold hold(h.manager());
+    auto create = [](Client& c, const std::string& name) {
+        return std::async(std::launch::async, [&c, name] {
+            v1::Region resp;
+            return rpc(*c.regions, &v1::Regions::Stub::CreateRegion, region_request(name, 4096, 3),
+                       &resp);
+        });
+    };
+    auto first = create(*kv, "q1");
+    auto second = create(*kv, "q2");
+    ASSERT_TRUE(wait_until([&] { return h.manager().queued() == 2; }));
+
+    v1::Region resp;
+    const auto third =
+        rpc(*kv->regions, &v1::Regions::Stub::CreateRegion, region_request("q3", 4096, 3), &resp);
+    EXPECT_EQ(third.error_code(), Code::RESOURCE_EXHAUSTED) << describe(third);
+    EXPECT_TRUE(contains(third.error_message(), "limits.queued_calls_per_tenant"))
+        << describe(third);
+
+    auto admins = std::async(std::launch::async, [&root] {
+        v1::CreateRegionRequest req = region_request("q4", 4096, 3);
+        req.set_tenant("kv");
+        v1::Region out;
+        return rpc(*root->regions, &v1::Regions::Stub::CreateRegion, req, &out);
+    });
+    ASSERT_TRUE(wait_until([&] { return h.manager().queued() == 3; }));
+    hold.release();
+    for (auto* f : {&first, &second, &admins}) {
+        const auto st = f->get();
+        EXPECT_TRUE(st.ok()) << describe(st);
+    }
+    // Taken by the worker, the calls no longer count: kv queues again.
+    const auto again =
+        rpc(*kv->regions, &v1::Regions::Stub::CreateRegion, region_request("q5", 4096, 3), &resp);
+    EXPECT_TRUE(again.ok()) << describe(again);
+}
+
 // A tenant named "0" is not tenant id 0, whose records are the rejects of
 // connects without a valid ticket; and a tenant's metrics show nothing of
 // the audit ring's or the drain's totals, which count every tenant.

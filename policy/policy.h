@@ -171,6 +171,10 @@ struct Daemon {
     std::uint32_t audit_streams_per_tenant = 4;
     std::uint32_t audit_streams_admin = 8;      // the admins' own, all of them together
     std::uint32_t default_deadline_ms = 30000;  // applied when a call has none
+    // State-changing calls of one tenant waiting for rofd's worker at once;
+    // past it a call is refused, so no tenant fills the queue every
+    // tenant's changes wait in.  Admins' calls are not counted.
+    std::uint32_t queued_calls_per_tenant = 32;
     // Connections (gRPC's transport): a TCP connection must finish TLS and
     // the HTTP/2 preface within handshake_timeout_ms; every connection is
     // pinged after keepalive_ms without reads and closed when the ping is
