@@ -290,45 +290,38 @@ void Manager::stop() {
 }
 
 void Manager::post(std::function<void()> fn) {
-    {
-        std::lock_guard lock(work_mu_);
-        if (stopping_) {
-            throw CallError(grpc::StatusCode::UNAVAILABLE, "rofd is shutting down");
-        }
-        work_.push_back(std::move(fn));
-    }
-    work_cv_.notify_one();
+    post_call(Principal{}, 0, std::move(fn));  // no tenant's: not counted
 }
 
 void Manager::post_call(const Principal& p, std::uint32_t max, std::function<void()> fn) {
-    if (p.role != Principal::Role::tenant) {
-        post(std::move(fn));
-        return;
-    }
     {
         std::lock_guard lock(work_mu_);
         if (stopping_) {
             throw CallError(grpc::StatusCode::UNAVAILABLE, "rofd is shutting down");
         }
-        std::uint32_t& n = queued_per_tenant_[p.tenant];
-        if (n >= max) {
-            throw CallError(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            fmt::format("tenant {}: {} calls wait for rofd's worker already "
-                                        "(limits.queued_calls_per_tenant)",
-                                        quoted(p.tenant), max));
-        }
-        n++;
-        // No longer waiting once the worker takes it.
-        work_.push_back([this, tenant = p.tenant, fn = std::move(fn)] {
-            {
-                std::lock_guard taken(work_mu_);
-                auto it = queued_per_tenant_.find(tenant);
-                if (it != queued_per_tenant_.end() && --it->second == 0) {
-                    queued_per_tenant_.erase(it);
-                }
+        if (p.role != Principal::Role::tenant) {
+            work_.push_back(std::move(fn));
+        } else {
+            std::uint32_t& n = queued_per_tenant_[p.tenant];
+            if (n >= max) {
+                throw CallError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                fmt::format("tenant {}: {} calls wait for rofd's worker already "
+                                            "(limits.queued_calls_per_tenant)",
+                                            quoted(p.tenant), max));
             }
-            fn();
-        });
+            n++;
+            // No longer waiting once the worker takes it.
+            work_.push_back([this, tenant = p.tenant, fn = std::move(fn)] {
+                {
+                    std::lock_guard taken(work_mu_);
+                    auto it = queued_per_tenant_.find(tenant);
+                    if (it != queued_per_tenant_.end() && --it->second == 0) {
+                        queued_per_tenant_.erase(it);
+                    }
+                }
+                fn();
+            });
+        }
     }
     work_cv_.notify_one();
 }
