@@ -538,11 +538,31 @@ std::optional<grpc::Status> Manager::replay(const Idempotency& id,
                             "idempotency_key " + quoted(id.key) + " was used for another " +
                                 id.method + " request");
     }
+    if (prev->status_code == Store::Idempotent::pending) {
+        return std::nullopt;  // interrupted: the handler looks at what it left
+    }
     if (!resp->ParseFromString(prev->response)) {
         return grpc::Status(grpc::StatusCode::INTERNAL,
                             "idempotency_key " + quoted(id.key) + ": stored answer unreadable");
     }
     return grpc::Status(static_cast<grpc::StatusCode>(prev->status_code), prev->status_message);
+}
+
+void Manager::begin(const Idempotency& id) {
+    if (id.key.empty()) {
+        return;
+    }
+    store().put_idempotent(id.scope, id.method, id.key,
+                           Store::Idempotent{id.request_hash, "", Store::Idempotent::pending, ""});
+}
+
+bool Manager::interrupted(const Idempotency& id) {
+    if (id.key.empty()) {
+        return false;
+    }
+    const auto prev = store().idempotent(id.scope, id.method, id.key);
+    return prev && prev->status_code == Store::Idempotent::pending &&
+           prev->request_hash == id.request_hash;
 }
 
 void Manager::record(const Idempotency& id, const google::protobuf::Message& resp) {

@@ -162,14 +162,21 @@ class Manager {
     // characters; empty: none).  replay() returns the stored answer and
     // fills @resp when the call already succeeded, FAILED_PRECONDITION
     // when the key was used for another request, std::nullopt when the
-    // call must run.  record() stores the answer; call it inside the
-    // transaction that commits the call's own rows.
+    // call must run.  begin() marks the call under way; call it inside the
+    // transaction that writes the call's intent rows, before the ioctl.
+    // record() stores the answer; call it inside the transaction that
+    // commits the call's own rows.  When rofd dies between the two, the
+    // retry finds the call interrupted(): its handler then answers from
+    // what the crash left (the intent rows reconciliation settled) rather
+    // than refuse the object the first attempt made.
     struct Idempotency {
         std::string scope, method, key, request_hash;
     };
     static Idempotency idempotency(const Principal& p, const std::string& method,
                                    const google::protobuf::Message& req, const std::string& key);
     std::optional<grpc::Status> replay(const Idempotency& id, google::protobuf::Message* resp);
+    void begin(const Idempotency& id);
+    bool interrupted(const Idempotency& id);
     void record(const Idempotency& id, const google::protobuf::Message& resp);
 
     AuditDrain& audit() noexcept { return *audit_; }

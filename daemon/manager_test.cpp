@@ -18,6 +18,7 @@
 #include "manager.h"
 #include "rof/prog/asm.h"
 #include "rof/v1/region.pb.h"
+#include "shared_module.h"
 #include "store.h"
 #include "test_tenants.h"
 #include "test_util.h"
@@ -34,74 +35,6 @@ namespace {
 }
 
 constexpr std::uint64_t MiB = 1ULL << 20;
-
-// Manager owns its Module; the tests keep the FakeModule across Managers
-// (a rofd restart keeps the module, a module reload keeps rofd's state),
-// so each Manager gets this forwarder.
-class SharedModule final : public Module {
-  public:
-    explicit SharedModule(std::shared_ptr<FakeModule> m) : m_(std::move(m)) {}
-
-    ModuleVersion version() override { return m_->version(); }
-    std::vector<DeviceInfo> list_devices() override { return m_->list_devices(); }
-    std::uint32_t tenant_create(const std::string& name, std::uint32_t id) override {
-        return m_->tenant_create(name, id);
-    }
-    void tenant_destroy(std::uint32_t id, bool force) override { m_->tenant_destroy(id, force); }
-    void tenant_set_quota(std::uint32_t id, const rof_tenant_quota& q) override {
-        m_->tenant_set_quota(id, q);
-    }
-    void tenant_set_rate(std::uint32_t id, const rof_rate& r) override {
-        m_->tenant_set_rate(id, r);
-    }
-    std::vector<rof_tenant_info> list_tenants() override { return m_->list_tenants(); }
-    std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override {
-        return m_->get_tenant(id);
-    }
-    std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                std::uint32_t rights) override {
-        return m_->region_create(tenant, name, size, rights);
-    }
-    void region_destroy(std::uint32_t id, bool force) override { m_->region_destroy(id, force); }
-    std::vector<rof_region_info> list_regions() override { return m_->list_regions(); }
-    std::optional<rof_region_info> get_region(std::uint32_t id) override {
-        return m_->get_region(id);
-    }
-    RegionToken region_token(std::uint32_t region, std::uint32_t rights,
-                             std::uint32_t ttl_ms) override {
-        return m_->region_token(region, rights, ttl_ms);
-    }
-    std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
-                                  std::uint64_t offset, std::uint32_t count) override {
-        return m_->freelist_create(region, block_size, offset, count);
-    }
-    void freelist_destroy(std::uint32_t id, bool force) override {
-        m_->freelist_destroy(id, force);
-    }
-    std::vector<rof_freelist_info> list_freelists() override { return m_->list_freelists(); }
-    std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) override {
-        return m_->prog_load(req, image);
-    }
-    void prog_unload(std::uint32_t tenant, std::uint64_t tag) override {
-        m_->prog_unload(tenant, tag);
-    }
-    std::vector<rof_prog_info> list_progs() override { return m_->list_progs(); }
-    std::optional<rof_prog_info> get_prog(std::uint32_t tenant, std::uint64_t tag) override {
-        return m_->get_prog(tenant, tag);
-    }
-    void set_ticket_key(const TicketKey& key) override { m_->set_ticket_key(key); }
-    void session_prepare(rof_session_prepare& req) override { m_->session_prepare(req); }
-    std::vector<rof_session_info> list_sessions() override { return m_->list_sessions(); }
-    std::optional<rof_session_info> get_session(std::uint32_t id) override {
-        return m_->get_session(id);
-    }
-    void session_close(std::uint32_t id) override { m_->session_close(id); }
-    UniqueFd audit_open(bool nonblock) override { return m_->audit_open(nonblock); }
-    rof_audit_stats audit_stats() override { return m_->audit_stats(); }
-
-  private:
-    std::shared_ptr<FakeModule> m_;
-};
 
 const std::string kKv = test::kv_toml({.quota = "sessions = 8\n"});
 const char* const kAnalytics = test::kAnalyticsToml;
@@ -151,7 +84,7 @@ class ManagerTest : public ::testing::Test {
         o.daemon_file = dir_.file("rofd.toml");
         o.tenants_dir = tenants_dir();
         o.state_dir = state_dir();
-        return std::make_unique<Manager>(o, std::make_unique<SharedModule>(fake_));
+        return std::make_unique<Manager>(o, std::make_unique<test::SharedModule>(fake_));
     }
 
     std::unique_ptr<Manager> started_manager() {

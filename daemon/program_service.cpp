@@ -346,6 +346,17 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
             // committed row, and the module's EEXIST would then delete it.
             // So a loaded image is refused before anything is written.
             if (const auto loaded = m_.module().get_prog(pr.load.tenant, pr.program.tag())) {
+                // A retry of a load that rofd died in: the program it loaded
+                // (reconciliation committed its intent) is the answer.
+                if (m_.interrupted(id)) {
+                    auto stored = m_.store().program(tenant, loaded->tag);
+                    if (stored && stored->state == RowState::committed &&
+                        stored->name == req->name()) {
+                        fill_program(*v, &*stored, *loaded, resp, false);
+                        m_.store().transaction([&] { m_.record(id, *resp); });
+                        return grpc::Status::OK;
+                    }
+                }
                 return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
                                     fmt::format("{}: tag {:x} is loaded already as {}", what,
                                                 loaded->tag, quoted(abi_name(loaded->name))));
@@ -380,7 +391,10 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                 "keeps {} of at most {} (programs.stored_bytes)",
                                 what, adding, quoted(tenant), kept, cap));
             }
-            m_.store().put_program(row);
+            m_.store().transaction([&] {
+                m_.store().put_program(row);
+                m_.begin(id);
+            });
             try {
                 m_.module().prog_load(pr.load, pr.image);
             } catch (const KmodError& e) {
@@ -428,12 +442,20 @@ ServerUnaryReactor* ProgramService::UnloadProgram(CallbackServerContext* ctx,
         }
         const auto info = find_program(m_, m_.tenant_id(tenant), req->tag(), req->name());
         if (!info) {
+            // A retry of an unload that rofd died in: the program is gone.
+            if (m_.interrupted(id)) {
+                m_.store().transaction([&] { m_.record(id, *resp); });
+                return grpc::Status::OK;
+            }
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
         }
-        if (auto s = m_.store().program(tenant, info->tag)) {
-            s->state = RowState::intent;
-            m_.store().put_program(*s);
-        }
+        m_.store().transaction([&] {
+            if (auto s = m_.store().program(tenant, info->tag)) {
+                s->state = RowState::intent;
+                m_.store().put_program(*s);
+            }
+            m_.begin(id);
+        });
         try {
             m_.module().prog_unload(info->tenant, info->tag);
         } catch (const KmodError& e) {

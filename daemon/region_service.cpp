@@ -151,6 +151,30 @@ void check_create(const v1::CreateRegionRequest& req) {
     }
 }
 
+// The store's row of @tenant's region req.name() is committed and is what
+// @req asks for: a create interrupted by a crash made it (reconciliation
+// committed its intent).
+bool made_by(Store& store, const std::string& tenant, const v1::CreateRegionRequest& req) {
+    for (const auto& r : store.regions()) {
+        if (r.tenant != tenant || r.name != req.name()) {
+            continue;
+        }
+        if (r.state != RowState::committed || r.size != req.size() || r.rights != req.rights() ||
+            r.freelists.size() != static_cast<std::size_t>(req.freelists_size())) {
+            return false;
+        }
+        for (int i = 0; i < req.freelists_size(); ++i) {
+            const auto& f = req.freelists(i);
+            const auto& g = r.freelists[static_cast<std::size_t>(i)];
+            if (g.block_size != f.block_size() || g.offset != f.offset() || g.count != f.count()) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
@@ -173,7 +197,14 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
                                 what + ": declared by policy already");
         }
         const std::uint32_t tid = m_.tenant_id(tenant);
-        if (m_.find_region(tid, req->name())) {
+        if (const auto info = m_.find_region(tid, req->name())) {
+            // A retry of a create that rofd died in: the region it made is
+            // the answer, if it is the one asked for.
+            if (m_.interrupted(id) && made_by(m_.store(), tenant, *req)) {
+                fill_region(*v, RegionContext::fetch(m_), *info, resp);
+                m_.store().transaction([&] { m_.record(id, *resp); });
+                return grpc::Status::OK;
+            }
             return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, what + ": exists");
         }
         const auto* pt = v->tenant(tenant);
@@ -191,7 +222,10 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
         for (const auto& f : req->freelists()) {
             row.freelists.push_back(StoredFreeList{f.block_size(), f.offset(), f.count()});
         }
-        m_.store().put_region(row);  // intent first: a crash after the ioctl is settled
+        m_.store().transaction([&] {  // intent first: a crash after the ioctl is settled
+            m_.store().put_region(row);
+            m_.begin(id);
+        });
         std::uint32_t rid = 0;
         try {
             rid = m_.module().region_create(tid, req->name(), req->size(), req->rights());
@@ -247,12 +281,20 @@ ServerUnaryReactor* RegionService::DeleteRegion(CallbackServerContext* ctx,
         }
         const auto info = m_.find_region(m_.tenant_id(tenant), req->name());
         if (!info && !row) {
+            // A retry of a delete that rofd died in: the region is gone.
+            if (m_.interrupted(id)) {
+                m_.store().transaction([&] { m_.record(id, *resp); });
+                return grpc::Status::OK;
+            }
             return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": no such region");
         }
-        if (row) {
-            row->state = RowState::intent;  // a crash now: the module decides
-            m_.store().put_region(*row);
-        }
+        m_.store().transaction([&] {
+            if (row) {
+                row->state = RowState::intent;  // a crash now: the module decides
+                m_.store().put_region(*row);
+            }
+            m_.begin(id);
+        });
         if (info) {
             try {
                 m_.module().region_destroy(info->id, req->force());

@@ -47,6 +47,7 @@
 #include "listener.h"
 #include "manager.h"
 #include "server.h"
+#include "shared_module.h"
 #include "stubs.h"
 #include "test_util.h"
 #include "unix_addr.h"
@@ -259,41 +260,17 @@ class ServiceHarness {
         for (const auto& [name, text] : tenants) {
             write_tenant(name, text);
         }
-        auto fake = std::make_unique<FakeModule>();
-        fake_ = fake.get();
-        manager_ = std::make_unique<Manager>(
-            ManagerOptions{dir_.file("rofd.toml"), tenants_dir_, dir_.file("")}, std::move(fake));
-        manager_->start();
-        server_ = std::make_unique<Server>(*manager_);
         socket_ = socket.empty() ? dir_.file("rofd.sock") : socket;
-        listener_.emplace(UnixListener::bind(socket_));
-        // The callers we drop to must reach the socket.
-        std::filesystem::permissions(socket_, std::filesystem::perms(0777));
-        stop_.reset(::eventfd(0, EFD_CLOEXEC));
-        if (!stop_) {
-            throw std::system_error(errno, std::generic_category(), "eventfd");
-        }
-        loop_ = std::thread([this] { run(); });
-        if (serve) {
-            server_->set_serving(true);
-        }
+        up(serve);
     }
 
-    ~ServiceHarness() {
-        const std::uint64_t one = 1;
-        if (::write(stop_.get(), &one, sizeof(one)) != sizeof(one)) {
-            std::abort();  // the loop would never end
-        }
-        loop_.join();
-        server_.reset();  // cancels streams still open
-        manager_->stop();
-        manager_.reset();
-        listener_.reset();
-    }
+    ~ServiceHarness() { down(); }
     ServiceHarness(const ServiceHarness&) = delete;
     ServiceHarness& operator=(const ServiceHarness&) = delete;
 
     FakeModule& fake() { return *fake_; }
+    // The current Manager's view of the module: crash_after() on it.
+    SharedModule& module() { return *module_; }
     Manager& manager() { return *manager_; }
     Server& server() { return *server_; }
     const std::string& socket() const { return socket_; }
@@ -313,7 +290,48 @@ class ServiceHarness {
         return std::make_unique<Client>(channel(who));
     }
 
+    // rofd restarts: the server, the accept loop and the Manager go, and a
+    // new Manager starts over the same state directory and the same
+    // module, reconciling the two as rofd's start does.  Channels made
+    // before it are left talking to a closed connection.
+    void restart() {
+        down();
+        up(true);
+    }
+
   private:
+    void up(bool serve) {
+        auto module = std::make_unique<SharedModule>(fake_);
+        module_ = module.get();
+        manager_ = std::make_unique<Manager>(
+            ManagerOptions{dir_.file("rofd.toml"), tenants_dir_, dir_.file("")}, std::move(module));
+        manager_->start();
+        server_ = std::make_unique<Server>(*manager_);
+        listener_.emplace(UnixListener::bind(socket_));
+        // The callers we drop to must reach the socket.
+        std::filesystem::permissions(socket_, std::filesystem::perms(0777));
+        stop_.reset(::eventfd(0, EFD_CLOEXEC));
+        if (!stop_) {
+            throw std::system_error(errno, std::generic_category(), "eventfd");
+        }
+        loop_ = std::thread([this] { run(); });
+        if (serve) {
+            server_->set_serving(true);
+        }
+    }
+
+    void down() {
+        const std::uint64_t one = 1;
+        if (::write(stop_.get(), &one, sizeof(one)) != sizeof(one)) {
+            std::abort();  // the loop would never end
+        }
+        loop_.join();
+        server_.reset();  // cancels streams still open
+        manager_->stop();
+        manager_.reset();
+        listener_.reset();
+    }
+
     static void write(const std::string& path, const std::string& text) {
         std::ofstream out(path, std::ios::trunc);
         out << text;
@@ -350,7 +368,8 @@ class ServiceHarness {
     TempDir dir_;
     std::string tenants_dir_;
     std::string socket_;
-    FakeModule* fake_ = nullptr;  // owned by manager_
+    std::shared_ptr<FakeModule> fake_ = std::make_shared<FakeModule>();
+    SharedModule* module_ = nullptr;  // owned by manager_
     std::unique_ptr<Manager> manager_;
     std::unique_ptr<Server> server_;
     std::optional<UnixListener> listener_;

@@ -1264,6 +1264,120 @@ TEST_F(Service, LoadingALoadedImageAgainKeepsItsRow) {
     }
 }
 
+// rofd dies right after the module made the object, before it recorded the
+// answer (issue 28, item 12).  After the restart, reconciliation commits
+// the intent, and the retry with the same key gets the call's answer: not
+// ALREADY_EXISTS, and the object once, recorded by rofd.  A further retry
+// is answered from the record; a call without the key is still refused.
+TEST_F(Service, ARetryAfterACrashGetsTheAnswerOfTheCallItInterrupted) {
+    auto region = region_request("k-07", 8192, 3);
+    region.set_idempotency_key("create-k-07");
+    const std::string text = ".resp 8\n\tmov64 r1, 7\n\tst64 resp[0], r1\n\texit 0\n";
+    v1::LoadProgramRequest load;
+    load.set_name("seven");
+    *load.mutable_program() = source(text);
+    load.set_idempotency_key("load-seven");
+    {
+        auto c = h_.client(kv_user);
+        v1::Region r;
+        h_.module().crash_after("region_create");
+        auto st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region, &r);
+        EXPECT_FALSE(st.ok());
+        EXPECT_TRUE(contains(st.error_message(), "rofd crashed after region_create"))
+            << describe(st);
+        v1::Program p;
+        h_.module().crash_after("prog_load");
+        st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &p);
+        EXPECT_TRUE(contains(st.error_message(), "rofd crashed after prog_load")) << describe(st);
+    }
+    h_.restart();
+    auto c = h_.client(kv_user);
+
+    v1::Region created, again;
+    auto st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region, &created);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(created.name(), "k-07");
+    EXPECT_EQ(created.size(), 8192U);
+    EXPECT_EQ(created.origin(), v1::ORIGIN_API);
+    st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region, &again);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(again.SerializeAsString(), created.SerializeAsString());
+    int n = 0;
+    for (const auto& r : h_.fake().list_regions()) {
+        n += rofd::abi_name(r.name) == "k-07" ? 1 : 0;
+    }
+    EXPECT_EQ(n, 1);
+    region.clear_idempotency_key();
+    st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region, &again);
+    EXPECT_EQ(st.error_code(), Code::ALREADY_EXISTS) << describe(st);
+    // The same key for another body is still a conflict.
+    region.set_idempotency_key("create-k-07");
+    region.set_size(16384);
+    st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region, &again);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+
+    v1::Program loaded, reloaded;
+    st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &loaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(loaded.name(), "seven");
+    EXPECT_NE(loaded.tag(), 0U);
+    st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &reloaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(reloaded.SerializeAsString(), loaded.SerializeAsString());
+    v1::GetProgramRequest get;
+    get.set_name("seven");
+    v1::Program full;
+    st = rpc(*c->programs, &v1::Programs::Stub::GetProgram, get, &full);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(full.source(), text);
+    const auto rows = h_.manager().store().programs();
+    ASSERT_EQ(rows.size(), 1U);
+    EXPECT_EQ(rows[0].state, rofd::RowState::committed);
+}
+
+// The same for the deletes: rofd dies after the module destroyed the
+// object; the retry is answered OK, not NOT_FOUND.
+TEST_F(Service, ARetriedDeleteAfterACrashSucceeds) {
+    auto c = h_.client(kv_user);
+    v1::Region r;
+    ASSERT_TRUE(
+        rpc(*c->regions, &v1::Regions::Stub::CreateRegion, region_request("gone", 4096, 3), &r)
+            .ok());
+    v1::LoadProgramRequest load;
+    load.set_name("one");
+    *load.mutable_program() = source("exit 1\n");
+    v1::Program p;
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &p).ok());
+
+    v1::DeleteRegionRequest del;
+    del.set_name("gone");
+    del.set_idempotency_key("del-gone");
+    v1::UnloadProgramRequest unload;
+    unload.set_name("one");
+    unload.set_idempotency_key("unload-one");
+    v1::DeleteRegionResponse dr;
+    v1::UnloadProgramResponse ur;
+    h_.module().crash_after("region_destroy");
+    EXPECT_FALSE(rpc(*c->regions, &v1::Regions::Stub::DeleteRegion, del, &dr).ok());
+    h_.module().crash_after("prog_unload");
+    EXPECT_FALSE(rpc(*c->programs, &v1::Programs::Stub::UnloadProgram, unload, &ur).ok());
+    h_.restart();
+
+    c = h_.client(kv_user);
+    auto st = rpc(*c->regions, &v1::Regions::Stub::DeleteRegion, del, &dr);
+    EXPECT_TRUE(st.ok()) << describe(st);
+    st = rpc(*c->programs, &v1::Programs::Stub::UnloadProgram, unload, &ur);
+    EXPECT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(h_.manager().store().programs().empty());
+    for (const auto& row : h_.manager().store().regions()) {
+        EXPECT_NE(row.name, "gone");
+    }
+    // Without the key, the object is not found.
+    del.clear_idempotency_key();
+    st = rpc(*c->regions, &v1::Regions::Stub::DeleteRegion, del, &dr);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+}
+
 // A request that is not valid protobuf is the caller's error, and says so.
 TEST_F(Service, ARequestThatIsNotProtobufIsInvalidArgument) {
     grpc::GenericStub stub(h_.channel(kv_user));

@@ -127,10 +127,16 @@ class Store {
     // the caller chose, scoped to the caller's principal and the method.
     // A key reused for another request body is a conflict: @request_hash
     // differs, and the caller gets FAILED_PRECONDITION (see Manager).
+    //
+    // A call's record is written "pending" (status_code pending, no
+    // response) with its intent rows, before the ioctl, and replaced by the
+    // answer when the call commits: a pending record after a restart is a
+    // call that a crash interrupted (Manager::interrupted()).
     struct Idempotent {
+        static constexpr int pending = -1;
         std::string request_hash;
         std::string response;  // serialized protobuf
-        int status_code = 0;   // grpc::StatusCode of the first answer
+        int status_code = 0;   // grpc::StatusCode of the first answer, or pending
         std::string status_message;
     };
     std::optional<Idempotent> idempotent(const std::string& principal, const std::string& method,
