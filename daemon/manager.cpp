@@ -462,7 +462,7 @@ void Manager::charge_control_call(const Principal& p) {
         return;
     }
     const double rate = t->control_rate;
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = this->now();
     std::lock_guard lock(rate_mu_);
     auto [it, fresh] = control_buckets_.try_emplace(p.tenant, Bucket{rate, now});
     Bucket& b = it->second;
@@ -479,9 +479,52 @@ void Manager::charge_control_call(const Principal& p) {
     b.tokens -= 1.0;
 }
 
+std::chrono::steady_clock::time_point Manager::now() const {
+    return opt_.clock ? opt_.clock() : std::chrono::steady_clock::now();
+}
+
 namespace {
 thread_local std::uint64_t refusals_audited = 0;
+
+// Callers whose refusals are counted apart; past it, a new caller's are
+// left out (and counted) until an idle one's entry is dropped.
+constexpr std::size_t refusal_callers_max = 4096;
 }  // namespace
+
+bool Manager::journal_refusal(const Principal& p, std::uint64_t* left_out) {
+    const std::string caller = !p.subject.empty() ? "subject " + p.subject
+                               : p.authenticated  ? "uid " + std::to_string(p.uid)
+                                                  : "unauthenticated";
+    const double rate = view()->policy->daemon.refusals_journalled_per_s;
+    const auto now = this->now();
+    const auto idle = std::chrono::seconds(1);  // a bucket refills in one second
+    std::lock_guard lock(rate_mu_);
+    auto it = refusal_buckets_.find(caller);
+    if (it == refusal_buckets_.end()) {
+        if (refusal_buckets_.size() >= refusal_callers_max) {
+            std::erase_if(refusal_buckets_, [&](const auto& e) {
+                return e.second.left_out == 0 && now - e.second.bucket.last >= idle;
+            });
+        }
+        if (refusal_buckets_.size() >= refusal_callers_max) {
+            ++refusals_left_out_;
+            return false;
+        }
+        it = refusal_buckets_.emplace(caller, RefusalBucket{Bucket{rate, now}, 0}).first;
+    }
+    Bucket& b = it->second.bucket;
+    const double dt = std::chrono::duration<double>(now - b.last).count();
+    b.tokens = std::min(rate, b.tokens + dt * rate);  // burst: one second's worth
+    b.last = now;
+    if (b.tokens < 1.0) {
+        ++it->second.left_out;
+        ++refusals_left_out_;
+        return false;
+    }
+    b.tokens -= 1.0;
+    *left_out = std::exchange(it->second.left_out, 0);
+    return true;
+}
 
 std::uint64_t Manager::refusals_audited_on_this_thread() noexcept {
     return refusals_audited;
@@ -493,6 +536,10 @@ void Manager::audit_control(const Principal& p, const std::string& method, const
         return;
     }
     ++refusals_audited;
+    std::uint64_t left_out = 0;
+    if (!journal_refusal(p, &left_out)) {
+        return;
+    }
     std::vector<journal::Field> fields{
         {"ROF_KIND", "control"},
         {"ROF_METHOD", method},
@@ -502,7 +549,15 @@ void Manager::audit_control(const Principal& p, const std::string& method, const
     if (!p.tenant.empty()) {
         fields.push_back({"ROF_TENANT", p.tenant});
     }
-    jsend(log::Level::warning, method + " refused: " + what + ": " + st.error_message(), fields);
+    std::string msg = method + " refused: " + what + ": " + st.error_message();
+    if (left_out != 0) {
+        fields.push_back({"ROF_REFUSALS_LEFT_OUT", std::to_string(left_out)});
+        msg += fmt::format(
+            " ({} earlier refusals of this caller not journalled: "
+            "limits.refusals_journalled_per_s)",
+            left_out);
+    }
+    jsend(log::Level::warning, msg, fields);
 }
 
 // --- idempotency ------------------------------------------------------
@@ -896,6 +951,7 @@ std::string Manager::metrics_text(const std::string& tenant) {
     }
     if (tenant.empty()) {
         in.ring = module_->audit_stats();
+        in.refusals_not_journalled = refusals_left_out_.load();
     }
     return render_metrics(in);
 }

@@ -43,6 +43,9 @@ struct ManagerOptions {
     std::string daemon_file = "/etc/rof/rofd.toml";
     std::string tenants_dir = "/etc/rof/tenants.d";
     std::string state_dir;  // empty: the policy's [state] dir
+    // The clock of the rate limits (control_rate, the journalled
+    // refusals); empty: std::chrono::steady_clock.  Tests move their own.
+    std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 // Who is calling, built once per call from the connection's credentials.
@@ -154,6 +157,8 @@ class Manager {
     // a call compares it before and after its body, so that a refusal
     // authorize() journalled is not journalled again.
     static std::uint64_t refusals_audited_on_this_thread() noexcept;
+    // Refusals not journalled since the start (refusals_journalled_per_s).
+    std::uint64_t refusals_left_out() const noexcept { return refusals_left_out_; }
     // Records a control-plane event in the journal (ROF_TENANT=..).
     void audit_control(const Principal& p, const std::string& method, const grpc::Status& st,
                        const std::string& what);
@@ -232,8 +237,20 @@ class Manager {
         double tokens = 0;
         std::chrono::steady_clock::time_point last;
     };
+    std::chrono::steady_clock::time_point now() const;
+    // Whether a refusal of @p's is journalled ([limits]
+    // refusals_journalled_per_s, per caller); when it is, @left_out gets
+    // how many of the caller's refusals were not since its last one.
+    bool journal_refusal(const Principal& p, std::uint64_t* left_out);
+
     std::mutex rate_mu_;
     std::map<std::string, Bucket, std::less<>> control_buckets_;
+    struct RefusalBucket {
+        Bucket bucket;
+        std::uint64_t left_out = 0;
+    };
+    std::map<std::string, RefusalBucket, std::less<>> refusal_buckets_;
+    std::atomic<std::uint64_t> refusals_left_out_{0};
 };
 
 }  // namespace rofd

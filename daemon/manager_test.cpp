@@ -598,6 +598,56 @@ TEST_F(ManagerTest, Idempotency) {
     EXPECT_FALSE(m->replay(id2, &unused));
 }
 
+// One caller's flood of refusals is journalled at most at its [limits]
+// refusals_journalled_per_s (issue 28, item 4); the rest are counted, and
+// other callers' refusals are journalled as before.  The clock is the
+// test's own: nothing here depends on timing.
+TEST_F(ManagerTest, ACallersRefusalsAreJournalledAtItsRate) {
+    write_daemon("[limits]\nrefusals_journalled_per_s = 3\n");
+    auto clock =
+        std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+    ManagerOptions o;
+    o.daemon_file = dir_.file("rofd.toml");
+    o.tenants_dir = tenants_dir();
+    o.state_dir = state_dir();
+    o.clock = [clock] { return *clock; };
+    Manager m(o, std::make_unique<test::SharedModule>(fake_));
+    m.start();
+    ASSERT_TRUE(m.ready());
+
+    Principal flood;
+    flood.authenticated = true;
+    flood.uid = 1234;
+    const grpc::Status refused(grpc::StatusCode::PERMISSION_DENIED, "no role");
+    for (int i = 0; i < 10; ++i) {
+        flood.pid = 100 + i;  // one caller, whatever its process
+        m.audit_control(flood, "CreateRegion", refused, "tenant \"kv\"");
+    }
+    EXPECT_EQ(m.refusals_left_out(), 7U);  // a burst of 3, then none in the same instant
+
+    Principal other = flood;
+    other.uid = 1235;
+    m.audit_control(other, "CreateRegion", refused, "tenant \"kv\"");
+    Principal subject;
+    subject.authenticated = true;
+    subject.subject = "CN=client";
+    m.audit_control(subject, "CreateRegion", refused, "tenant \"kv\"");
+    EXPECT_EQ(m.refusals_left_out(), 7U);
+
+    // A second later the caller has a second's worth again.
+    *clock += std::chrono::seconds(1);
+    for (int i = 0; i < 4; ++i) {
+        m.audit_control(flood, "CreateRegion", refused, "tenant \"kv\"");
+    }
+    EXPECT_EQ(m.refusals_left_out(), 8U);
+    // Calls that were not refused are not journalled, nor counted.
+    m.audit_control(flood, "CreateRegion", grpc::Status::OK, "tenant \"kv\"");
+    EXPECT_EQ(m.refusals_left_out(), 8U);
+    EXPECT_TRUE(Contains(m.metrics_text(""), "\nrof_refusals_not_journalled_total 8\n"));
+    EXPECT_EQ(m.metrics_text("kv").find("rof_refusals_not_journalled_total"), std::string::npos);
+    m.stop();
+}
+
 TEST_F(ManagerTest, QuarantineClosesTheSession) {
     auto m = started_manager();
     const auto kv = m->tenant_id("kv");

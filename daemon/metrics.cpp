@@ -335,6 +335,12 @@ std::string render_metrics(const MetricsInput& in) {
     } else if (in.audit_totals && in.audit && in.audit->have_module_stats) {
         render_ring(x, in.audit->module_stats);
     }
+    if (in.refusals_not_journalled) {
+        x.counter("rof_refusals_not_journalled_total",
+                  "Refused calls not journalled: their caller was past "
+                  "limits.refusals_journalled_per_s.")
+            .add({}, *in.refusals_not_journalled);
+    }
     render_tenants(x, in.tenants);
     render_sessions(x, in.sessions, names);
     return x.str();

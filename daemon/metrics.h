@@ -39,6 +39,8 @@ struct MetricsInput {
     // The rof_audit_* families (the drain's and the ring's figures, shared
     // by every tenant): an admin's, not a tenant's.
     bool audit_totals = true;
+    // rof_refusals_not_journalled_total: rofd's own; an admin's only.
+    std::optional<std::uint64_t> refusals_not_journalled;
 };
 
 // The whole exposition, families in a fixed order, each with # HELP and

@@ -304,7 +304,8 @@ class ServiceHarness {
         auto module = std::make_unique<SharedModule>(fake_);
         module_ = module.get();
         manager_ = std::make_unique<Manager>(
-            ManagerOptions{dir_.file("rofd.toml"), tenants_dir_, dir_.file("")}, std::move(module));
+            ManagerOptions{dir_.file("rofd.toml"), tenants_dir_, dir_.file(""), {}},
+            std::move(module));
         manager_->start();
         server_ = std::make_unique<Server>(*manager_);
         listener_.emplace(UnixListener::bind(socket_));

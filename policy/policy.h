@@ -175,6 +175,12 @@ struct Daemon {
     // past it a call is refused, so no tenant fills the queue every
     // tenant's changes wait in.  Admins' calls are not counted.
     std::uint32_t queued_calls_per_tenant = 32;
+    // Refused calls journalled per second per caller (uid or certificate
+    // subject; a burst of one second's worth): one caller's flood of
+    // refusals must not fill journald's rate limit and drop the others'
+    // audit.  The rest are counted, and the caller's next journalled
+    // refusal says how many were left out.
+    std::uint32_t refusals_journalled_per_s = 10;
     // Connections (gRPC's transport): a TCP connection must finish TLS and
     // the HTTP/2 preface within handshake_timeout_ms; every connection is
     // pinged after keepalive_ms without reads and closed when the ping is
