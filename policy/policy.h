@@ -175,6 +175,9 @@ struct Daemon {
     // past it a call is refused, so no tenant fills the queue every
     // tenant's changes wait in.  Admins' calls are not counted.
     std::uint32_t queued_calls_per_tenant = 32;
+    // A tenant removed from policy keeps its open sessions this long at
+    // most; then rofd destroys it with what it holds (0: at once).
+    std::uint32_t tenant_removal_grace_ms = 60000;
     // Connections (gRPC's transport): a TCP connection must finish TLS and
     // the HTTP/2 preface within handshake_timeout_ms; every connection is
     // pinged after keepalive_ms without reads and closed when the ping is
