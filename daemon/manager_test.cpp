@@ -751,6 +751,35 @@ TEST_F(ManagerTest, DestroyTenant) {
     EXPECT_EQ(code_of("analytics", std::chrono::milliseconds(0)), grpc::StatusCode::NOT_FOUND);
 }
 
+// Rows of a tenant neither policy nor the module has (the module was
+// reloaded after the tenant left the policy): dropped at start, so the
+// name, re-added, does not get them back.
+TEST_F(ManagerTest, StoredRowsOfATenantGoneFromPolicyAndModuleAreDropped) {
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"gone", 9});
+        StoredRegion r;
+        r.tenant = "gone";
+        r.name = "data";
+        r.size = 8192;
+        r.rights = ROF_ACCESS_READ;
+        r.state = RowState::committed;
+        s.put_region(r);
+    }
+    auto m = started_manager();
+    for (const auto& t : m->store().tenants()) {
+        EXPECT_NE(t.name, "gone");
+    }
+    EXPECT_TRUE(m->store().regions().empty());
+    EXPECT_EQ(m->view()->removal("gone"), nullptr);
+
+    write_tenant("gone", "name = \"gone\"\n\n[identity]\nuids = [4500]\n");
+    m->reload_policy();
+    const auto t = fake_tenant("gone");
+    ASSERT_TRUE(t);
+    EXPECT_FALSE(fake_region(t->id, "data"));
+}
+
 // Across a restart the grace starts again: the removal is not stored.
 TEST_F(ManagerTest, RemovingTenantGetsTheGraceAgainAfterARestart) {
     std::uint32_t an = 0;
