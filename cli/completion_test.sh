@@ -53,7 +53,7 @@ check "rofctl s" session status stats
 check "rofctl prog " verify load list show dump unload run test
 check "rofctl region create x --" --size --rights --tenant --freelist --json
 check "rofctl region create x --rights " r rw rwa
-check "rofctl --socket /nonexistent tenant " list show create delete
+check "rofctl --socket /nonexistent tenant " list show create delete destroy
 check "rofctl stats -o " prom
 check "rofctl -" --socket --json --pretty
 # Names need rofd: with none, nothing, and no error.

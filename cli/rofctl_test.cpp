@@ -123,7 +123,7 @@ TEST(Usage, NoObjectOrVerbListsTheChoices) {
     r = rofctl({"tenant"});
     EXPECT_EQ(r.rc, rofctl::exit_usage);
     EXPECT_EQ(r.err,
-              "rofctl: no verb given for tenant (verbs: list, show, create, delete)\n"
+              "rofctl: no verb given for tenant (verbs: list, show, create, delete, destroy)\n"
               "Run 'rofctl tenant --help' for usage.\n");
 }
 

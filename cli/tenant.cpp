@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: MIT
-// rofctl tenant list|show|create|delete.
+// rofctl tenant list|show|create|delete|destroy.
 //
-// The API has no call that creates or deletes a tenant: tenants are what
-// the policy files say (docs/policy.md).  `create` writes a validated
+// The API has no call that creates a tenant: tenants are what the policy
+// files say (docs/policy.md).  `create` writes a validated
 // tenants.d/NAME.toml and `delete` removes one, each followed by
 // ReloadPolicy, which rofd applies atomically; a reload that fails undoes
-// the file change.
+// the file change.  A tenant removed from policy is destroyed by rofd
+// when its last session closes or after [limits] tenant_removal_grace_ms;
+// `destroy` (DestroyTenant), or `delete --grace MS`, sets that wait.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "commands.h"
 #include "policy.h"
@@ -33,6 +36,7 @@ struct TenantOpts {
     std::vector<std::string> subjects, quota;
     std::string config_dir = default_config_dir();
     bool no_reload = false;
+    std::optional<std::int64_t> grace_ms;  // --grace
 };
 
 // The text of tenants.d/NAME.toml for @o.
@@ -170,6 +174,14 @@ int create(Context& ctx, const TenantOpts& o) {
     return reload_and_print(ctx, [&path] { ::unlink(path.c_str()); });
 }
 
+int destroy(Context& ctx, const std::string& name, std::int64_t grace_ms) {
+    rof::v1::DestroyTenantRequest req;
+    req.set_name(name);
+    req.set_grace_ms(grace_ms);
+    ctx.printer.print(ctx.client().destroy_tenant(req));
+    return exit_ok;
+}
+
 int remove(Context& ctx, const TenantOpts& o) {
     const std::string path = tenant_file(o.config_dir, o.name);
     if (!fs::exists(path)) {
@@ -186,7 +198,19 @@ int remove(Context& ctx, const TenantOpts& o) {
     }
     const int rc = reload_and_print(ctx, [&] { fs::rename(aside, path); });
     fs::remove(aside);
-    return rc;
+    if (rc != exit_ok || !o.grace_ms) {
+        return rc;
+    }
+    try {
+        return destroy(ctx, o.name, *o.grace_ms);
+    } catch (const rof::Error& e) {
+        if (e.code() == rof::Code::not_found) {
+            // The reload destroyed it already: it had no session left.
+            ctx.printer.text("tenant \"" + o.name + "\": destroyed by the reload");
+            return exit_ok;
+        }
+        throw;
+    }
 }
 
 }  // namespace
@@ -238,7 +262,23 @@ void add_tenant_commands(CLI::App& app, Handler& selected) {
     del->add_option("--config-dir", o->config_dir,
                     "policy directory (default: $ROF_CONFIG_DIR, else /etc/rof)");
     del->add_flag("--no-reload", o->no_reload, "remove the file only");
+    del->add_option("--grace", o->grace_ms,
+                    "then DestroyTenant: destroy it after MS at the latest (0: now) instead of "
+                    "[limits] tenant_removal_grace_ms")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400000}))
+        ->excludes("--no-reload");
     del->callback([&selected, o] { selected = [o](Context& ctx) { return remove(ctx, *o); }; });
+
+    auto* destroy_cmd = obj->add_subcommand(
+        "destroy",
+        "DestroyTenant: destroy a tenant removed from policy (delete it first) after MS at the "
+        "latest, closing its sessions");
+    destroy_cmd->add_option("name", o->name, "tenant name")->required();
+    destroy_cmd->add_option("--grace", o->grace_ms, "wait at most MS for its sessions (default 0)")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400000}));
+    destroy_cmd->callback([&selected, o] {
+        selected = [o](Context& ctx) { return destroy(ctx, o->name, o->grace_ms.value_or(0)); };
+    });
 }
 
 }  // namespace rofctl

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 // rof.v1.Control, rof.v1.Tenants and rof.v1.Policy: status, keys, tenants
 // and the policy itself.
+#include <fmt/format.h>
+
 #include "call.h"
 #include "services.h"
 
 namespace rofd {
+
+namespace {
+constexpr std::int64_t max_grace_ms = 86400000;  // a day, as limits.tenant_removal_grace_ms
+}  // namespace
 
 rof::v1::PortState to_proto_port_state(std::uint32_t abi_state) {
     switch (abi_state) {
@@ -87,7 +93,50 @@ ServerUnaryReactor* ControlService::RotateTicketKey(CallbackServerContext* ctx,
 
 namespace {
 
+void set_time(google::protobuf::Timestamp* out, std::chrono::system_clock::time_point t) {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    out->set_seconds(ns / 1000000000);
+    out->set_nanos(static_cast<std::int32_t>(ns % 1000000000));
+}
+
+void fill_usage(const rof_tenant_info& info, v1::Tenant* out) {
+    out->set_id(info.id);
+    out->set_dying((info.flags & ROF_TENANT_DYING) != 0);
+    auto* u = out->mutable_usage();
+    u->set_region_bytes(info.usage.region_bytes);
+    u->set_regions(info.usage.regions);
+    u->set_sessions(info.usage.sessions);
+    u->set_programs(info.usage.programs);
+    u->set_freelists(info.usage.freelists);
+    const auto& c = info.counters;
+    auto* oc = out->mutable_counters();
+    oc->set_invocations(c.invocations);
+    oc->set_invoke_errors(c.invoke_errors);
+    oc->set_completion_errors(c.completion_errors);
+    oc->set_bytes(c.bytes);
+    oc->set_insns(c.insns);
+    oc->set_sessions_opened(c.sessions_opened);
+    oc->set_sessions_closed(c.sessions_closed);
+    oc->set_sessions_rejected(c.sessions_rejected);
+    oc->set_audit_dropped(c.audit_dropped);
+}
+
+// A removing tenant: no policy, what the module holds, and its deadline.
+void fill_removing(Manager& m, const std::string& name, const Removal& r, v1::Tenant* out) {
+    out->set_name(name);
+    out->set_state(v1::TENANT_STATE_REMOVING);
+    set_time(out->mutable_removal_deadline(), r.deadline);
+    if (r.id == 0) {
+        return;
+    }
+    if (const auto info = m.module().get_tenant(r.id)) {
+        fill_usage(*info, out);
+    }
+}
+
 void fill_tenant(Manager& m, const View& v, const rof::policy::Tenant& t, v1::Tenant* out) {
+    out->set_state(v1::TENANT_STATE_ACTIVE);
     out->set_name(t.name);
     out->set_audit(std::string(rof::policy::audit_level_name(t.audit)));
     out->mutable_session_rate()->set_ops_per_sec(t.session_rate.ops_per_sec);
@@ -115,25 +164,7 @@ void fill_tenant(Manager& m, const View& v, const rof::policy::Tenant& t, v1::Te
     if (!info) {
         return;
     }
-    out->set_id(info->id);
-    out->set_dying((info->flags & ROF_TENANT_DYING) != 0);
-    auto* u = out->mutable_usage();
-    u->set_region_bytes(info->usage.region_bytes);
-    u->set_regions(info->usage.regions);
-    u->set_sessions(info->usage.sessions);
-    u->set_programs(info->usage.programs);
-    u->set_freelists(info->usage.freelists);
-    const auto& c = info->counters;
-    auto* oc = out->mutable_counters();
-    oc->set_invocations(c.invocations);
-    oc->set_invoke_errors(c.invoke_errors);
-    oc->set_completion_errors(c.completion_errors);
-    oc->set_bytes(c.bytes);
-    oc->set_insns(c.insns);
-    oc->set_sessions_opened(c.sessions_opened);
-    oc->set_sessions_closed(c.sessions_closed);
-    oc->set_sessions_rejected(c.sessions_rejected);
-    oc->set_audit_dropped(c.audit_dropped);
+    fill_usage(*info, out);
 }
 
 }  // namespace
@@ -151,6 +182,11 @@ ServerUnaryReactor* TenantService::ListTenants(CallbackServerContext* ctx,
                 fill_tenant(m_, *v, t, resp->add_tenants());
             }
         }
+        if (p.admin()) {
+            for (const auto& [name, r] : v->removing) {
+                fill_removing(m_, name, r, resp->add_tenants());
+            }
+        }
         return grpc::Status::OK;
     });
 }
@@ -161,6 +197,10 @@ ServerUnaryReactor* TenantService::GetTenant(CallbackServerContext* ctx,
         // One view: a reload between the check and the read must not
         // leave us a tenant that is gone.
         const auto v = m_.view();
+        if (const auto* r = v->removal(req->name()); r != nullptr && p.admin()) {
+            fill_removing(m_, req->name(), *r, resp);
+            return grpc::Status::OK;
+        }
         const std::string tenant = m_.tenant_of(*v, p, req->name());
         if (auto st = m_.authorize(p, tenant, Right::read, "tenant " + quoted(tenant)); !st.ok()) {
             return st;
@@ -168,6 +208,45 @@ ServerUnaryReactor* TenantService::GetTenant(CallbackServerContext* ctx,
         fill_tenant(m_, *v, *v->tenant(tenant), resp);
         return grpc::Status::OK;
     });
+}
+
+// Admin only: a removing tenant's deadline, now + grace_ms (0: destroyed
+// now).  A tenant leaves the policy first; this only shortens or
+// lengthens the wait for its sessions.
+ServerUnaryReactor* TenantService::DestroyTenant(CallbackServerContext* ctx,
+                                                 const v1::DestroyTenantRequest* req,
+                                                 v1::DestroyTenantResponse* resp) {
+    auto check = [this, req](const Principal& p) -> std::optional<grpc::Status> {
+        if (!p.admin()) {
+            return m_.authorize(p, "", Right::write, "tenant " + quoted(req->name()));
+        }
+        check_name("name", req->name());
+        if (req->grace_ms() < 0 || req->grace_ms() > max_grace_ms) {
+            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                fmt::format("grace_ms: {} is out of range (0 .. {})",
+                                            req->grace_ms(), max_grace_ms));
+        }
+        return std::nullopt;
+    };
+    return unary(
+        m_, ctx, "DestroyTenant", CallKind::write,
+        [this, req, resp](const Principal& p) {
+            const auto id = Manager::idempotency(p, "DestroyTenant", *req, req->idempotency_key());
+            if (auto st = m_.replay(id, resp)) {
+                return *st;
+            }
+            const auto deadline =
+                m_.destroy_tenant(req->name(), std::chrono::milliseconds(req->grace_ms()));
+            resp->set_name(req->name());
+            resp->set_destroyed(!deadline);
+            if (deadline) {
+                resp->set_state(v1::TENANT_STATE_REMOVING);
+                set_time(resp->mutable_removal_deadline(), *deadline);
+            }
+            m_.record(id, *resp);
+            return grpc::Status::OK;
+        },
+        check);
 }
 
 ServerUnaryReactor* PolicyService::GetPolicy(CallbackServerContext* ctx,

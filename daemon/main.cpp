@@ -217,6 +217,18 @@ int on_stats(sd_event_source* s, std::uint64_t usec, void* data) {
     return 0;
 }
 
+// Every removal_period: a tenant removed from policy is destroyed on the
+// worker once its last session is gone or its grace is over, so it
+// outlives either by a second at most.
+constexpr std::uint64_t removal_period_usec = 1'000'000;
+
+int on_removals(sd_event_source* s, std::uint64_t usec, void* data) {
+    auto* l = static_cast<Loop*>(data);
+    l->manager.post_sweep();
+    sd_event_source_set_time(s, usec + removal_period_usec);
+    return 0;
+}
+
 // The watchdog is fed only when the module answers and the gRPC server
 // answers a health check through its own stack.
 int on_watchdog(sd_event_source* s, std::uint64_t usec, void* data) {
@@ -317,6 +329,11 @@ int run(const Options& opt, bool socket_given) {
     check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, now + stats_period_usec, 0, on_stats,
                             &loop),
           "sd_event_add_time(stats)");
+    sd_event_source_set_enabled(s, SD_EVENT_ON);
+    sources.emplace_back(s);
+    check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, now + removal_period_usec, 0,
+                            on_removals, &loop),
+          "sd_event_add_time(removals)");
     sd_event_source_set_enabled(s, SD_EVENT_ON);
     sources.emplace_back(s);
     if (sd_watchdog_enabled(0, &loop.watchdog_usec) > 0 && loop.watchdog_usec > 0) {

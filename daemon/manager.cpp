@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <ctime>
+#include <set>
 
 #include "audit_drain.h"
 #include "audit_hub.h"
@@ -127,6 +129,16 @@ rof::v1::AuditRecord to_proto(const rof_audit_record& r, const std::string& tena
     return out;
 }
 
+// "2026-11-26T14:05:00Z"
+std::string utc(std::chrono::system_clock::time_point t) {
+    const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
 }  // namespace
 
 std::string Principal::describe() const {
@@ -153,6 +165,11 @@ std::string Principal::scope() const {
 
 const rof::policy::Tenant* View::tenant(std::string_view name) const {
     return policy ? policy->find(name) : nullptr;
+}
+
+const Removal* View::removal(std::string_view name) const {
+    const auto it = removing.find(name);
+    return it != removing.end() ? &it->second : nullptr;
 }
 
 std::string View::name_of(std::uint32_t id) const {
@@ -269,6 +286,7 @@ void Manager::start() {
     audit_ = std::make_unique<AuditDrain>(std::move(ring), audit_config(*v), std::move(o));
 
     reconcile();
+    sweep_removals();
     {
         std::lock_guard lock(work_mu_);
         stopping_ = false;
@@ -446,6 +464,13 @@ std::string Manager::tenant_of(const View& v, const Principal& p, const std::str
         if (p.role == Principal::Role::tenant && p.tenant != requested) {
             throw CallError(grpc::StatusCode::PERMISSION_DENIED,
                             p.describe() + " may not see tenant " + quoted(requested));
+        }
+        if (const auto* r = v.removal(requested)) {
+            throw CallError(grpc::StatusCode::FAILED_PRECONDITION,
+                            "tenant " + quoted(requested) +
+                                ": being removed (no longer in policy): it takes no new "
+                                "sessions, regions or programs and is destroyed by " +
+                                utc(r->deadline) + " at the latest");
         }
         throw CallError(grpc::StatusCode::NOT_FOUND,
                         "tenant " + quoted(requested) + ": not in policy");
@@ -710,9 +735,34 @@ void Manager::reconcile() {
     for (const auto& t : plan.store_tenants) {
         store_->put_tenant(t);
     }
-    // Module tenants not in policy keep their names for audit and lists.
+    // Module tenants not in policy keep their names for audit and lists,
+    // and are being removed: a removal already under way keeps its
+    // deadline, a new one (or one found at start-up) gets the full grace.
+    // A name back in policy is no longer removed (the operator's undo).
+    v->removing.clear();
+    const auto deadline = std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(pol.daemon.tenant_removal_grace_ms);
+    std::set<std::string, std::less<>> stored;
+    for (const auto& t : ss.tenants) {
+        stored.insert(t.name);
+    }
     for (const auto& t : ms.tenants) {
-        v->tenant_name.try_emplace(t.id, abi_name(t.name));
+        const std::string name = abi_name(t.name);
+        v->tenant_name.try_emplace(t.id, name);
+        // Only a tenant rofd made: one made outside rofd is left alone.
+        if (pol.find(name) == nullptr &&
+            (stored.count(name) != 0 || old->removal(name) != nullptr)) {
+            const auto* before = old->removal(name);
+            v->removing[name] = Removal{
+                t.id, before != nullptr && before->id == t.id ? before->deadline : deadline};
+        }
+    }
+    // Rows of a tenant neither policy nor the module has: nothing to wait
+    // for; the sweep drops them, so a re-added name starts empty.
+    for (const auto& t : ss.tenants) {
+        if (pol.find(t.name) == nullptr) {
+            v->removing.try_emplace(t.name, Removal{0, deadline});
+        }
     }
 
     for (const auto& r : plan.create_regions) {
@@ -869,9 +919,17 @@ std::vector<std::string> Manager::reload_policy() {
     }
     for (const auto& [name, id] : old->tenant_id) {
         if (v->policy->find(name) == nullptr) {
+            notes.push_back(fmt::format(
+                "tenant {}: removed from policy: it takes no new sessions, regions or programs; "
+                "destroyed with its objects when its last session closes or in {} ms "
+                "(limits.tenant_removal_grace_ms)",
+                quoted(name), v->policy->daemon.tenant_removal_grace_ms));
+        }
+    }
+    for (const auto& [name, r] : old->removing) {
+        if (v->policy->find(name) != nullptr) {
             notes.push_back("tenant " + quoted(name) +
-                            ": removed from policy: its objects stay in the module; its callers "
-                            "are refused");
+                            ": back in policy: its removal is cancelled, it keeps its objects");
         }
     }
     publish(v);
@@ -883,11 +941,117 @@ std::vector<std::string> Manager::reload_policy() {
     }
     const auto after = view();
     notes.insert(notes.end(), after->drift.begin(), after->drift.end());
+    for (const auto& name : sweep_removals()) {
+        notes.push_back("tenant " + quoted(name) + ": destroyed (no session left)");
+    }
     for (const auto& n : notes) {
         jsend(log::Level::info, "policy reload: " + n, {{"ROF_KIND", "policy"}});
     }
     log::info("policy generation {} loaded ({} tenants)", v->generation, v->policy->tenants.size());
     return notes;
+}
+
+// --- removed tenants ---------------------------------------------------
+
+std::vector<std::string> Manager::sweep_removals() {
+    const auto v = view();
+    if (v->removing.empty()) {
+        return {};
+    }
+    const auto now = std::chrono::system_clock::now();
+    std::map<std::uint32_t, std::size_t> sessions;  // open or prepared, by tenant id
+    for (const auto& s : module_->list_sessions()) {
+        sessions[s.tenant]++;
+    }
+    std::vector<std::string> destroyed;
+    for (const auto& [name, r] : v->removing) {
+        const bool idle = r.id == 0 || sessions.count(r.id) == 0;
+        if (!idle && now < r.deadline) {
+            continue;
+        }
+        try {
+            destroy_removed(name, r,
+                            idle ? "removed from policy, no session left"
+                                 : "removed from policy, its grace is over");
+            destroyed.push_back(name);
+        } catch (const std::exception& e) {
+            // Stays removing: the next sweep tries again.
+            log::error("tenant {}: could not be destroyed: {}", quoted(name), e.what());
+        }
+    }
+    return destroyed;
+}
+
+void Manager::post_sweep() {
+    if (view()->removing.empty() || sweep_queued_.exchange(true)) {
+        return;
+    }
+    try {
+        post([this] {
+            sweep_queued_ = false;
+            sweep_removals();
+        });
+    } catch (const CallError&) {
+        sweep_queued_ = false;  // shutting down
+    }
+}
+
+void Manager::destroy_removed(const std::string& name, const Removal& r, const std::string& why) {
+    if (r.id != 0) {
+        try {
+            // Forced: the module closes its sessions and destroys its
+            // regions and programs, each with an audit record.
+            module_->tenant_destroy(r.id, true);
+        } catch (const KmodError& e) {
+            if (e.code().value() != ENOENT) {
+                throw;
+            }
+        }
+    }
+    store().transaction([&] {
+        store().delete_tenant(name);  // its regions and programs cascade
+        store().delete_idempotent("tenant:" + name);
+    });
+    {
+        std::lock_guard lock(rate_mu_);
+        control_buckets_.erase(name);
+    }
+    auto v = std::make_shared<View>(*view());
+    v->removing.erase(name);
+    if (r.id != 0) {
+        v->tenant_name.erase(r.id);
+    }
+    publish(std::move(v));
+    jsend(log::Level::info, "tenant " + quoted(name) + ": destroyed: " + why,
+          {{"ROF_KIND", "control"}, {"ROF_TENANT", name}, {"ROF_REASON", why}});
+}
+
+std::optional<std::chrono::system_clock::time_point> Manager::destroy_tenant(
+    const std::string& name, std::chrono::milliseconds grace) {
+    const auto v = view();
+    if (const auto* t = v->tenant(name)) {
+        throw CallError(grpc::StatusCode::FAILED_PRECONDITION,
+                        "tenant " + quoted(name) + ": declared in " + t->file +
+                            "; remove it there (rofctl tenant delete " + name + ") first");
+    }
+    const auto* r = v->removal(name);
+    if (r == nullptr) {
+        throw CallError(grpc::StatusCode::NOT_FOUND, "tenant " + quoted(name) + ": no such tenant");
+    }
+    const Removal moved{r->id, std::chrono::system_clock::now() + grace};
+    if (grace.count() == 0) {
+        destroy_removed(name, moved, "destroyed by an admin (DestroyTenant)");
+        return std::nullopt;
+    }
+    auto next = std::make_shared<View>(*v);
+    next->removing[name] = moved;
+    publish(std::move(next));
+    for (const auto& gone : sweep_removals()) {
+        if (gone == name) {
+            return std::nullopt;
+        }
+    }
+    return moved.deadline;
 }
 
 void Manager::rotate_ticket_key() {

@@ -70,6 +70,15 @@ struct Principal {
 
 enum class Right { read, write };
 
+// A tenant the policy no longer declares, still in the module or the
+// store: it takes no new objects and is destroyed when its last session
+// is gone or at @deadline, whichever comes first (docs/architecture.md,
+// "A tenant's lifecycle").
+struct Removal {
+    std::uint32_t id = 0;  // the module's; 0: only rofd's state has it
+    std::chrono::system_clock::time_point deadline;
+};
+
 // The running policy and what it maps to in the module, replaced as a
 // whole by a reload or a reconciliation.
 struct View {
@@ -78,9 +87,11 @@ struct View {
     std::map<std::uint32_t, std::string> tenant_name;
     std::uint64_t generation = 0;
     std::chrono::system_clock::time_point loaded_at;
-    std::vector<std::string> drift;  // the last reconciliation's
+    std::vector<std::string> drift;                        // the last reconciliation's
+    std::map<std::string, Removal, std::less<>> removing;  // by name
 
     const rof::policy::Tenant* tenant(std::string_view name) const;
+    const Removal* removal(std::string_view name) const;
     // Module tenant id -> name; "#ID" when not a policy tenant.
     std::string name_of(std::uint32_t id) const;
 };
@@ -153,6 +164,19 @@ class Manager {
     // A new ticket key, stored then set.
     void rotate_ticket_key();
 
+    // On the worker: destroys every removing tenant that has no session
+    // left or whose deadline has passed; returns the names destroyed.
+    std::vector<std::string> sweep_removals();
+    // On the worker: DestroyTenant.  Moves @name's removal deadline to
+    // now + @grace, then sweeps.  CallError FAILED_PRECONDITION for a
+    // policy tenant, NOT_FOUND for a name rofd does not know.  Returns the
+    // new deadline, or std::nullopt when the tenant was destroyed.
+    std::optional<std::chrono::system_clock::time_point> destroy_tenant(
+        const std::string& name, std::chrono::milliseconds grace);
+    // Posts sweep_removals() to the worker when a tenant is being removed
+    // and no sweep waits there already (main.cpp's removal timer).
+    void post_sweep();
+
     // How many refusals audit_control() journalled on the calling thread:
     // a call compares it before and after its body, so that a refusal
     // authorize() journalled is not journalled again.
@@ -210,6 +234,7 @@ class Manager {
 
   private:
     void reconcile();
+    void destroy_removed(const std::string& name, const Removal& r, const std::string& why);
     void worker_loop();
     void publish(std::shared_ptr<View> v);
     std::shared_ptr<const AuditConfig> audit_config(const View& v) const;
@@ -221,6 +246,7 @@ class Manager {
     std::unique_ptr<AuditDrain> audit_;
     std::chrono::steady_clock::time_point started_;
     std::atomic<bool> ready_{false};
+    std::atomic<bool> sweep_queued_{false};
 
     mutable std::mutex view_mu_;
     std::shared_ptr<const View> view_;

@@ -368,6 +368,11 @@ TEST_F(ManagerTest, IntentRegionOfATenantNotInPolicyIsSettled) {
     }
     const auto old = fake_->tenant_create("old", 3);
     fake_->region_create(old, "data", 8192, ROF_ACCESS_READ);
+    // A session still open: "old" stays while it is removed.
+    TicketKey key{};
+    key[0] = 1;
+    fake_->set_ticket_key(key);
+    ASSERT_EQ(prepare(old), 0);
 
     auto m = make_manager();
     ASSERT_NO_THROW(m->start());
@@ -375,8 +380,10 @@ TEST_F(ManagerTest, IntentRegionOfATenantNotInPolicyIsSettled) {
     EXPECT_EQ(v->name_of(old), "old");
     EXPECT_EQ(v->tenant_id.count("old"), 0u);
     EXPECT_TRUE(Contains(drift_with(*v, "\"old\""),
-                         "tenant \"old\": in the module, not in policy: left alone"))
+                         "tenant \"old\": in the module, not in policy: being removed"))
         << joined(v->drift);
+    ASSERT_NE(v->removal("old"), nullptr);
+    EXPECT_EQ(v->removal("old")->id, old);
     // Settled like any intent row: the module has the region, so it is kept.
     const auto rows = m->store().regions();
     ASSERT_EQ(rows.size(), 1u);
@@ -510,21 +517,222 @@ TEST_F(ManagerTest, LoweredRegionQuotaBelowUsageIsANote) {
     EXPECT_TRUE(fake_region(kv, "big"));
 }
 
-TEST_F(ManagerTest, TenantRemovedFromPolicyIsReportedNotDestroyed) {
+// Issue 28: a tenant removed from policy with a session open is removing:
+// it takes nothing new, keeps what it has, and the other tenants are not
+// touched.
+TEST_F(ManagerTest, TenantRemovedFromPolicyIsRemovingWhileASessionIsOpen) {
     auto m = started_manager();
     const auto an = m->tenant_id("analytics");
+    const auto kv = m->tenant_id("kv");
+    std::uint32_t sid = 0;
+    ASSERT_EQ(prepare(an, &sid), 0);
     remove_tenant("analytics");
     const auto notes = m->reload_policy();
     EXPECT_TRUE(Contains(joined(notes),
-                         "tenant \"analytics\": removed from policy: its objects "
-                         "stay in the module"));
+                         "tenant \"analytics\": removed from policy: it takes no new sessions, "
+                         "regions or programs; destroyed with its objects when its last session "
+                         "closes or in 60000 ms (limits.tenant_removal_grace_ms)"))
+        << joined(notes);
     EXPECT_TRUE(fake_->get_tenant(an));
+    EXPECT_TRUE(fake_->get_session(sid));
     const auto v = m->view();
     EXPECT_EQ(v->tenant_id.count("analytics"), 0u);
     EXPECT_EQ(v->name_of(an), "analytics");
+    ASSERT_NE(v->removal("analytics"), nullptr);
+    EXPECT_EQ(v->removal("analytics")->id, an);
+    EXPECT_GT(v->removal("analytics")->deadline,
+              std::chrono::system_clock::now() + std::chrono::seconds(30));
     EXPECT_EQ(drift_with(*v, "\"analytics\""),
-              "tenant \"analytics\": in the module, not in policy: left alone")
+              "tenant \"analytics\": in the module, not in policy: being removed")
         << joined(v->drift);
+    // Calls naming it are refused with why.
+    Principal admin;
+    admin.role = Principal::Role::admin;
+    admin.authenticated = true;
+    try {
+        m->tenant_of(admin, "analytics");
+        ADD_FAILURE() << "tenant_of accepted a removing tenant";
+    } catch (const CallError& e) {
+        EXPECT_EQ(e.code, grpc::StatusCode::FAILED_PRECONDITION);
+        EXPECT_TRUE(Contains(e.what(), "tenant \"analytics\": being removed")) << e.what();
+    }
+    // A sweep before the deadline leaves it: its session is open.
+    EXPECT_TRUE(m->sweep_removals().empty());
+    EXPECT_TRUE(fake_->get_tenant(an));
+    EXPECT_TRUE(fake_->get_tenant(kv));
+    EXPECT_EQ(prepare(kv), 0);
+}
+
+// With no session left, the removal does not wait for the grace: the
+// module tenant, its regions and its stored rows are gone at the reload,
+// and the name comes back empty.
+TEST_F(ManagerTest, TenantRemovedWithoutSessionsIsDestroyedAndComesBackEmpty) {
+    auto m = started_manager();
+    const auto an = m->tenant_id("analytics");
+    const auto kv = m->tenant_id("kv");
+    // An API region (not declared), with its row.
+    fake_->region_create(an, "extra", 4096, ROF_ACCESS_READ);
+    StoredRegion row;
+    row.tenant = "analytics";
+    row.name = "extra";
+    row.size = 4096;
+    row.rights = ROF_ACCESS_READ;
+    row.state = RowState::committed;
+    m->store().put_region(row);
+    m->store().put_idempotent("tenant:analytics", "CreateRegion", "k1",
+                              Store::Idempotent{"h", "", 0, ""});
+    m->store().put_idempotent("tenant:kv", "CreateRegion", "k1", Store::Idempotent{"h", "", 0, ""});
+
+    remove_tenant("analytics");
+    const auto notes = m->reload_policy();
+    EXPECT_TRUE(Contains(joined(notes), "tenant \"analytics\": destroyed (no session left)"))
+        << joined(notes);
+    EXPECT_FALSE(fake_->get_tenant(an));
+    for (const auto& r : fake_->list_regions()) {
+        EXPECT_NE(r.tenant, an) << abi_name(r.name);
+    }
+    for (const auto& t : m->store().tenants()) {
+        EXPECT_NE(t.name, "analytics");
+    }
+    for (const auto& r : m->store().regions()) {
+        EXPECT_NE(r.tenant, "analytics") << r.name;
+    }
+    EXPECT_FALSE(m->store().idempotent("tenant:analytics", "CreateRegion", "k1"));
+    EXPECT_TRUE(m->store().idempotent("tenant:kv", "CreateRegion", "k1"));
+    EXPECT_EQ(m->view()->removal("analytics"), nullptr);
+    EXPECT_TRUE(fake_->get_tenant(kv));
+    EXPECT_TRUE(fake_region(kv, "table"));
+
+    write_tenant("analytics", kAnalytics);
+    m->reload_policy();
+    const auto again = fake_tenant("analytics");
+    ASSERT_TRUE(again);
+    EXPECT_FALSE(fake_region(again->id, "extra")) << "the re-added name inherited a region";
+    for (const auto& r : m->store().regions()) {
+        EXPECT_NE(r.name, "extra");
+    }
+}
+
+// Grace 0: a removed tenant's open sessions do not keep it.
+TEST_F(ManagerTest, TenantRemovedWithGraceZeroIsDestroyedAtOnce) {
+    auto m = started_manager();
+    const auto an = m->tenant_id("analytics");
+    std::uint32_t sid = 0;
+    ASSERT_EQ(prepare(an, &sid), 0);
+    write_daemon("[limits]\ntenant_removal_grace_ms = 0\n");
+    remove_tenant("analytics");
+    m->reload_policy();
+    EXPECT_FALSE(fake_->get_tenant(an));
+    EXPECT_FALSE(fake_->get_session(sid));
+    EXPECT_EQ(m->view()->removal("analytics"), nullptr);
+}
+
+// The operator's undo: the name back in policy during the grace keeps
+// the tenant, its id and its objects.
+TEST_F(ManagerTest, TenantReAddedDuringItsGraceIsKept) {
+    auto m = started_manager();
+    const auto an = m->tenant_id("analytics");
+    ASSERT_EQ(prepare(an), 0);
+    fake_->region_create(an, "extra", 4096, ROF_ACCESS_READ);
+    remove_tenant("analytics");
+    m->reload_policy();
+    ASSERT_NE(m->view()->removal("analytics"), nullptr);
+
+    write_tenant("analytics", kAnalytics);
+    const auto notes = m->reload_policy();
+    EXPECT_TRUE(Contains(joined(notes),
+                         "tenant \"analytics\": back in policy: its removal is "
+                         "cancelled, it keeps its objects"))
+        << joined(notes);
+    EXPECT_EQ(m->view()->removal("analytics"), nullptr);
+    EXPECT_EQ(m->tenant_id("analytics"), an);
+    EXPECT_TRUE(fake_region(an, "extra"));
+    EXPECT_TRUE(m->sweep_removals().empty());
+    EXPECT_TRUE(fake_->get_tenant(an));
+}
+
+// DestroyTenant's core: refused for a policy tenant and an unknown name;
+// grace 0 destroys a removing tenant whose session is still open.
+TEST_F(ManagerTest, DestroyTenant) {
+    auto m = started_manager();
+    const auto an = m->tenant_id("analytics");
+    ASSERT_EQ(prepare(an), 0);
+    auto code_of = [&](const std::string& name, std::chrono::milliseconds grace) {
+        try {
+            m->destroy_tenant(name, grace);
+        } catch (const CallError& e) {
+            return e.code;
+        }
+        return grpc::StatusCode::OK;
+    };
+    EXPECT_EQ(code_of("kv", std::chrono::milliseconds(0)), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_TRUE(fake_->get_tenant(m->tenant_id("kv")));
+    EXPECT_EQ(code_of("nobody", std::chrono::milliseconds(0)), grpc::StatusCode::NOT_FOUND);
+
+    remove_tenant("analytics");
+    m->reload_policy();
+    // A longer grace: still removing, with the new deadline.
+    const auto later = m->destroy_tenant("analytics", std::chrono::hours(2));
+    ASSERT_TRUE(later);
+    EXPECT_GT(*later, std::chrono::system_clock::now() + std::chrono::minutes(90));
+    EXPECT_EQ(m->view()->removal("analytics")->deadline, *later);
+    EXPECT_TRUE(fake_->get_tenant(an));
+
+    EXPECT_FALSE(m->destroy_tenant("analytics", std::chrono::milliseconds(0)));
+    EXPECT_FALSE(fake_->get_tenant(an));
+    EXPECT_EQ(m->view()->removal("analytics"), nullptr);
+    EXPECT_EQ(code_of("analytics", std::chrono::milliseconds(0)), grpc::StatusCode::NOT_FOUND);
+}
+
+// Rows of a tenant neither policy nor the module has (the module was
+// reloaded after the tenant left the policy): dropped at start, so the
+// name, re-added, does not get them back.
+TEST_F(ManagerTest, StoredRowsOfATenantGoneFromPolicyAndModuleAreDropped) {
+    {
+        Store s(db_path());
+        s.put_tenant(StoredTenant{"gone", 9});
+        StoredRegion r;
+        r.tenant = "gone";
+        r.name = "data";
+        r.size = 8192;
+        r.rights = ROF_ACCESS_READ;
+        r.state = RowState::committed;
+        s.put_region(r);
+    }
+    auto m = started_manager();
+    for (const auto& t : m->store().tenants()) {
+        EXPECT_NE(t.name, "gone");
+    }
+    EXPECT_TRUE(m->store().regions().empty());
+    EXPECT_EQ(m->view()->removal("gone"), nullptr);
+
+    write_tenant("gone", "name = \"gone\"\n\n[identity]\nuids = [4500]\n");
+    m->reload_policy();
+    const auto t = fake_tenant("gone");
+    ASSERT_TRUE(t);
+    EXPECT_FALSE(fake_region(t->id, "data"));
+}
+
+// Across a restart the grace starts again: the removal is not stored.
+TEST_F(ManagerTest, RemovingTenantGetsTheGraceAgainAfterARestart) {
+    std::uint32_t an = 0;
+    {
+        auto m = started_manager();
+        an = m->tenant_id("analytics");
+        ASSERT_EQ(prepare(an), 0);
+        remove_tenant("analytics");
+        m->reload_policy();
+        m->destroy_tenant("analytics", std::chrono::hours(2));
+        m->stop();
+    }
+    auto m = started_manager();
+    const auto v = m->view();
+    const auto* r = v->removal("analytics");
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->id, an);
+    EXPECT_TRUE(fake_->get_tenant(an));
+    // The policy's 60 s again, not the 2 h DestroyTenant set.
+    EXPECT_LT(r->deadline, std::chrono::system_clock::now() + std::chrono::minutes(5));
 }
 
 TEST_F(ManagerTest, NewTenantInPolicyIsCreatedOnReload) {

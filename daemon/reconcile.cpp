@@ -76,17 +76,20 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
         }
         plan.tenants.push_back(pt);
     }
+    // A tenant rofd made (its state has it) that policy no longer declares
+    // is being removed (Manager::sweep_removals()); one rofd never made is
+    // not rofd's to destroy.
     for (const auto& [name, info] : mod_tenant) {
         if (policy.find(name) == nullptr) {
-            plan.drift.push_back("tenant " + quoted(name) +
-                                 ": in the module, not in policy: left alone");
+            plan.drift.push_back("tenant " + quoted(name) + ": in the module, not in policy: " +
+                                 (stored_id.count(name) != 0 ? "being removed" : "left alone"));
         }
     }
     for (const auto& t : store.tenants) {
         if (policy.find(t.name) == nullptr && mod_tenant.count(t.name) == 0) {
             plan.drift.push_back("tenant " + quoted(t.name) +
                                  ": in rofd's state, not in policy: its regions and programs "
-                                 "are not recreated");
+                                 "are not recreated, its rows are dropped");
         }
     }
 

@@ -1714,3 +1714,191 @@ TEST_F(Service, LoadProgramVerifiesBeforeItQueues) {
 }
 
 }  // namespace
+
+// ---- a tenant's lifecycle (issue 28) -------------------------------------
+
+namespace lifecycle {
+
+// How many of @what (regions or sessions of the admin's lists) are @tenant's.
+int regions_of(Client& c, const std::string& tenant) {
+    v1::ListRegionsResponse list;
+    EXPECT_TRUE(rpc(*c.regions, &v1::Regions::Stub::ListRegions, {}, &list).ok());
+    int n = 0;
+    for (const auto& r : list.regions()) {
+        n += r.tenant() == tenant ? 1 : 0;
+    }
+    return n;
+}
+
+int sessions_of(Client& c, const std::string& tenant) {
+    v1::ListSessionsResponse list;
+    EXPECT_TRUE(rpc(*c.sessions, &v1::Sessions::Stub::ListSessions, {}, &list).ok());
+    int n = 0;
+    for (const auto& s : list.sessions()) {
+        n += s.tenant() == tenant ? 1 : 0;
+    }
+    return n;
+}
+
+grpc::Status destroy(Client& c, const std::string& name, std::int64_t grace_ms,
+                     v1::DestroyTenantResponse* resp) {
+    v1::DestroyTenantRequest req;
+    req.set_name(name);
+    req.set_grace_ms(grace_ms);
+    return rpc(*c.tenants, &v1::Tenants::Stub::DestroyTenant, req, resp);
+}
+
+}  // namespace lifecycle
+
+// A tenant removed from policy with a session open: refused new objects,
+// its objects still listed, destroyed by DestroyTenant{grace_ms: 0} with
+// its rows; the name comes back empty; kv is not touched throughout.
+TEST_F(Service, ARemovedTenantIsDrainedThenDestroyed) {
+    auto root = h_.client(admin);
+    auto kv = h_.client(kv_user);
+    // burst's objects, made by an admin.
+    auto scratch = region_request("scratch", 4096, 3);
+    scratch.set_tenant("burst");
+    v1::Region region;
+    auto st = rpc(*root->regions, &v1::Regions::Stub::CreateRegion, scratch, &region);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    v1::OpenSessionRequest open;
+    open.set_tenant("burst");
+    open.add_regions()->set_name("scratch");
+    v1::OpenSessionResponse opened;
+    st = rpc(*root->sessions, &v1::Sessions::Stub::OpenSession, open, &opened);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    // kv's, the bystander's.
+    v1::OpenSessionRequest kv_open;
+    kv_open.add_regions()->set_name("table");
+    v1::OpenSessionResponse kv_session;
+    st = rpc(*kv->sessions, &v1::Sessions::Stub::OpenSession, kv_open, &kv_session);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    const std::uint32_t burst_id = tenant_id("burst");
+
+    ASSERT_TRUE(std::filesystem::remove(h_.tenant_file("burst")));
+    v1::ReloadPolicyResponse reloaded;
+    st = rpc(*root->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+
+    // Refused: nothing new for it.
+    open.clear_regions();
+    st = rpc(*root->sessions, &v1::Sessions::Stub::OpenSession, open, &opened);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "tenant \"burst\": being removed")) << describe(st);
+    scratch.set_name("more");
+    st = rpc(*root->regions, &v1::Regions::Stub::CreateRegion, scratch, &region);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    v1::LoadProgramRequest load;
+    load.set_tenant("burst");
+    load.set_name("p");
+    *load.mutable_program() = source("exit 0\n");
+    v1::Program prog;
+    st = rpc(*root->programs, &v1::Programs::Stub::LoadProgram, load, &prog);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    // What it has stays, and is listed.
+    EXPECT_EQ(lifecycle::regions_of(*root, "burst"), 1);
+    EXPECT_EQ(lifecycle::sessions_of(*root, "burst"), 1);
+    v1::GetTenantRequest get;
+    get.set_name("burst");
+    v1::Tenant t;
+    st = rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, get, &t);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(t.state(), v1::TENANT_STATE_REMOVING);
+    EXPECT_GT(t.removal_deadline().seconds(), 0);
+    EXPECT_EQ(t.id(), burst_id);
+    EXPECT_EQ(t.usage().regions(), 1U);
+    v1::ListTenantsResponse tenants;
+    ASSERT_TRUE(rpc(*root->tenants, &v1::Tenants::Stub::ListTenants, {}, &tenants).ok());
+    std::map<std::string, v1::TenantState> states;
+    for (const auto& x : tenants.tenants()) {
+        states[x.name()] = x.state();
+    }
+    EXPECT_EQ(states["burst"], v1::TENANT_STATE_REMOVING);
+    EXPECT_EQ(states["kv"], v1::TENANT_STATE_ACTIVE);
+
+    // DestroyTenant: admins only, removed tenants only.
+    v1::DestroyTenantResponse destroyed;
+    st = lifecycle::destroy(*kv, "burst", 0, &destroyed);
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "tenant kv (uid 1001, pid ")) << describe(st);
+    st = lifecycle::destroy(*kv, "kv", 0, &destroyed);
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+    st = lifecycle::destroy(*h_.client(stranger), "burst", 0, &destroyed);
+    EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
+    st = lifecycle::destroy(*root, "kv", 0, &destroyed);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "declared in " + h_.tenant_file("kv")))
+        << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "rofctl tenant delete kv")) << describe(st);
+    st = lifecycle::destroy(*root, "nobody", 0, &destroyed);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+    st = lifecycle::destroy(*root, "burst", -1, &destroyed);
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_TRUE(h_.fake().get_tenant(burst_id));
+
+    st = lifecycle::destroy(*root, "burst", 0, &destroyed);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(destroyed.destroyed());
+    EXPECT_FALSE(h_.fake().get_tenant(burst_id));
+    EXPECT_EQ(lifecycle::regions_of(*root, "burst"), 0);
+    EXPECT_EQ(lifecycle::sessions_of(*root, "burst"), 0);
+    for (const auto& row : h_.manager().store().tenants()) {
+        EXPECT_NE(row.name, "burst");
+    }
+    for (const auto& row : h_.manager().store().regions()) {
+        EXPECT_NE(row.tenant, "burst") << row.name;
+    }
+    st = rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, get, &t);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+
+    // kv was never touched.
+    v1::GetSessionRequest kv_get;
+    kv_get.set_id(kv_session.session());
+    v1::Session s;
+    st = rpc(*kv->sessions, &v1::Sessions::Stub::GetSession, kv_get, &s);
+    EXPECT_TRUE(st.ok()) << describe(st);
+    st = rpc(*kv->regions, &v1::Regions::Stub::CreateRegion, region_request("cache", 4096, 1),
+             &region);
+    EXPECT_TRUE(st.ok()) << describe(st);
+
+    // The name again: empty.
+    h_.write_tenant("burst", burst_toml);
+    st = rpc(*root->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(lifecycle::regions_of(*root, "burst"), 0);
+    st = rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, get, &t);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(t.state(), v1::TENANT_STATE_ACTIVE);
+    EXPECT_EQ(t.usage().regions(), 0U);
+}
+
+// The name back in policy during the grace: the removal is undone and
+// the tenant keeps what it had.
+TEST_F(Service, ARemovedTenantReAddedDuringItsGraceKeepsItsObjects) {
+    auto root = h_.client(admin);
+    auto scratch = region_request("scratch", 4096, 3);
+    scratch.set_tenant("burst");
+    v1::Region region;
+    auto st = rpc(*root->regions, &v1::Regions::Stub::CreateRegion, scratch, &region);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    v1::OpenSessionRequest open;
+    open.set_tenant("burst");
+    v1::OpenSessionResponse opened;
+    st = rpc(*root->sessions, &v1::Sessions::Stub::OpenSession, open, &opened);
+    ASSERT_TRUE(st.ok()) << describe(st);
+
+    ASSERT_TRUE(std::filesystem::remove(h_.tenant_file("burst")));
+    v1::ReloadPolicyResponse reloaded;
+    ASSERT_TRUE(rpc(*root->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded).ok());
+    h_.write_tenant("burst", burst_toml);
+    ASSERT_TRUE(rpc(*root->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded).ok());
+
+    EXPECT_EQ(lifecycle::regions_of(*root, "burst"), 1);
+    EXPECT_EQ(lifecycle::sessions_of(*root, "burst"), 1);
+    v1::DestroyTenantResponse destroyed;
+    st = lifecycle::destroy(*root, "burst", 0, &destroyed);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    st = rpc(*root->sessions, &v1::Sessions::Stub::OpenSession, open, &opened);
+    EXPECT_TRUE(st.ok()) << describe(st);
+}

@@ -40,6 +40,9 @@ class TenantService final : public v1::Tenants::CallbackService {
                                     v1::ListTenantsResponse* resp) override;
     ServerUnaryReactor* GetTenant(CallbackServerContext* ctx, const v1::GetTenantRequest* req,
                                   v1::Tenant* resp) override;
+    ServerUnaryReactor* DestroyTenant(CallbackServerContext* ctx,
+                                      const v1::DestroyTenantRequest* req,
+                                      v1::DestroyTenantResponse* resp) override;
 
   private:
     Manager& m_;

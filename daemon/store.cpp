@@ -715,4 +715,13 @@ std::size_t Store::prune_idempotent(std::int64_t max_age_s) {
     });
 }
 
+std::size_t Store::delete_idempotent(const std::string& principal) {
+    std::lock_guard lk(impl_->mu);
+    return impl_->guard([&] {
+        SQLite::Statement st(*impl_->db, "DELETE FROM idempotency WHERE principal = ?");
+        st.bind(1, principal);
+        return static_cast<std::size_t>(st.exec());
+    });
+}
+
 }  // namespace rofd

@@ -145,6 +145,8 @@ class Store {
                         const std::string& key, const Idempotent& result);
     // Drops records older than @max_age_s; returns how many.
     std::size_t prune_idempotent(std::int64_t max_age_s);
+    // Drops every record of @principal ("tenant:kv"); returns how many.
+    std::size_t delete_idempotent(const std::string& principal);
 
     // Runs @fn in one transaction (BEGIN IMMEDIATE ... COMMIT); rolls back
     // when it throws.  Calls may nest: only the outermost commits.  An inner

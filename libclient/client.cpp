@@ -273,6 +273,11 @@ v1::Tenant Client::get_tenant(const v1::GetTenantRequest& req) {
     return impl_->call("GetTenant", impl_->tenants.get(), &v1::Tenants::Stub::GetTenant, req, true);
 }
 
+v1::DestroyTenantResponse Client::destroy_tenant(const v1::DestroyTenantRequest& req) {
+    return impl_->mutate("DestroyTenant", impl_->tenants.get(), &v1::Tenants::Stub::DestroyTenant,
+                         req);
+}
+
 v1::GetPolicyResponse Client::get_policy() {
     return impl_->call("GetPolicy", impl_->policy.get(), &v1::Policy::Stub::GetPolicy,
                        v1::GetPolicyRequest{}, true);

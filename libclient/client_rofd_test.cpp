@@ -156,6 +156,35 @@ TEST(ClientRofd, ErrorsCarryRofdsCodeAndMessage) {
     EXPECT_EQ(error_of([&] { c.create_region(cr); }).code(), rof::Code::invalid_argument);
 }
 
+// DestroyTenant through librof: refused for a policy tenant, then a
+// tenant removed from policy (with a session that would keep it) is
+// destroyed; a second call finds nothing.
+TEST(ClientRofd, DestroyTenantAfterItLeftThePolicy) {
+    ServiceHarness h(admin_toml(),
+                     {{"kv", kv_toml}, {"web", "name = \"web\"\n\n[identity]\nuids = [4243]\n"}});
+    rof::Client c = client_of(h);
+    v1::DestroyTenantRequest req;
+    req.set_name("web");
+    const rof::Error declared = error_of([&] { c.destroy_tenant(req); });
+    EXPECT_EQ(declared.code(), rof::Code::failed_precondition) << declared.what();
+    EXPECT_NE(std::string(declared.what()).find("rofctl tenant delete web"), std::string::npos)
+        << declared.what();
+
+    v1::OpenSessionRequest open;
+    open.set_tenant("web");
+    c.open_session(open);
+    ASSERT_EQ(std::remove(h.tenant_file("web").c_str()), 0);
+    c.reload_policy();
+    v1::GetTenantRequest gt;
+    gt.set_name("web");
+    EXPECT_EQ(c.get_tenant(gt).state(), v1::TENANT_STATE_REMOVING);
+
+    const auto done = c.destroy_tenant(req);
+    EXPECT_TRUE(done.destroyed());
+    const rof::Error gone = error_of([&] { c.destroy_tenant(req); });
+    EXPECT_EQ(gone.code(), rof::Code::not_found) << gone.what();
+}
+
 TEST(ClientRofd, MutatingCallsAreKeyedAndRetrySafely) {
     ServiceHarness h(admin_toml(), {{"kv", kv_toml}});
     rof::Client c = client_of(h);

@@ -181,6 +181,9 @@ struct Daemon {
     // audit.  The rest are counted, and the caller's next journalled
     // refusal says how many were left out.
     std::uint32_t refusals_journalled_per_s = 10;
+    // A tenant removed from policy keeps its open sessions this long at
+    // most; then rofd destroys it with what it holds (0: at once).
+    std::uint32_t tenant_removal_grace_ms = 60000;
     // Connections (gRPC's transport): a TCP connection must finish TLS and
     // the HTTP/2 preface within handshake_timeout_ms; every connection is
     // pinged after keepalive_ms without reads and closed when the ping is

@@ -138,6 +138,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(d.keepalive_timeout_ms, 10000U);
     EXPECT_EQ(d.connection_idle_ms, 600000U);
     EXPECT_EQ(d.refusals_journalled_per_s, 5U);
+    EXPECT_EQ(d.tenant_removal_grace_ms, 5000U);
 
     ASSERT_EQ(r.policy->tenants.size(), 1U);
     const Tenant& t = r.policy->tenants[0];
@@ -244,6 +245,21 @@ TEST(PolicyParse, ConnectionLimitsRanges) {
         "rofd.toml:5:22: limits.connection_idle_ms: 10 is out of range (1000 .. 86400000)\n"
         "rofd.toml:6:23: limits.audit_streams_admin: 0 is out of range (1 .. 64)\n"
         "rofd.toml:7:29: limits.refusals_journalled_per_s: 0 is out of range (1 .. 100000)\n");
+}
+
+// A removed tenant's grace: a minute by default, 0 (at once) to a day.
+TEST(PolicyParse, TenantRemovalGrace) {
+    EXPECT_EQ(Daemon{}.tenant_removal_grace_ms, 60000U);
+    LoadResult ok = parse("[limits]\ntenant_removal_grace_ms = 0\n", "rofd.toml", {});
+    ASSERT_TRUE(ok.policy) << ok.error_text();
+    EXPECT_EQ(ok.policy->daemon.tenant_removal_grace_ms, 0U);
+    LoadResult r = parse("[limits]\ntenant_removal_grace_ms = 86400001\n", "rofd.toml", {});
+    EXPECT_FALSE(r.policy);
+    EXPECT_EQ(r.error_text(),
+              "rofd.toml:2:27: limits.tenant_removal_grace_ms: 86400001 is out of range (0 .. "
+              "86400000)\n");
+    LoadResult neg = parse("[limits]\ntenant_removal_grace_ms = -1\n", "rofd.toml", {});
+    EXPECT_FALSE(neg.policy);
 }
 
 TEST(PolicyLoad, TenantsDirMustBeADirectory) {

@@ -103,6 +103,9 @@ class ROF_EXPORT Client {
     // rof.v1.Tenants
     v1::ListTenantsResponse list_tenants();
     v1::Tenant get_tenant(const v1::GetTenantRequest& req);
+    // Admin only: a tenant removed from policy is destroyed after
+    // req.grace_ms() at the latest (0: now).
+    v1::DestroyTenantResponse destroy_tenant(const v1::DestroyTenantRequest& req);
 
     // rof.v1.Policy
     v1::GetPolicyResponse get_policy();
