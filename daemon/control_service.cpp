@@ -235,8 +235,20 @@ ServerUnaryReactor* TenantService::DestroyTenant(CallbackServerContext* ctx,
             if (auto st = m_.replay(id, resp)) {
                 return *st;
             }
-            const auto deadline =
-                m_.destroy_tenant(req->name(), std::chrono::milliseconds(req->grace_ms()));
+            // A retry of a destroy that rofd died in finds the tenant gone
+            // (reconciliation drops what the destroy left): that is its
+            // answer, not NOT_FOUND.
+            const bool resumed = m_.interrupted(id);
+            m_.begin(id);
+            std::optional<std::chrono::system_clock::time_point> deadline;
+            try {
+                deadline =
+                    m_.destroy_tenant(req->name(), std::chrono::milliseconds(req->grace_ms()));
+            } catch (const CallError& e) {
+                if (!resumed || e.code != grpc::StatusCode::NOT_FOUND) {
+                    throw;
+                }
+            }
             resp->set_name(req->name());
             resp->set_destroyed(!deadline);
             if (deadline) {

@@ -1902,3 +1902,39 @@ TEST_F(Service, ARemovedTenantReAddedDuringItsGraceKeepsItsObjects) {
     st = rpc(*root->sessions, &v1::Sessions::Stub::OpenSession, open, &opened);
     EXPECT_TRUE(st.ok()) << describe(st);
 }
+
+// rofd dies right after the module destroyed the tenant: the retried
+// DestroyTenant with the same key is answered "destroyed", not NOT_FOUND.
+TEST_F(Service, ARetriedDestroyTenantAfterACrashSucceeds) {
+    auto root = h_.client(admin);
+    v1::OpenSessionRequest open;
+    open.set_tenant("burst");
+    v1::OpenSessionResponse opened;
+    auto st = rpc(*root->sessions, &v1::Sessions::Stub::OpenSession, open, &opened);
+    ASSERT_TRUE(st.ok()) << describe(st);  // keeps it removing until destroyed
+    ASSERT_TRUE(std::filesystem::remove(h_.tenant_file("burst")));
+    v1::ReloadPolicyResponse reloaded;
+    ASSERT_TRUE(rpc(*root->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded).ok());
+
+    v1::DestroyTenantRequest req;
+    req.set_name("burst");
+    req.set_idempotency_key("destroy-burst");
+    v1::DestroyTenantResponse resp;
+    h_.module().crash_after("tenant_destroy");
+    st = rpc(*root->tenants, &v1::Tenants::Stub::DestroyTenant, req, &resp);
+    EXPECT_TRUE(contains(st.error_message(), "rofd crashed after tenant_destroy")) << describe(st);
+    h_.restart();
+
+    root = h_.client(admin);
+    st = rpc(*root->tenants, &v1::Tenants::Stub::DestroyTenant, req, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(resp.destroyed());
+    EXPECT_EQ(resp.name(), "burst");
+    for (const auto& t : h_.fake().list_tenants()) {
+        EXPECT_NE(rofd::abi_name(t.name), "burst");
+    }
+    // Without the key, the name is unknown.
+    req.clear_idempotency_key();
+    st = rpc(*root->tenants, &v1::Tenants::Stub::DestroyTenant, req, &resp);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+}
