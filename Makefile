@@ -34,18 +34,34 @@ kmod: deps
 	@cmp -s VERSION $(BUILD)/kmod/VERSION || cp VERSION $(BUILD)/kmod/VERSION
 	$(MAKE) -C /usr/src/linux-headers-$$(packaging/kver) M=$(BUILD)/kmod ROF_WERROR=1 modules
 
-# The tests' build is optimised as the packages are, without debug info
-# (it slows every compile, and nothing here reads it); DEBUG=1 keeps
-# -g for a debugger.
-ifeq ($(DEBUG),1)
-CMAKE_TYPE = -DCMAKE_BUILD_TYPE=RelWithDebInfo
-else
-CMAKE_TYPE = -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
-	-DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG"
+# The tests' build is the packages' build: configured as debian/rules
+# (dh_auto_configure) configures it, with Debian's hardening flags
+# (dpkg-buildflags) and install layout, so that make check packages the
+# very binaries it tested (selftests/check: packaging/deb with
+# ROF_PREBUILT) instead of compiling everything twice.  Without debug info
+# (it slows every compile, and nothing here reads it); DEBUG=1 keeps -g
+# for a debugger; nor the reproducible-build path maps (a checkout path
+# may hold a space, which no flag can carry).  The flags are given on the
+# command line, not taken from the environment, so that they apply to a
+# build directory configured before too.
+ifneq ($(DEBUG),1)
+DEB_FLAGS_ENV = DEB_CFLAGS_STRIP=-g DEB_CXXFLAGS_STRIP=-g
 endif
+deb_flag = $(shell DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-fixfilepath,-fixdebugpath" \
+	$(DEB_FLAGS_ENV) dpkg-buildflags --get $(1))
+CMAKE_CONFIG = -DCMAKE_BUILD_TYPE=None \
+	-DCMAKE_C_FLAGS="$(call deb_flag,CFLAGS) $(call deb_flag,CPPFLAGS)" \
+	-DCMAKE_CXX_FLAGS="$(call deb_flag,CXXFLAGS) $(call deb_flag,CPPFLAGS)" \
+	-DCMAKE_EXE_LINKER_FLAGS="$(call deb_flag,LDFLAGS)" \
+	-DCMAKE_SHARED_LINKER_FLAGS="$(call deb_flag,LDFLAGS)" \
+	-DCMAKE_MODULE_LINKER_FLAGS="$(call deb_flag,LDFLAGS)" \
+	-DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc \
+	-DCMAKE_INSTALL_LOCALSTATEDIR=/var -DCMAKE_INSTALL_RUNSTATEDIR=/run \
+	-DCMAKE_INSTALL_LIBDIR=lib/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH) \
+	-DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON
 
 userspace: deps
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_TYPE) -DROF_WERROR=ON
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_CONFIG) -DROF_WERROR=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 progs: deps
