@@ -489,19 +489,12 @@ void Manager::charge_control_call(const Principal& p) {
     const double rate = t->control_rate;
     const auto now = this->now();
     std::lock_guard lock(rate_mu_);
-    auto [it, fresh] = control_buckets_.try_emplace(p.tenant, Bucket{rate, now});
-    Bucket& b = it->second;
-    if (!fresh) {
-        const double dt = std::chrono::duration<double>(now - b.last).count();
-        b.tokens = std::min(rate, b.tokens + dt * rate);  // burst: one second's worth
-        b.last = now;
-    }
-    if (b.tokens < 1.0) {
+    auto it = control_buckets_.try_emplace(p.tenant, Bucket{rate, now}).first;
+    if (!it->second.take(rate, now)) {
         throw CallError(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         "tenant " + quoted(p.tenant) + ": control_rate " +
                             std::to_string(t->control_rate) + " calls/s exceeded; retry later");
     }
-    b.tokens -= 1.0;
 }
 
 std::chrono::steady_clock::time_point Manager::now() const {
@@ -537,16 +530,11 @@ bool Manager::journal_refusal(const Principal& p, std::uint64_t* left_out) {
         }
         it = refusal_buckets_.emplace(caller, RefusalBucket{Bucket{rate, now}, 0}).first;
     }
-    Bucket& b = it->second.bucket;
-    const double dt = std::chrono::duration<double>(now - b.last).count();
-    b.tokens = std::min(rate, b.tokens + dt * rate);  // burst: one second's worth
-    b.last = now;
-    if (b.tokens < 1.0) {
+    if (!it->second.bucket.take(rate, now)) {
         ++it->second.left_out;
         ++refusals_left_out_;
         return false;
     }
-    b.tokens -= 1.0;
     *left_out = std::exchange(it->second.left_out, 0);
     return true;
 }

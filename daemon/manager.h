@@ -15,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -259,9 +260,22 @@ class Manager {
     bool stopping_ = false;
     std::thread worker_;
 
+    // A token bucket of @rate per second, a burst of one second's worth.
     struct Bucket {
         double tokens = 0;
         std::chrono::steady_clock::time_point last;
+
+        // Refills it up to @now; takes one token if there is one.
+        bool take(double rate, std::chrono::steady_clock::time_point now) {
+            const double dt = std::chrono::duration<double>(now - last).count();
+            tokens = std::min(rate, tokens + dt * rate);
+            last = now;
+            if (tokens < 1.0) {
+                return false;
+            }
+            tokens -= 1.0;
+            return true;
+        }
     };
     std::chrono::steady_clock::time_point now() const;
     // Whether a refusal of @p's is journalled ([limits]

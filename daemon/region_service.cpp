@@ -151,28 +151,35 @@ void check_create(const v1::CreateRegionRequest& req) {
     }
 }
 
+// The store's row of @tenant's region @name, if it has one.
+std::optional<StoredRegion> stored_region(Store& store, const std::string& tenant,
+                                          const std::string& name) {
+    for (auto& r : store.regions()) {
+        if (r.tenant == tenant && r.name == name) {
+            return r;
+        }
+    }
+    return std::nullopt;
+}
+
 // The store's row of @tenant's region req.name() is committed and is what
 // @req asks for: a create interrupted by a crash made it (reconciliation
 // committed its intent).
 bool made_by(Store& store, const std::string& tenant, const v1::CreateRegionRequest& req) {
-    for (const auto& r : store.regions()) {
-        if (r.tenant != tenant || r.name != req.name()) {
-            continue;
-        }
-        if (r.state != RowState::committed || r.size != req.size() || r.rights != req.rights() ||
-            r.freelists.size() != static_cast<std::size_t>(req.freelists_size())) {
+    const auto r = stored_region(store, tenant, req.name());
+    if (!r || r->state != RowState::committed || r->size != req.size() ||
+        r->rights != req.rights() ||
+        r->freelists.size() != static_cast<std::size_t>(req.freelists_size())) {
+        return false;
+    }
+    for (int i = 0; i < req.freelists_size(); ++i) {
+        const auto& f = req.freelists(i);
+        const auto& g = r->freelists[static_cast<std::size_t>(i)];
+        if (g.block_size != f.block_size() || g.offset != f.offset() || g.count != f.count()) {
             return false;
         }
-        for (int i = 0; i < req.freelists_size(); ++i) {
-            const auto& f = req.freelists(i);
-            const auto& g = r.freelists[static_cast<std::size_t>(i)];
-            if (g.block_size != f.block_size() || g.offset != f.offset() || g.count != f.count()) {
-                return false;
-            }
-        }
-        return true;
     }
-    return false;
+    return true;
 }
 
 }  // namespace
@@ -273,12 +280,7 @@ ServerUnaryReactor* RegionService::DeleteRegion(CallbackServerContext* ctx,
                                 what + ": declared in " + v->tenant(tenant)->file + ":" +
                                     std::to_string(d->line) + "; remove it there and reload");
         }
-        std::optional<StoredRegion> row;
-        for (auto& r : m_.store().regions()) {
-            if (r.tenant == tenant && r.name == req->name()) {
-                row = r;
-            }
-        }
+        std::optional<StoredRegion> row = stored_region(m_.store(), tenant, req->name());
         const auto info = m_.find_region(m_.tenant_id(tenant), req->name());
         if (!info && !row) {
             // A retry of a delete that rofd died in: the region is gone.
