@@ -153,11 +153,14 @@ int rof_name_check(const char *name);	/* -EINVAL unless a valid name */
 /*
  * The one LIST shape (issue 11), a whole LIST command: @snap takes its
  * lock, fills at most @cap elements of the kernel array @buf (NULL when
- * @cap is 0), drops the lock and returns how many objects exist; the copy
- * to user space happens with no lock held.
+ * @cap is 0) with the objects of id >= *@pos in id order, sets *@pos one
+ * past the last one filled, drops the lock and returns how many objects
+ * of id >= *@pos (as given) exist; the copy to user space happens with no
+ * lock held.
  */
 long rof_list_ioctl(void __user *uarg, size_t elem_size,
-		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg);
+		    u32 (*snap)(void *buf, u32 cap, u32 *pos, void *arg),
+		    void *arg);
 /*
  * The one GET shape, a whole GET command: @fill checks the info struct's
  * flags, takes its lock, fills @buf (a kernel copy of the user's struct)

@@ -14,7 +14,7 @@
 
 #include "rof_core.h"
 
-static LIST_HEAD(rof_devices);
+static LIST_HEAD(rof_devices);	/* by ->ibdev->index, for LIST paging */
 static DEFINE_MUTEX(rof_devices_lock);
 
 static struct ib_client rof_ib_client;
@@ -31,7 +31,8 @@ void rof_device_put(struct rof_device *dev)
 
 static int rof_add_one(struct ib_device *ibdev)
 {
-	struct rof_device *dev;
+	struct list_head *at = &rof_devices;
+	struct rof_device *dev, *next;
 
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)
@@ -40,7 +41,12 @@ static int rof_add_one(struct ib_device *ibdev)
 	dev->ibdev = ibdev;
 
 	mutex_lock(&rof_devices_lock);
-	list_add_tail(&dev->node, &rof_devices);
+	list_for_each_entry(next, &rof_devices, node)
+		if (next->ibdev->index > ibdev->index) {
+			at = &next->node;
+			break;
+		}
+	list_add_tail(&dev->node, at);
 	mutex_unlock(&rof_devices_lock);
 
 	ib_set_client_data(ibdev, &rof_ib_client, dev);
@@ -127,16 +133,21 @@ static void rof_fill_info(struct rof_device *dev, struct rof_device_info *info)
 }
 
 /* ib_query_port sleeps: fine under the mutex, which keeps ->ibdev valid. */
-static u32 rof_device_snap(void *buf, u32 cap, void *arg)
+static u32 rof_device_snap(void *buf, u32 cap, u32 *pos, void *arg)
 {
 	struct rof_device_info *info = buf;
 	struct rof_device *dev;
-	u32 n = 0;
+	u32 n = 0, start = *pos;
 
 	mutex_lock(&rof_devices_lock);
-	list_for_each_entry(dev, &rof_devices, node)
-		if (n++ < cap)
+	list_for_each_entry(dev, &rof_devices, node) {
+		if (dev->ibdev->index < start)
+			continue;
+		if (n++ < cap) {
 			rof_fill_info(dev, &info[n - 1]);
+			*pos = dev->ibdev->index + 1;
+		}
+	}
 	mutex_unlock(&rof_devices_lock);
 	return n;
 }

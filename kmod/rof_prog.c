@@ -18,6 +18,9 @@
  *
  * Lifetimes: rof_progs (a hash table under rof_progs_lock, read under
  * RCU) holds one reference from load to unload; a run holds its own.
+ * rof_prog_ids indexes the same programs by an id of their own, under
+ * rof_progs_lock too, for LIST_PROGS paging (ROF_LIST_FROM): it holds no
+ * reference, a program is on both or on neither.
  * Before a program lets go of its regions it is stopped: ->stopped is
  * set and the runs under way (->active) are waited for, so no run ever
  * touches a region the program no longer holds.
@@ -34,6 +37,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
+#include <linux/xarray.h>
 
 #include "rof_core.h"
 #include "rof_exec.h"
@@ -74,6 +78,7 @@ struct rof_prog {
 	struct rcu_head rcu;
 	struct hlist_node hnode;	/* on rof_progs while ->linked */
 	bool linked;			/* rof_progs_lock */
+	u32 id;				/* on rof_prog_ids while ->linked */
 	struct rof_tenant *tenant;	/* holds a reference */
 	u32 tenant_id;
 	u64 tag;
@@ -108,6 +113,9 @@ struct rof_prog_scratch {
 };
 
 static DEFINE_HASHTABLE(rof_progs, ROF_PROG_HASH_BITS);
+/* Ids go round (xa_alloc_cyclic), so a page boundary rarely sees reuse. */
+static DEFINE_XARRAY_ALLOC1(rof_prog_ids);
+static u32 rof_prog_next_id;
 static DEFINE_MUTEX(rof_progs_lock);
 
 /*
@@ -186,6 +194,7 @@ static void rof_prog_destroy(struct rof_prog *p)
 		return;
 	}
 	hash_del_rcu(&p->hnode);
+	xa_erase(&rof_prog_ids, p->id);
 	p->linked = false;
 	mutex_unlock(&rof_progs_lock);
 
@@ -574,7 +583,13 @@ static long rof_prog_load(void __user *uarg)
 	if (rof_prog_exists(t, p->tag))
 		ret = -EEXIST;
 	else
+		ret = xa_alloc_cyclic(&rof_prog_ids, &p->id, p, xa_limit_31b,
+				      &rof_prog_next_id, GFP_KERNEL);
+	if (ret >= 0) {
 		ret = rof_tenant_attach(t, &p->tatt);	/* -ENOENT: dying */
+		if (ret)
+			xa_erase(&rof_prog_ids, p->id);
+	}
 	if (ret) {
 		mutex_unlock(&rof_progs_lock);
 		goto err_slots;
@@ -695,16 +710,19 @@ static long rof_prog_get(void __user *uarg)
 			     rof_prog_get_fill);
 }
 
-static u32 rof_prog_snap(void *buf, u32 cap, void *arg)
+static u32 rof_prog_snap(void *buf, u32 cap, u32 *pos, void *arg)
 {
 	struct rof_prog_info *pi = buf;
+	unsigned long id, start = *pos;
 	struct rof_prog *p;
-	u32 n = 0, bkt;
+	u32 n = 0;
 
 	mutex_lock(&rof_progs_lock);
-	hash_for_each(rof_progs, bkt, p, hnode)
-		if (n++ < cap)
+	xa_for_each_start(&rof_prog_ids, id, p, start)
+		if (n++ < cap) {
 			rof_prog_fill(p, &pi[n - 1]);
+			*pos = id + 1;
+		}
 	mutex_unlock(&rof_progs_lock);
 	return n;
 }
@@ -746,5 +764,6 @@ int rof_prog_init(void)
 void rof_prog_exit(void)
 {
 	WARN_ON(!hash_empty(rof_progs));
+	WARN_ON(!xa_empty(&rof_prog_ids));
 	rcu_barrier();		/* call_rcu frees of unloaded programs */
 }

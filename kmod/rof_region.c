@@ -629,17 +629,19 @@ static long rof_region_get_info(void __user *uarg)
 			     rof_region_get_fill);
 }
 
-static u32 rof_region_snap(void *buf, u32 cap, void *arg)
+static u32 rof_region_snap(void *buf, u32 cap, u32 *pos, void *arg)
 {
 	struct rof_region_info *info = buf;
 	struct rof_region *r;
-	unsigned long id;
+	unsigned long id, start = *pos;
 	u32 n = 0;
 
 	mutex_lock(&rof_regions_lock);
-	xa_for_each(&rof_regions, id, r)
-		if (n++ < cap)
+	xa_for_each_start(&rof_regions, id, r, start)
+		if (n++ < cap) {
 			rof_region_fill(r, &info[n - 1]);
+			*pos = id + 1;
+		}
 	mutex_unlock(&rof_regions_lock);
 	return n;
 }
@@ -1082,16 +1084,16 @@ static long rof_freelist_destroy(void __user *uarg)
 	return ret;
 }
 
-static u32 rof_freelist_snap(void *buf, u32 cap, void *arg)
+static u32 rof_freelist_snap(void *buf, u32 cap, u32 *pos, void *arg)
 {
 	struct rof_freelist_info *info = buf;
 	struct rof_freelist *fl;
-	unsigned long id;
+	unsigned long id, start = *pos;
 	bool corrupt;
 	u32 n = 0;
 
 	mutex_lock(&rof_regions_lock);
-	xa_for_each(&rof_freelists, id, fl) {
+	xa_for_each_start(&rof_freelists, id, fl, start) {
 		if (n++ >= cap)
 			continue;
 		info->offset = fl->offset;
@@ -1104,6 +1106,7 @@ static u32 rof_freelist_snap(void *buf, u32 cap, void *arg)
 		if (corrupt)
 			info->flags |= ROF_FREELIST_CORRUPT;
 		info++;
+		*pos = id + 1;
 		cond_resched();		/* the chain walk is up to 2^20 steps */
 	}
 	mutex_unlock(&rof_regions_lock);

@@ -1988,17 +1988,19 @@ static int rof_session_get_fill(void *buf)
 	return s ? 0 : -ENOENT;
 }
 
-static u32 rof_session_snap(void *buf, u32 cap, void *arg)
+static u32 rof_session_snap(void *buf, u32 cap, u32 *pos, void *arg)
 {
 	struct rof_session_info *si = buf;
 	struct rof_session *s;
-	unsigned long idx;
+	unsigned long idx, start = *pos;
 	u32 n = 0;
 
 	mutex_lock(&rof_sess_lock);
-	xa_for_each(&rof_sessions, idx, s)
-		if (n++ < cap)
+	xa_for_each_start(&rof_sessions, idx, s, start)
+		if (n++ < cap) {
 			rof_session_fill(s, &si[n - 1]);
+			*pos = idx + 1;
+		}
 	mutex_unlock(&rof_sess_lock);
 	return n;
 }

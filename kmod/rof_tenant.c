@@ -663,7 +663,9 @@ long rof_get_ioctl(void __user *uarg, size_t size, int (*fill)(void *buf))
 /* Validate the common LIST header (rof_list_ioctl). */
 static int rof_list_check(const struct rof_list *req, size_t elem_size)
 {
-	if (req->flags || req->reserved)
+	if (req->flags & ~ROF_LIST_FROM)
+		return -EINVAL;
+	if (!(req->flags & ROF_LIST_FROM) && req->start)
 		return -EINVAL;
 	if (req->elem_size != elem_size)
 		return -EINVAL;
@@ -680,20 +682,26 @@ static int rof_list_check(const struct rof_list *req, size_t elem_size)
  * @uarg:	the command's struct rof_list
  * @elem_size:	the size of one element
  * @snap:	takes its lock, fills at most @cap elements of @buf (zeroed;
- *		NULL when @cap is 0) in listing order, drops the lock and
- *		returns how many objects exist.  Never touches user memory;
- *		may sleep.
+ *		NULL when @cap is 0) with the objects whose id is at least
+ *		*@pos, in increasing id order, sets *@pos one past the id of
+ *		the last element filled (leaves it when it fills none), drops
+ *		the lock and returns how many objects with an id of at least
+ *		the *@pos it was given exist.  Never touches user memory; may
+ *		sleep.
  * @arg:	passed to @snap
  *
- * Objects created between the sizing pass and the snapshot get a bigger
- * snapshot (twice at most; past that, total > count tells the caller to
- * retry, as the ABI says).  Returns 0 or a negative errno.
+ * Without ROF_LIST_FROM the listing starts at id 0.  Objects created
+ * between the sizing pass and the snapshot get a bigger snapshot (twice
+ * at most; past that, total > count tells the caller to retry, or to go
+ * on from @start with ROF_LIST_FROM, as the ABI says).  Returns 0 or a
+ * negative errno.
  */
 long rof_list_ioctl(void __user *uarg, size_t elem_size,
-		    u32 (*snap)(void *buf, u32 cap, void *arg), void *arg)
+		    u32 (*snap)(void *buf, u32 cap, u32 *pos, void *arg),
+		    void *arg)
 {
 	struct rof_list req;
-	u32 cap = 0, total, tries;
+	u32 cap = 0, total, tries, pos;
 	void *buf = NULL;
 	int ret;
 
@@ -702,17 +710,21 @@ long rof_list_ioctl(void __user *uarg, size_t elem_size,
 	ret = rof_list_check(&req, elem_size);
 	if (ret)
 		return ret;
-	total = snap(NULL, 0, arg);
+	pos = req.start;
+	total = snap(NULL, 0, &pos, arg);
 	for (tries = 0; tries < 3 && cap < min(req.capacity, total); tries++) {
 		cap = min(req.capacity, total);
 		kvfree(buf);
 		buf = kvcalloc(cap, elem_size, GFP_KERNEL);
 		if (!buf)
 			return -ENOMEM;
-		total = snap(buf, cap, arg);
+		pos = req.start;
+		total = snap(buf, cap, &pos, arg);
 	}
 	req.count = min(cap, total);
 	req.total = total;
+	if (req.flags & ROF_LIST_FROM)
+		req.start = pos;
 	if (req.count && copy_to_user(u64_to_user_ptr(req.elems), buf,
 				      (size_t)req.count * elem_size))
 		ret = -EFAULT;
@@ -722,17 +734,19 @@ long rof_list_ioctl(void __user *uarg, size_t elem_size,
 	return ret;
 }
 
-static u32 rof_tenant_snap(void *buf, u32 cap, void *arg)
+static u32 rof_tenant_snap(void *buf, u32 cap, u32 *pos, void *arg)
 {
 	struct rof_tenant_info *info = buf;
 	struct rof_tenant *t;
-	unsigned long id;
+	unsigned long id, start = *pos;
 	u32 n = 0;
 
 	mutex_lock(&rof_tenants_lock);
-	xa_for_each(&rof_tenants, id, t)
-		if (n++ < cap)
+	xa_for_each_start(&rof_tenants, id, t, start)
+		if (n++ < cap) {
 			rof_tenant_fill(t, &info[n - 1]);
+			*pos = id + 1;
+		}
 	mutex_unlock(&rof_tenants_lock);
 	return n;
 }

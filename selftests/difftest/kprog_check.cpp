@@ -157,14 +157,70 @@ int cmd_ioctls() {
         li.elem_size = sizeof(rof_prog_info) - 8;
         expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EINVAL, "list wrong elem_size");
         li.elem_size = sizeof(rof_prog_info);
-        li.flags = 1;
+        li.flags = ROF_LIST_FROM << 1;
         expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EINVAL, "list flags");
         li.flags = 0;
+        li.start = 1;
+        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EINVAL, "list start without ROF_LIST_FROM");
+        li.start = 0;
         li.capacity = ROF_LIST_MAX + 1;
         expect_errno(dev, ROF_IOC_LIST_PROGS, &li, E2BIG, "list capacity too big");
         li.capacity = 4;
         li.elems = 16;
         expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EFAULT, "list unwritable array");
+    }
+    {
+        // ROF_LIST_FROM: a second program (loaded later, so with a later
+        // id), then pages of one: every program of one unpaged LIST once,
+        // the two in load order, start growing page by page.
+        rof_prog_load l2 = kprog::load_req(t2, good, {{other, 0}}, 100, 4096, "small2");
+        expect_errno(dev, ROF_IOC_PROG_LOAD, &l2, 0, "load a second program");
+        std::vector<rof_prog_info> all(64);
+        rof_list li{};
+        li.elems = reinterpret_cast<uintptr_t>(all.data());
+        li.capacity = static_cast<uint32_t>(all.size());
+        li.elem_size = sizeof(rof_prog_info);
+        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, 0, "list unpaged");
+        all.resize(li.count);
+        std::vector<std::pair<uint32_t, __u64>> paged;
+        uint32_t start = 0, pages = 0;
+        bool cursor = true, totals = true;
+        for (;;) {
+            rof_prog_info one{};
+            rof_list pg{};
+            pg.elems = reinterpret_cast<uintptr_t>(&one);
+            pg.capacity = 1;
+            pg.elem_size = sizeof(rof_prog_info);
+            pg.flags = ROF_LIST_FROM;
+            pg.start = start;
+            if (dev.ioc(ROF_IOC_LIST_PROGS, &pg) != 0) {
+                check(false, "list ROF_LIST_FROM");
+                break;
+            }
+            pages++;
+            totals &= pg.total == all.size() - paged.size();
+            if (pg.count == 1)
+                paged.emplace_back(one.tenant, one.tag);
+            cursor &= pg.count == 0 ? pg.start == start : pg.start > start;
+            if (pg.count == pg.total || pg.count == 0 || pages > all.size() + 1)
+                break;
+            start = pg.start;
+        }
+        bool same = paged.size() == all.size();
+        for (size_t i = 0; same && i < all.size(); i++)
+            same = paged[i] == std::pair<uint32_t, __u64>(all[i].tenant, all[i].tag);
+        check(same && totals, "list in pages of one: every program once, as unpaged",
+              std::to_string(paged.size()) + " paged, " + std::to_string(all.size()) + " unpaged");
+        check(cursor, "list in pages: start grows page by page");
+        auto at = [&](uint32_t tenant, __u64 tag) {
+            return std::find(paged.begin(), paged.end(), std::pair<uint32_t, __u64>(tenant, tag)) -
+                   paged.begin();
+        };
+        check(at(t, l.tag) < at(t2, l2.tag), "list in pages: in load order");
+        rof_prog_id id2{};
+        id2.tenant = t2;
+        id2.tag = l2.tag;
+        expect_errno(dev, ROF_IOC_PROG_UNLOAD, &id2, 0, "unload the second program");
     }
     {
         rof_destroy d{};

@@ -100,6 +100,28 @@ static void expect_list(int fd, unsigned long cmd, void *arg, int want,
 	expect(fd, cmd, arg, want, what);
 }
 
+/* result() as list_paging_checks() calls it. */
+static void result_list(int ok, const char *what)
+{
+	result(ok, "%s", what);
+}
+
+/* The ids ROF_LIST_FROM orders each list by. */
+static uint32_t tenant_id_of(const void *e)
+{
+	return ((const struct rof_tenant_info *)e)->id;
+}
+
+static uint32_t region_id_of(const void *e)
+{
+	return ((const struct rof_region_info *)e)->id;
+}
+
+static uint32_t freelist_id_of(const void *e)
+{
+	return ((const struct rof_freelist_info *)e)->id;
+}
+
 static int open_rof(void)
 {
 	int fd = open(ROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -383,6 +405,10 @@ static void test_tenants(int fd)
 	       req.count, req.total);
 	list_header_checks(fd, ROF_IOC_LIST_TENANTS, "LIST_TENANTS", sizeof(ti),
 			   expect_list);
+	list_paging_checks(fd, ROF_IOC_LIST_TENANTS, "LIST_TENANTS", sizeof(ti),
+			   1, tenant_id_of, expect_list, result_list);
+	list_paging_checks(fd, ROF_IOC_LIST_TENANTS, "LIST_TENANTS", sizeof(ti),
+			   2, tenant_id_of, expect_list, result_list);
 	if (!list_all(fd, ROF_IOC_LIST_TENANTS, sizeof(ti), (void **)&all, &n)) {
 		for (i = 0; i < n; i++)
 			found += (all[i].id == ta && !strcmp(all[i].name, "kobj-a2")) +
@@ -493,6 +519,8 @@ static void test_regions(int fd)
 	       .flags = 1 }, EINVAL, "GET_REGION unknown flag");
 	list_header_checks(fd, ROF_IOC_LIST_REGIONS, "LIST_REGIONS", sizeof(ri),
 			   expect_list);
+	list_paging_checks(fd, ROF_IOC_LIST_REGIONS, "LIST_REGIONS", sizeof(ri),
+			   1, region_id_of, expect_list, result_list);
 	if (!list_all(fd, ROF_IOC_LIST_REGIONS, sizeof(ri), (void **)&all, &n)) {
 		for (i = 0; i < n; i++)
 			found += (all[i].id == ra && all[i].tenant == ta) +
@@ -907,6 +935,11 @@ static void test_freelists(int fd)
 	} else {
 		result(0, "LIST_FREELISTS");
 	}
+	list_header_checks(fd, ROF_IOC_LIST_FREELISTS, "LIST_FREELISTS",
+			   sizeof(*all), expect_list);
+	list_paging_checks(fd, ROF_IOC_LIST_FREELISTS, "LIST_FREELISTS",
+			   sizeof(*all), 1, freelist_id_of, expect_list,
+			   result_list);
 	/* An ALLOC as the executor does it, then a scribble. */
 	h->head = (1ULL << 32) | 2;
 	n = 0;

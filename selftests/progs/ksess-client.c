@@ -701,6 +701,32 @@ static void expect_errno(int fd, unsigned long cmd, void *arg, int want, const c
 	}
 }
 
+/* expect_errno() that takes 0 for success, and a plain check: paging. */
+static void expect_list(int fd, unsigned long cmd, void *arg, int want, const char *what)
+{
+	int err = ioctl(fd, cmd, arg) ? errno : 0;
+
+	if (err != want) {
+		printf("FAIL %s: got %s, want %s\n", what, err ? strerror(err) : "success",
+		       want ? strerror(want) : "success");
+		bad_failed++;
+	} else {
+		printf("ok   %s\n", what);
+	}
+}
+
+static void result_list(int ok, const char *what)
+{
+	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+	if (!ok)
+		bad_failed++;
+}
+
+static uint32_t session_id_of(const void *e)
+{
+	return ((const struct rof_session_info *)e)->id;
+}
+
 static void prep_init(struct rof_session_prepare *p, uint32_t tenant)
 {
 	memset(p, 0, sizeof(*p));
@@ -788,6 +814,23 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
 	list_header_checks(fd, ROF_IOC_LIST_SESSIONS, "LIST_SESSIONS", sizeof(si),
 			   expect_errno);
+	/* Three sessions, in pages of two (ROF_LIST_FROM). */
+	{
+		struct rof_session_prepare q[2];
+		int j;
+
+		for (j = 0; j < 2; j++) {
+			prep_init(&q[j], tenant);
+			xioctl(fd, ROF_IOC_SESSION_PREPARE, &q[j], "session prepare");
+		}
+		list_paging_checks(fd, ROF_IOC_LIST_SESSIONS, "LIST_SESSIONS", sizeof(si), 2,
+				   session_id_of, expect_list, result_list);
+		for (j = 0; j < 2; j++) {
+			memset(&sc, 0, sizeof(sc));
+			sc.session = q[j].session;
+			xioctl(fd, ROF_IOC_SESSION_CLOSE, &sc, "close session");
+		}
+	}
 
 	memset(&si, 0, sizeof(si));
 	si.id = p.session;

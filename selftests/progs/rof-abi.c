@@ -121,6 +121,16 @@ static void test_version(int fd)
 	expect(fd, ROF_IOC_VERSION, (void *)8, EFAULT, "VERSION bad pointer");
 }
 
+static void result_list(int ok, const char *what)
+{
+	result(ok, "%s", what);
+}
+
+static uint32_t device_id_of(const void *e)
+{
+	return ((const struct rof_device_info *)e)->index;
+}
+
 static void test_list(int fd)
 {
 	struct rof_device_info d[2], *all;
@@ -136,6 +146,8 @@ static void test_list(int fd)
 
 	list_header_checks(fd, ROF_IOC_LIST_DEVICES, "LIST_DEVICES", sizeof(d[0]),
 			   expect);
+	list_paging_checks(fd, ROF_IOC_LIST_DEVICES, "LIST_DEVICES", sizeof(d[0]),
+			   1, device_id_of, expect, result_list);
 	/* A wrong elem_size is refused with a valid array, too. */
 	memset(&req, 0, sizeof(req));
 	req.elem_size = sizeof(d[0]) - 8;

@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		2	/* 0.1: VERSION, LIST_DEVICES only */
+#define ROF_ABI_MINOR		3	/* 0.3: ROF_LIST_FROM (docs/kmod.md) */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -78,16 +78,31 @@ struct rof_device_info {
  * fills min(@capacity, total) of them, sets @count to that number and
  * @total to how many objects exist.  Call with @capacity == 0 to size the
  * array.  Objects can appear between two calls: retry when total > count.
+ *
+ * Paging (ABI 0.3): with ROF_LIST_FROM in @flags, the command lists only
+ * the objects whose id is at least @start, in increasing id order; @total
+ * is how many such objects exist, and @start comes back as one past the
+ * id of the last element written (unchanged when @count is 0).  Calling
+ * again with that @start while @count < @total lists every object that
+ * existed throughout exactly once, however many there are; objects
+ * created or destroyed meanwhile may or may not be listed.  The id is
+ * the object's id (tenants, regions, free lists, sessions), the RDMA
+ * core's index (devices), or, for programs, an id the module keeps
+ * internally (struct rof_prog_info has none).  Without the flag @start
+ * must be 0.
  */
 struct rof_list {
 	__u64 elems;		/* in: user pointer to the element array */
 	__u32 capacity;		/* in: elements the array holds */
 	__u32 elem_size;	/* in: sizeof(element), checked by the module */
 	__u32 count;		/* out: elements written */
-	__u32 total;		/* out: objects that exist */
-	__u32 flags;		/* in: must be 0 */
-	__u32 reserved;		/* in: must be 0 */
+	__u32 total;		/* out: objects that exist (from @start) */
+	__u32 flags;		/* in: ROF_LIST_* */
+	__u32 start;		/* in/out with ROF_LIST_FROM, else 0 */
 };
+
+/* rof_list.flags */
+#define ROF_LIST_FROM		(1U << 0) /* ABI 0.3: page from @start */
 
 #define ROF_LIST_MAX		65536	/* largest capacity accepted */
 
