@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kmod_list.h"
 #include "uapi/rof.h"
 
 // A command and its name, spelled once.
@@ -16,11 +17,6 @@
 
 namespace rofd {
 namespace {
-
-// Objects come and go (rdma link add/delete, other controllers) between the
-// sizing call and the filling call; a list that keeps changing this often
-// is a bug.
-constexpr int list_attempts = 8;
 
 std::uint64_t user_ptr(const void* p) {
     return reinterpret_cast<std::uintptr_t>(p);
@@ -71,34 +67,25 @@ std::optional<T> Kmod::get(const Command& cmd, T arg) {
     return arg;
 }
 
+bool Kmod::list_paged() {
+    const int known = paged_.load(std::memory_order_relaxed);
+    if (known != 0) {
+        return known > 0;
+    }
+    struct rof_version v {};
+    if (try_ioctl(ROFD_CMD(ROF_IOC_VERSION), &v) != 0) {
+        return false;  // the LIST itself reports what is wrong
+    }
+    const bool paged = v.abi_major == ROF_ABI_MAJOR && v.abi_minor >= abi_minor_list_from;
+    paged_.store(paged ? 1 : -1, std::memory_order_relaxed);
+    return paged;
+}
+
 template <typename T>
 std::vector<T> Kmod::list(const Command& cmd) {
-    std::vector<T> elems;
-
-    for (int attempt = 0;; attempt++) {
-        struct rof_list req {};
-
-        req.elems = user_ptr(elems.data());
-        req.capacity = static_cast<std::uint32_t>(elems.size());
-        req.elem_size = sizeof(T);
-        checked_ioctl(cmd, &req);
-        if (req.count > req.capacity) {
-            fail(EPROTO, cmd,
-                 "count " + std::to_string(req.count) + " exceeds capacity " +
-                     std::to_string(req.capacity));
-        }
-        if (req.total <= req.capacity) {
-            elems.resize(req.count);
-            return elems;
-        }
-        if (attempt + 1 == list_attempts) {
-            fail(EAGAIN, cmd, "the list kept changing");
-        }
-        if (req.total > ROF_LIST_MAX) {
-            fail(E2BIG, cmd, std::to_string(req.total) + " objects");
-        }
-        elems.assign(req.total, T{});
-    }
+    return list_objects<T>([&](rof_list& req) { return try_ioctl(cmd, &req); },
+                           [&](int err, const std::string& detail) { fail(err, cmd, detail); },
+                           list_paged());
 }
 
 void Kmod::set_name(char (&dst)[ROF_NAME_MAX], const std::string& name, const Command& cmd) const {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -11,6 +12,11 @@
 #include "unique_fd.h"
 
 namespace rofd {
+
+// The oldest module ABI minor rofd works with: 0.2 has every command it
+// uses; 0.3 added ROF_LIST_FROM, which Kmod uses when it is there.  A
+// loaded module outlives a package upgrade, so rofd keeps working with it.
+inline constexpr std::uint32_t abi_minor_min = 2;
 
 // The open /dev/rof: rofd::Module with one ioctl per call.  Each call is one
 // ioctl on a shared fd (LIST commands: a few); the module serialises what
@@ -81,14 +87,18 @@ class Kmod final : public Module {
     // A GET command: std::nullopt on ENOENT.
     template <typename T>
     std::optional<T> get(const Command& cmd, T arg);
-    // A LIST command: every element, however many appear meanwhile.
+    // A LIST command: every element, however many appear meanwhile; in
+    // pages (list_objects) when the module has ROF_LIST_FROM.
     template <typename T>
     std::vector<T> list(const Command& cmd);
+    // Whether the module pages LISTs (ABI 0.3), asked once.
+    bool list_paged();
     void set_name(char (&dst)[ROF_NAME_MAX], const std::string& name, const Command& cmd) const;
     void destroy(const Command& cmd, std::uint32_t id, bool force);
 
     std::string path_;
     UniqueFd fd_;
+    std::atomic<int> paged_{0};  // 0: not asked yet, 1: paged, -1: not
 };
 
 }  // namespace rofd

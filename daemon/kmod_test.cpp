@@ -3,9 +3,13 @@
 
 #include <cerrno>
 #include <functional>
+#include <iterator>
+#include <map>
+#include <system_error>
 #include <vector>
 
 #include "kmod.h"
+#include "kmod_list.h"
 #include "test_util.h"
 
 namespace {
@@ -96,6 +100,167 @@ TEST(Kmod, NameTooLongIsEinval) {
         EXPECT_EQ(e.code().value(), EINVAL);
         EXPECT_EQ(std::string(e.what()),
                   path + ": ROF_IOC_TENANT_CREATE: bad name: Invalid argument");
+    }
+}
+
+// --- the LIST loop (list_objects) against a module in memory ----------
+
+struct Elem {
+    std::uint32_t id;
+    std::uint32_t value;
+};
+
+// A LIST command as rof_list_ioctl() answers it: the objects of id >=
+// start (ROF_LIST_FROM) or all, in id order.  @between runs before each
+// call (objects coming and going); an old module (from = false) refuses
+// the flag as it refuses any unknown one.
+struct FakeList {
+    std::map<std::uint32_t, std::uint32_t> objects;  // id -> value
+    bool from = true;
+    std::function<void(int call)> between;
+    int calls = 0;
+    std::vector<std::uint32_t> capacities;
+
+    int operator()(rof_list& req) {
+        if (between) {
+            between(calls);
+        }
+        calls++;
+        capacities.push_back(req.capacity);
+        const std::uint32_t known = from ? ROF_LIST_FROM : 0;
+        if ((req.flags & ~known) != 0 || ((req.flags & ROF_LIST_FROM) == 0 && req.start != 0) ||
+            req.elem_size != sizeof(Elem)) {
+            return EINVAL;
+        }
+        if (req.capacity > ROF_LIST_MAX) {
+            return E2BIG;
+        }
+        auto it = objects.lower_bound(req.start);
+        const auto total = static_cast<std::uint32_t>(std::distance(it, objects.end()));
+        auto* out = reinterpret_cast<Elem*>(static_cast<std::uintptr_t>(req.elems));
+        std::uint32_t n = 0;
+        for (; it != objects.end() && n < req.capacity; ++it, n++) {
+            out[n] = Elem{it->first, it->second};
+            if ((req.flags & ROF_LIST_FROM) != 0) {
+                req.start = it->first + 1;
+            }
+        }
+        req.count = n;
+        req.total = total;
+        return 0;
+    }
+};
+
+[[noreturn]] void list_fail(int err, const std::string& detail) {
+    throw std::system_error(err, std::generic_category(), detail);
+}
+
+std::vector<Elem> list_with(FakeList& m, bool paged) {
+    return rofd::list_objects<Elem>([&](rof_list& r) { return m(r); }, list_fail, paged);
+}
+
+// Three full pages and a part: every object once, in id order, no page
+// beyond ROF_LIST_MAX (issue 28: E2BIG past 65,536 objects broke rofd).
+TEST(KmodList, PagesListEveryObjectPastListMax) {
+    FakeList m;
+    const std::uint32_t n = 3 * ROF_LIST_MAX + 1234;
+    for (std::uint32_t i = 0; i < n; i++) {
+        m.objects[2 * i + 1] = i;  // ids with holes
+    }
+    const auto got = list_with(m, true);
+    ASSERT_EQ(got.size(), n);
+    for (std::uint32_t i = 0; i < n; i++) {
+        ASSERT_EQ(got[i].id, 2 * i + 1) << i;
+        ASSERT_EQ(got[i].value, i) << i;
+    }
+    EXPECT_EQ(m.calls, 5);  // a sizing call, then 4 pages
+    for (const auto c : m.capacities) {
+        EXPECT_LE(c, static_cast<std::uint32_t>(ROF_LIST_MAX));
+    }
+}
+
+// What exists throughout is listed once; what comes or goes meanwhile
+// may or may not be, never twice.
+TEST(KmodList, PagesUnderCreateAndDestroy) {
+    FakeList m;
+    for (std::uint32_t i = 1; i <= 200000; i++) {
+        m.objects[i] = i;
+    }
+    std::uint32_t next = 200001;
+    m.between = [&](int call) {
+        if (call == 0) {
+            return;
+        }
+        // Destroy 1000 low ones already listed and 1000 high ones not yet
+        // listed, create 5000 new ones.
+        for (std::uint32_t i = 0; i < 1000; i++) {
+            m.objects.erase(static_cast<std::uint32_t>(call) * 1000 + i);
+            m.objects.erase(200000 - static_cast<std::uint32_t>(call) * 1000 - i);
+        }
+        for (std::uint32_t i = 0; i < 5000; i++) {
+            m.objects[next] = next;
+            next++;
+        }
+    };
+    const auto got = list_with(m, true);
+    std::map<std::uint32_t, int> seen;
+    for (std::size_t i = 0; i < got.size(); i++) {
+        seen[got[i].id]++;
+        if (i != 0) {
+            ASSERT_LT(got[i - 1].id, got[i].id);
+        }
+    }
+    for (const auto& [id, count] : seen) {
+        ASSERT_EQ(count, 1) << id;
+    }
+    for (const auto& [id, value] : m.objects) {
+        if (id <= 200000) {  // never destroyed: there throughout
+            ASSERT_EQ(seen.count(id), 1u) << id;
+        }
+    }
+    EXPECT_GT(got.size(), 200000u - 2 * 1000u * static_cast<std::uint32_t>(m.calls));
+}
+
+// A module of ABI 0.2 refuses ROF_LIST_FROM: Kmod lists it the old way,
+// which works up to ROF_LIST_MAX objects and is E2BIG past it.
+TEST(KmodList, UnpagedAsBeforeForAnOldModule) {
+    FakeList m;
+    m.from = false;
+    for (std::uint32_t i = 1; i <= 1000; i++) {
+        m.objects[i] = i;
+    }
+    EXPECT_EQ(list_with(m, false).size(), 1000u);
+    EXPECT_EQ(m.calls, 2);
+    EXPECT_THROW(list_with(m, true), std::system_error);  // EINVAL: no paging there
+    for (std::uint32_t i = 1001; i <= ROF_LIST_MAX + 1; i++) {
+        m.objects[i] = i;
+    }
+    try {
+        list_with(m, false);
+        FAIL() << "listed more than ROF_LIST_MAX unpaged";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), E2BIG);
+    }
+}
+
+// A module whose pages do not move on fails the list, not rofd's thread.
+TEST(KmodList, PageThatDoesNotAdvanceIsEproto) {
+    FakeList m;
+    for (std::uint32_t i = 1; i <= 10; i++) {
+        m.objects[i] = i;
+    }
+    auto stuck = [&](rof_list& r) {
+        const std::uint32_t start = r.start;
+        const int err = m(r);
+        r.count = std::min<std::uint32_t>(r.count, 1);
+        r.start = start;
+        return err;
+    };
+    try {
+        rofd::list_objects<Elem>(stuck, list_fail, true);
+        FAIL() << "a stuck module was paged";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), EPROTO);
     }
 }
 

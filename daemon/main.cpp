@@ -259,14 +259,14 @@ int run(const Options& opt, bool socket_given) {
     }
 
     const rofd::ModuleVersion v = kmod->version();
-    // Same major, and at least the minor this rofd was built against: the
-    // commands it uses exist and mean what it expects.
-    if (v.abi_major != ROF_ABI_MAJOR || v.abi_minor < ROF_ABI_MINOR) {
+    // Same major, and at least the oldest minor whose commands this rofd
+    // uses (what later minors add, it uses only where the module has it).
+    if (v.abi_major != ROF_ABI_MAJOR || v.abi_minor < rofd::abi_minor_min) {
         rofd::log::error(
             "{}: rof.ko {} speaks ABI {}.{}, rofd {} needs ABI {}.{} or a later minor; install "
             "matching versions",
             opt.device, v.version, v.abi_major, v.abi_minor, ROF_VERSION, ROF_ABI_MAJOR,
-            ROF_ABI_MINOR);
+            rofd::abi_minor_min);
         return exit_error;
     }
 
