@@ -286,7 +286,12 @@ void Manager::start() {
     audit_ = std::make_unique<AuditDrain>(std::move(ring), audit_config(*v), std::move(o));
 
     reconcile();
-    sweep_removals();
+    try {
+        sweep_removals();
+    } catch (const KmodError& e) {
+        // The sweep runs every second from now on: it tries again then.
+        log::error("removed tenants: {}", e.what());
+    }
     {
         std::lock_guard lock(work_mu_);
         stopping_ = false;
@@ -689,13 +694,52 @@ void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id) {
 
 // --- reconciliation ---------------------------------------------------
 
+// What the module could not do is recorded, never thrown: one object (or
+// one LIST) that fails leaves that object unreconciled and every other
+// tenant served (issue 28).  The store's own errors still throw.
 void Manager::reconcile() {
     const auto old = view();
     const auto& pol = *old->policy;
+    std::vector<std::string> errors;  // also in drift, so GetStatus shows them
 
-    ModuleState ms{module_->list_tenants(), module_->list_regions(), module_->list_freelists(),
-                   module_->list_progs()};
+    ModuleState ms;
     StoreState ss{store_->tenants(), store_->regions(), store_->programs()};
+    try {
+        ms.tenants = module_->list_tenants();
+    } catch (const KmodError& e) {
+        // Without the list, the tenants rofd made are found by the ids it
+        // stored; one it did not make may then fail to be created (EEXIST).
+        errors.push_back(std::string("tenants: the module could not list them (") + e.what() +
+                         "): only those in rofd's state were looked up");
+        for (const auto& t : ss.tenants) {
+            try {
+                if (const auto info = module_->get_tenant(t.id);
+                    info && abi_name(info->name) == t.name) {
+                    ms.tenants.push_back(*info);
+                }
+            } catch (const KmodError& ge) {
+                errors.push_back("tenant " + quoted(t.name) +
+                                 ": could not be looked up: " + ge.what());
+            }
+        }
+    }
+    auto listed = [&](const char* what, const char* left, auto list, auto& into, bool& known) {
+        try {
+            into = list();
+        } catch (const KmodError& e) {
+            known = false;
+            errors.push_back(std::string(what) + ": the module could not list them (" + e.what() +
+                             "): " + left + " not reconciled");
+        }
+    };
+    listed(
+        "regions", "regions and free lists", [&] { return module_->list_regions(); }, ms.regions,
+        ms.regions_known);
+    listed(
+        "free lists", "free lists", [&] { return module_->list_freelists(); }, ms.freelists,
+        ms.freelists_known);
+    listed(
+        "programs", "programs", [&] { return module_->list_progs(); }, ms.progs, ms.progs_known);
     const Plan plan = plan_reconcile(pol, ss, ms);
 
     auto v = std::make_shared<View>(*old);
@@ -704,21 +748,37 @@ void Manager::reconcile() {
     std::vector<std::string> drift = plan.drift;
 
     // Tenants that ask for their stored id first: the module assigns the
-    // others an id, which could be one asked for later (EEXIST).
+    // others an id, which could be one asked for later (EEXIST).  A tenant
+    // that cannot be created is not served: its calls are UNAVAILABLE.
     std::map<std::string, std::uint32_t> created;
     for (const bool with_id : {true, false}) {
         for (const auto& t : plan.tenants) {
             if (t.create && (t.id != 0) == with_id) {
-                created[t.name] = module_->tenant_create(t.name, t.id);
-                store_->put_tenant(StoredTenant{t.name, created[t.name]});
+                try {
+                    const std::uint32_t id = module_->tenant_create(t.name, t.id);
+                    created[t.name] = id;
+                    store_->put_tenant(StoredTenant{t.name, id});
+                } catch (const KmodError& e) {
+                    errors.push_back("tenant " + quoted(t.name) +
+                                     ": could not be created: " + e.what());
+                }
             }
         }
     }
     for (const auto& t : plan.tenants) {
-        const std::uint32_t id = t.create ? created.at(t.name) : t.id;
+        const auto c = created.find(t.name);
+        if (t.create && c == created.end()) {
+            continue;
+        }
+        const std::uint32_t id = t.create ? c->second : t.id;
         v->tenant_id[t.name] = id;
         v->tenant_name[id] = t.name;
-        apply_limits(*pol.find(t.name), id);
+        try {
+            apply_limits(*pol.find(t.name), id);
+        } catch (const KmodError& e) {
+            errors.push_back("tenant " + quoted(t.name) +
+                             ": quota and rate could not be applied: " + e.what());
+        }
     }
     for (const auto& t : plan.store_tenants) {
         store_->put_tenant(t);
@@ -753,7 +813,18 @@ void Manager::reconcile() {
         }
     }
 
+    auto no_tenant = [&](const std::string& tenant, const std::string& what) {
+        if (v->tenant_id.count(tenant) != 0) {
+            return false;
+        }
+        errors.push_back("tenant " + quoted(tenant) + ": " + what +
+                         ": not restored: the tenant is not in the module");
+        return true;
+    };
     for (const auto& r : plan.create_regions) {
+        if (no_tenant(r.tenant, "region " + quoted(r.name))) {
+            continue;
+        }
         const std::uint32_t tid = v->tenant_id.at(r.tenant);
         try {
             const std::uint32_t rid = module_->region_create(tid, r.name, r.size, r.rights);
@@ -761,8 +832,8 @@ void Manager::reconcile() {
                 module_->freelist_create(rid, f.block_size, f.offset, f.count);
             }
         } catch (const KmodError& e) {
-            drift.push_back("tenant " + quoted(r.tenant) + ": region " + quoted(r.name) +
-                            ": could not be created: " + e.what());
+            errors.push_back("tenant " + quoted(r.tenant) + ": region " + quoted(r.name) +
+                             ": could not be created: " + e.what());
         }
     }
     // An intent row can be of a tenant that left the policy since: the
@@ -773,16 +844,16 @@ void Manager::reconcile() {
     }
     for (const auto& f : plan.create_freelists) {
         const auto tid = module_tenant_id.find(f.tenant);
-        const auto r =
-            tid != module_tenant_id.end() ? find_region(tid->second, f.region) : std::nullopt;
-        if (!r) {
-            continue;
-        }
         try {
+            const auto r =
+                tid != module_tenant_id.end() ? find_region(tid->second, f.region) : std::nullopt;
+            if (!r) {
+                continue;
+            }
             module_->freelist_create(r->id, f.freelist.block_size, f.freelist.offset,
                                      f.freelist.count);
         } catch (const KmodError& e) {
-            drift.push_back(fmt::format(
+            errors.push_back(fmt::format(
                 "tenant {}: region {}: free list at {} ({} x {} bytes): could not be created: {}",
                 quoted(f.tenant), quoted(f.region), f.freelist.offset, f.freelist.count,
                 f.freelist.block_size, e.what()));
@@ -811,20 +882,33 @@ void Manager::reconcile() {
         store_->delete_program(row.tenant, row.tag);
     }
     for (const auto& p : plan.load_programs) {
+        if (no_tenant(p.tenant, "program " + quoted(p.name))) {
+            continue;
+        }
         try {
             load_stored_program(p, v->tenant_id.at(p.tenant));
         } catch (const std::exception& e) {
-            drift.push_back("tenant " + quoted(p.tenant) + ": program " + quoted(p.name) +
-                            ": could not be reloaded: " + e.what());
+            errors.push_back("tenant " + quoted(p.tenant) + ": program " + quoted(p.name) +
+                             ": could not be reloaded: " + e.what());
         }
     }
 
     for (const auto& d : drift) {
         log::info("reconcile: {}", d);
     }
-    log::info("reconciled with the module: {} tenants, {}{}", v->tenant_id.size(), drift.size(),
-              drift.size() == 1 ? " difference" : " differences");
+    // Each one journalled, so that an operator finds what is missing and
+    // why; kept in the view (GetStatus.drift, rof_reconcile_errors) until
+    // a reconciliation (a reload, a restart) gets past it.
+    for (const auto& e : errors) {
+        jsend(log::Level::error, "reconcile: not reconciled: " + e, {{"ROF_KIND", "reconcile"}});
+    }
+    log::info("reconciled with the module: {} tenants, {}{}{}", v->tenant_id.size(), drift.size(),
+              drift.size() == 1 ? " difference" : " differences",
+              errors.empty() ? std::string()
+                             : fmt::format(", {} not reconciled (degraded)", errors.size()));
+    drift.insert(drift.end(), errors.begin(), errors.end());
     v->drift = std::move(drift);
+    v->reconcile_errors = std::move(errors);
     publish(std::move(v));
 }
 
@@ -1104,6 +1188,7 @@ std::string Manager::metrics_text(const std::string& tenant) {
     if (tenant.empty()) {
         in.ring = module_->audit_stats();
         in.refusals_not_journalled = refusals_left_out_.load();
+        in.reconcile_errors = v->reconcile_errors.size();
     }
     return render_metrics(in);
 }

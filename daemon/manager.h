@@ -88,7 +88,11 @@ struct View {
     std::map<std::uint32_t, std::string> tenant_name;
     std::uint64_t generation = 0;
     std::chrono::system_clock::time_point loaded_at;
-    std::vector<std::string> drift;                        // the last reconciliation's
+    std::vector<std::string> drift;  // the last reconciliation's, reconcile_errors too
+    // What the last reconciliation could not do (a LIST, a tenant, region
+    // or program the module refused), one line each: rofd serves the rest
+    // degraded until a reconciliation gets past them (docs/admin.md).
+    std::vector<std::string> reconcile_errors;
     std::map<std::string, Removal, std::less<>> removing;  // by name
 
     const rof::policy::Tenant* tenant(std::string_view name) const;

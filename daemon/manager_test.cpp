@@ -84,7 +84,9 @@ class ManagerTest : public ::testing::Test {
         o.daemon_file = dir_.file("rofd.toml");
         o.tenants_dir = tenants_dir();
         o.state_dir = state_dir();
-        return std::make_unique<Manager>(o, std::make_unique<test::SharedModule>(fake_));
+        auto shared = std::make_unique<test::SharedModule>(fake_);
+        shared_ = shared.get();
+        return std::make_unique<Manager>(o, std::move(shared));
     }
 
     std::unique_ptr<Manager> started_manager() {
@@ -157,6 +159,7 @@ class ManagerTest : public ::testing::Test {
 
     test::TempDir dir_;
     std::shared_ptr<FakeModule> fake_ = std::make_shared<FakeModule>();
+    test::SharedModule* shared_ = nullptr;  // the last make_manager()'s
 };
 
 StoredProgram kv_program() {
@@ -425,6 +428,76 @@ TEST_F(ManagerTest, StoredObjectsThatCannotBeRecreatedAreDrift) {
     // The rows stay for a later start that can recreate them.
     EXPECT_EQ(m->store().regions().size(), 1u);
     EXPECT_EQ(m->store().programs().size(), 1u);
+}
+
+// Issue 28: a LIST the module cannot answer (E2BIG from a module without
+// ROF_LIST_FROM past 65,536 regions) no longer stops rofd from starting:
+// it serves every tenant, reports what it could not reconcile, and a
+// reload once the LIST works again clears it.
+TEST_F(ManagerTest, ListThatFailsAtStartLeavesRofdServingDegraded) {
+    started_manager().reset();
+    const auto kv = fake_tenant("kv");
+    ASSERT_TRUE(kv);
+
+    auto m = make_manager();
+    shared_->fail_on("list_regions", E2BIG);
+    ASSERT_NO_THROW(m->start());
+    EXPECT_TRUE(m->ready());
+    auto v = m->view();
+    EXPECT_EQ(v->tenant_id.at("kv"), kv->id);
+    EXPECT_EQ(m->tenant_id("analytics"), fake_tenant("analytics")->id);
+    ASSERT_EQ(v->reconcile_errors.size(), 1u) << joined(v->reconcile_errors);
+    EXPECT_TRUE(Contains(v->reconcile_errors[0],
+                         "regions: the module could not list them (/dev/rof: list_regions: "
+                         "Argument list too long): regions and free lists not reconciled"));
+    EXPECT_TRUE(Contains(joined(v->drift), v->reconcile_errors[0]));
+    EXPECT_TRUE(Contains(m->metrics_text(""), "\nrof_reconcile_errors 1\n"));
+    EXPECT_EQ(fake_->list_regions().size(), 2u);  // nothing recreated twice
+    EXPECT_EQ(prepare(kv->id), 0);                // kv's sessions still open
+
+    shared_->fail_on("list_regions", 0);
+    m->reload_policy();
+    v = m->view();
+    EXPECT_TRUE(v->reconcile_errors.empty()) << joined(v->reconcile_errors);
+    EXPECT_TRUE(Contains(m->metrics_text(""), "\nrof_reconcile_errors 0\n"));
+}
+
+// One tenant the module refuses to create: the others are served, its
+// calls are UNAVAILABLE, and the refusal is reported.
+TEST_F(ManagerTest, TenantThatCannotBeCreatedLeavesTheOthersServed) {
+    auto m = make_manager();
+    shared_->fail_on("tenant_create:analytics", ENOSPC);
+    ASSERT_NO_THROW(m->start());
+    const auto v = m->view();
+    EXPECT_EQ(v->tenant_id.count("analytics"), 0u);
+    ASSERT_EQ(v->tenant_id.count("kv"), 1u);
+    EXPECT_TRUE(fake_region(v->tenant_id.at("kv"), "table"));
+    ASSERT_EQ(v->reconcile_errors.size(), 1u) << joined(v->reconcile_errors);
+    EXPECT_TRUE(Contains(v->reconcile_errors[0], "tenant \"analytics\": could not be created: "));
+    try {
+        m->tenant_id("analytics");
+        ADD_FAILURE() << "analytics has an id";
+    } catch (const CallError& e) {
+        EXPECT_EQ(e.code, grpc::StatusCode::UNAVAILABLE);
+    }
+}
+
+// LIST_TENANTS failing: the tenants rofd made are found by their stored
+// ids (GET), none is made twice.
+TEST_F(ManagerTest, TenantListThatFailsFallsBackToStoredIds) {
+    started_manager().reset();
+    const auto kv = fake_tenant("kv");
+    ASSERT_TRUE(kv);
+
+    auto m = make_manager();
+    shared_->fail_on("list_tenants", ENOMEM);
+    ASSERT_NO_THROW(m->start());
+    const auto v = m->view();
+    EXPECT_EQ(v->tenant_id.at("kv"), kv->id);
+    EXPECT_EQ(v->tenant_id.count("analytics"), 1u);
+    EXPECT_EQ(fake_->list_tenants().size(), 2u);
+    ASSERT_EQ(v->reconcile_errors.size(), 1u) << joined(v->reconcile_errors);
+    EXPECT_TRUE(Contains(v->reconcile_errors[0], "tenants: the module could not list them"));
 }
 
 TEST_F(ManagerTest, RestartWithTheModuleLoadedChangesNothing) {

@@ -341,6 +341,12 @@ std::string render_metrics(const MetricsInput& in) {
                   "limits.refusals_journalled_per_s.")
             .add({}, *in.refusals_not_journalled);
     }
+    if (in.reconcile_errors) {
+        x.gauge("rof_reconcile_errors",
+                "Objects and lists the last reconciliation with the module could not "
+                "reconcile; rofd serves the rest (0: not degraded).")
+            .add({}, *in.reconcile_errors);
+    }
     render_tenants(x, in.tenants);
     render_sessions(x, in.sessions, names);
     return x.str();

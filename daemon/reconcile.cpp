@@ -93,141 +93,149 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
         }
     }
 
-    // Regions, by (tenant name, region name).
-    std::map<Key, const rof_region_info*> mod_region;
-    std::map<std::uint32_t, Key> region_key;  // module id -> key
-    for (const auto& r : module.regions) {
-        const auto tn = tenant_name.find(r.tenant);
-        if (tn == tenant_name.end()) {
-            continue;  // a region of a tenant the list missed: next time
-        }
-        Key k{tn->second, abi_name(r.name)};
-        mod_region[k] = &r;
-        region_key[r.id] = k;
-    }
-    std::map<Key, std::vector<const rof_freelist_info*>> mod_freelists;
-    for (const auto& f : module.freelists) {
-        if (const auto it = region_key.find(f.region); it != region_key.end()) {
-            mod_freelists[it->second].push_back(&f);
-        }
-    }
-    auto missing_freelists = [&](const Key& k, const std::vector<StoredFreeList>& want) {
-        std::vector<StoredFreeList> missing;
-        const auto& have = mod_freelists[k];
-        for (const auto& f : want) {
-            bool found = false;
-            for (const auto* m : have) {
-                found = found || same_freelist(*m, f);
+    // Regions, by (tenant name, region name); left as they are when the
+    // module could not list them (Manager::reconcile() reports it).
+    if (module.regions_known) {
+        std::map<Key, const rof_region_info*> mod_region;
+        std::map<std::uint32_t, Key> region_key;  // module id -> key
+        for (const auto& r : module.regions) {
+            const auto tn = tenant_name.find(r.tenant);
+            if (tn == tenant_name.end()) {
+                continue;  // a region of a tenant the list missed: next time
             }
-            if (!found) {
-                missing.push_back(f);
+            Key k{tn->second, abi_name(r.name)};
+            mod_region[k] = &r;
+            region_key[r.id] = k;
+        }
+        std::map<Key, std::vector<const rof_freelist_info*>> mod_freelists;
+        for (const auto& f : module.freelists) {
+            if (const auto it = region_key.find(f.region); it != region_key.end()) {
+                mod_freelists[it->second].push_back(&f);
             }
         }
-        return missing;
-    };
+        auto missing_freelists = [&](const Key& k, const std::vector<StoredFreeList>& want) {
+            std::vector<StoredFreeList> missing;
+            if (!module.freelists_known) {
+                return missing;  // not reconciled: nothing claimed missing
+            }
+            const auto& have = mod_freelists[k];
+            for (const auto& f : want) {
+                bool found = false;
+                for (const auto* m : have) {
+                    found = found || same_freelist(*m, f);
+                }
+                if (!found) {
+                    missing.push_back(f);
+                }
+            }
+            return missing;
+        };
 
-    std::set<Key> expected;
-    for (const auto& t : policy.tenants) {
-        const bool tenant_in_module = mod_tenant.count(t.name) != 0;
-        for (const auto& r : t.regions) {
-            const Key k{t.name, r.name};
-            expected.insert(k);
-            const auto it = tenant_in_module ? mod_region.find(k) : mod_region.end();
-            if (it == mod_region.end()) {
-                plan.create_regions.push_back(
-                    Plan::Region{t.name, r.name, r.size, r.rights, to_stored(r.freelists), true});
-                if (tenant_in_module) {
-                    plan.drift.push_back(region_where(t.name, r.name) +
-                                         ": declared, missing from the module: created");
+        std::set<Key> expected;
+        for (const auto& t : policy.tenants) {
+            const bool tenant_in_module = mod_tenant.count(t.name) != 0;
+            for (const auto& r : t.regions) {
+                const Key k{t.name, r.name};
+                expected.insert(k);
+                const auto it = tenant_in_module ? mod_region.find(k) : mod_region.end();
+                if (it == mod_region.end()) {
+                    plan.create_regions.push_back(Plan::Region{t.name, r.name, r.size, r.rights,
+                                                               to_stored(r.freelists), true});
+                    if (tenant_in_module) {
+                        plan.drift.push_back(region_where(t.name, r.name) +
+                                             ": declared, missing from the module: created");
+                    }
+                    continue;
+                }
+                const rof_region_info& m = *it->second;
+                if (m.size != r.size || m.rights != r.rights) {
+                    plan.drift.push_back(fmt::format(
+                        "{}: policy declares {} bytes, rights {}; the module has {} bytes, "
+                        "rights {}: kept the module's (delete it to apply the policy)",
+                        region_where(t.name, r.name), r.size, r.rights, m.size, m.rights));
+                }
+                for (const auto& f : missing_freelists(k, to_stored(r.freelists))) {
+                    plan.drift.push_back(fmt::format(
+                        "{}: free list at {} ({} x {} bytes) declared, not in the module: "
+                        "not created over a region in use",
+                        region_where(t.name, r.name), f.offset, f.count, f.block_size));
+                }
+            }
+        }
+
+        for (const auto& r : store.regions) {
+            const Key k{r.tenant, r.name};
+            if (expected.count(k) != 0) {
+                plan.drift.push_back(region_where(r.tenant, r.name) +
+                                     ": created by a call and now declared by policy: policy's");
+                continue;
+            }
+            const bool known_tenant = policy.find(r.tenant) != nullptr;
+            const auto it = mod_region.find(k);
+            if (r.state == RowState::intent) {
+                if (it != mod_region.end()) {
+                    plan.commit_regions.push_back(Plan::Row{r.tenant, r.name, 0});
+                    for (const auto& f : missing_freelists(k, r.freelists)) {
+                        plan.create_freelists.push_back(Plan::FreeList{r.tenant, r.name, f});
+                    }
+                    expected.insert(k);
+                } else {
+                    plan.drop_regions.push_back(Plan::Row{r.tenant, r.name, 0});
                 }
                 continue;
             }
-            const rof_region_info& m = *it->second;
-            if (m.size != r.size || m.rights != r.rights) {
-                plan.drift.push_back(
-                    fmt::format("{}: policy declares {} bytes, rights {}; the module has {} bytes, "
-                                "rights {}: kept the module's (delete it to apply the policy)",
-                                region_where(t.name, r.name), r.size, r.rights, m.size, m.rights));
+            if (!known_tenant) {
+                continue;  // reported with its tenant above
             }
-            for (const auto& f : missing_freelists(k, to_stored(r.freelists))) {
-                plan.drift.push_back(
-                    fmt::format("{}: free list at {} ({} x {} bytes) declared, not in the module: "
-                                "not created over a region in use",
-                                region_where(t.name, r.name), f.offset, f.count, f.block_size));
+            expected.insert(k);
+            if (it == mod_region.end()) {
+                plan.create_regions.push_back(
+                    Plan::Region{r.tenant, r.name, r.size, r.rights, r.freelists, false});
+                plan.drift.push_back(region_where(r.tenant, r.name) +
+                                     ": missing from the module: recreated, contents lost");
+            }
+        }
+        for (const auto& [k, info] : mod_region) {
+            // A tenant not in policy is left alone, its regions with it.
+            if (expected.count(k) == 0 && policy.find(k.first) != nullptr) {
+                plan.drift.push_back(region_where(k.first, k.second) +
+                                     ": in the module only: adopted as it is");
             }
         }
     }
 
-    for (const auto& r : store.regions) {
-        const Key k{r.tenant, r.name};
-        if (expected.count(k) != 0) {
-            plan.drift.push_back(region_where(r.tenant, r.name) +
-                                 ": created by a call and now declared by policy: policy's");
-            continue;
+    // Programs, by (tenant name, tag); likewise.
+    if (module.progs_known) {
+        std::set<std::pair<std::string, std::uint64_t>> mod_progs;
+        for (const auto& p : module.progs) {
+            if (const auto tn = tenant_name.find(p.tenant); tn != tenant_name.end()) {
+                mod_progs.insert({tn->second, p.tag});
+            }
         }
-        const bool known_tenant = policy.find(r.tenant) != nullptr;
-        const auto it = mod_region.find(k);
-        if (r.state == RowState::intent) {
-            if (it != mod_region.end()) {
-                plan.commit_regions.push_back(Plan::Row{r.tenant, r.name, 0});
-                for (const auto& f : missing_freelists(k, r.freelists)) {
-                    plan.create_freelists.push_back(Plan::FreeList{r.tenant, r.name, f});
+        std::set<std::pair<std::string, std::uint64_t>> stored_progs;
+        for (const auto& p : store.programs) {
+            const std::pair<std::string, std::uint64_t> k{p.tenant, p.tag};
+            const bool in_module = mod_progs.count(k) != 0;
+            stored_progs.insert(k);
+            const std::string where = fmt::format("tenant {}: program {} (tag {:x})",
+                                                  quoted(p.tenant), quoted(p.name), p.tag);
+            if (p.state == RowState::intent) {
+                if (in_module) {
+                    plan.commit_programs.push_back(Plan::Row{p.tenant, p.name, p.tag});
+                } else {
+                    plan.drop_programs.push_back(Plan::Row{p.tenant, p.name, p.tag});
                 }
-                expected.insert(k);
-            } else {
-                plan.drop_regions.push_back(Plan::Row{r.tenant, r.name, 0});
+            } else if (!in_module && policy.find(p.tenant) != nullptr) {
+                plan.load_programs.push_back(p);
+                plan.drift.push_back(where + ": missing from the module: reloaded");
             }
-            continue;
         }
-        if (!known_tenant) {
-            continue;  // reported with its tenant above
-        }
-        expected.insert(k);
-        if (it == mod_region.end()) {
-            plan.create_regions.push_back(
-                Plan::Region{r.tenant, r.name, r.size, r.rights, r.freelists, false});
-            plan.drift.push_back(region_where(r.tenant, r.name) +
-                                 ": missing from the module: recreated, contents lost");
-        }
-    }
-    for (const auto& [k, info] : mod_region) {
-        // A tenant not in policy is left alone, its regions with it.
-        if (expected.count(k) == 0 && policy.find(k.first) != nullptr) {
-            plan.drift.push_back(region_where(k.first, k.second) +
-                                 ": in the module only: adopted as it is");
-        }
-    }
-
-    // Programs, by (tenant name, tag).
-    std::set<std::pair<std::string, std::uint64_t>> mod_progs;
-    for (const auto& p : module.progs) {
-        if (const auto tn = tenant_name.find(p.tenant); tn != tenant_name.end()) {
-            mod_progs.insert({tn->second, p.tag});
-        }
-    }
-    std::set<std::pair<std::string, std::uint64_t>> stored_progs;
-    for (const auto& p : store.programs) {
-        const std::pair<std::string, std::uint64_t> k{p.tenant, p.tag};
-        const bool in_module = mod_progs.count(k) != 0;
-        stored_progs.insert(k);
-        const std::string where = fmt::format("tenant {}: program {} (tag {:x})", quoted(p.tenant),
-                                              quoted(p.name), p.tag);
-        if (p.state == RowState::intent) {
-            if (in_module) {
-                plan.commit_programs.push_back(Plan::Row{p.tenant, p.name, p.tag});
-            } else {
-                plan.drop_programs.push_back(Plan::Row{p.tenant, p.name, p.tag});
+        for (const auto& k : mod_progs) {
+            if (stored_progs.count(k) == 0) {
+                plan.drift.push_back(
+                    fmt::format("tenant {}: program tag {:x}: loaded outside rofd: left alone",
+                                quoted(k.first), k.second));
             }
-        } else if (!in_module && policy.find(p.tenant) != nullptr) {
-            plan.load_programs.push_back(p);
-            plan.drift.push_back(where + ": missing from the module: reloaded");
-        }
-    }
-    for (const auto& k : mod_progs) {
-        if (stored_progs.count(k) == 0) {
-            plan.drift.push_back(
-                fmt::format("tenant {}: program tag {:x}: loaded outside rofd: left alone",
-                            quoted(k.first), k.second));
         }
     }
     return plan;

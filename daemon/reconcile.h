@@ -27,6 +27,12 @@ struct ModuleState {
     std::vector<rof_region_info> regions;
     std::vector<rof_freelist_info> freelists;
     std::vector<rof_prog_info> progs;
+    // False when the module could not list them: the plan then neither
+    // creates, commits nor drops any of them (regions: nor free lists;
+    // free lists: it claims none missing), it leaves them unreconciled.
+    bool regions_known = true;
+    bool freelists_known = true;
+    bool progs_known = true;
 };
 
 struct StoreState {

@@ -489,5 +489,44 @@ TEST(Reconcile, StoredTenantGoneFromPolicyAndModuleIsReported) {
         << all_drift(p);
 }
 
+// A module that could not list its regions or programs: nothing of them
+// is planned (neither created, committed nor dropped), the tenants are.
+TEST(Reconcile, UnlistedRegionsAndProgramsAreLeftAlone) {
+    const auto pol = make_policy();
+    StoreState s = matching_store();
+    s.regions = {stored_region("kv", "scratch", MiB, RowState::intent),
+                 stored_region("kv", "cache", MiB, RowState::committed)};
+    s.programs = {stored_prog("kv", "get", 0x1234, RowState::committed),
+                  stored_prog("kv", "put", 0x5678, RowState::intent)};
+    ModuleState m;
+    m.tenants = {tenant(1, "analytics"), tenant(2, "kv")};
+    m.regions_known = false;
+    m.freelists_known = false;
+    m.progs_known = false;
+    const Plan p = plan_reconcile(pol, s, m);
+
+    EXPECT_EQ(p.tenants.size(), 2u);
+    EXPECT_TRUE(p.create_regions.empty());
+    EXPECT_TRUE(p.create_freelists.empty());
+    EXPECT_TRUE(p.commit_regions.empty());
+    EXPECT_TRUE(p.drop_regions.empty());
+    EXPECT_TRUE(p.load_programs.empty());
+    EXPECT_TRUE(p.commit_programs.empty());
+    EXPECT_TRUE(p.drop_programs.empty());
+    EXPECT_TRUE(p.drift.empty()) << all_drift(p);
+}
+
+// Free lists unlisted: none is claimed missing, regions still reconcile.
+TEST(Reconcile, UnlistedFreeListsAreNotClaimedMissing) {
+    const auto pol = make_policy();
+    ModuleState m = matching_module();
+    m.freelists.clear();
+    m.freelists_known = false;
+    const Plan p = plan_reconcile(pol, matching_store(), m);
+
+    EXPECT_TRUE(p.create_regions.empty());
+    EXPECT_EQ(drift_with(p, "free list"), "") << all_drift(p);
+}
+
 }  // namespace
 }  // namespace rofd

@@ -4,9 +4,12 @@
 // module across Managers (as a rofd restart keeps rof.ko), so each Manager
 // gets one of these.  crash_after() makes rofd "die" right after a module
 // call returned: the call's effect is in the module, and rofd's own
-// bookkeeping after it never runs.
+// bookkeeping after it never runs.  fail_on() makes a call fail as the
+// module would refuse it (a LIST that cannot be served, one tenant that
+// cannot be created).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -37,9 +40,24 @@ class SharedModule final : public Module {
         crash_after_ = std::move(method);
     }
 
+    // Every call of @method ("list_regions", "tenant_create"; for one
+    // tenant's creation "tenant_create:NAME") throws KmodError(@err) before
+    // it reaches the module, until fail_on(@method, 0).  Lists, tenant
+    // creation and quotas only.
+    void fail_on(const std::string& method, int err) {
+        std::lock_guard lk(mu_);
+        if (err == 0) {
+            fail_on_.erase(method);
+        } else {
+            fail_on_[method] = err;
+        }
+    }
+
     ModuleVersion version() override { return m_->version(); }
     std::vector<DeviceInfo> list_devices() override { return m_->list_devices(); }
     std::uint32_t tenant_create(const std::string& name, std::uint32_t id) override {
+        refuse("tenant_create");
+        refuse("tenant_create:" + name);
         return done("tenant_create", m_->tenant_create(name, id));
     }
     void tenant_destroy(std::uint32_t id, bool force) override {
@@ -47,12 +65,16 @@ class SharedModule final : public Module {
         done("tenant_destroy");
     }
     void tenant_set_quota(std::uint32_t id, const rof_tenant_quota& q) override {
+        refuse("tenant_set_quota");
         m_->tenant_set_quota(id, q);
     }
     void tenant_set_rate(std::uint32_t id, const rof_rate& r) override {
         m_->tenant_set_rate(id, r);
     }
-    std::vector<rof_tenant_info> list_tenants() override { return m_->list_tenants(); }
+    std::vector<rof_tenant_info> list_tenants() override {
+        refuse("list_tenants");
+        return m_->list_tenants();
+    }
     std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override {
         return m_->get_tenant(id);
     }
@@ -64,7 +86,10 @@ class SharedModule final : public Module {
         m_->region_destroy(id, force);
         done("region_destroy");
     }
-    std::vector<rof_region_info> list_regions() override { return m_->list_regions(); }
+    std::vector<rof_region_info> list_regions() override {
+        refuse("list_regions");
+        return m_->list_regions();
+    }
     std::optional<rof_region_info> get_region(std::uint32_t id) override {
         return m_->get_region(id);
     }
@@ -80,7 +105,10 @@ class SharedModule final : public Module {
         m_->freelist_destroy(id, force);
         done("freelist_destroy");
     }
-    std::vector<rof_freelist_info> list_freelists() override { return m_->list_freelists(); }
+    std::vector<rof_freelist_info> list_freelists() override {
+        refuse("list_freelists");
+        return m_->list_freelists();
+    }
     std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) override {
         return done("prog_load", m_->prog_load(req, image));
     }
@@ -88,7 +116,10 @@ class SharedModule final : public Module {
         m_->prog_unload(tenant, tag);
         done("prog_unload");
     }
-    std::vector<rof_prog_info> list_progs() override { return m_->list_progs(); }
+    std::vector<rof_prog_info> list_progs() override {
+        refuse("list_progs");
+        return m_->list_progs();
+    }
     std::optional<rof_prog_info> get_prog(std::uint32_t tenant, std::uint64_t tag) override {
         return m_->get_prog(tenant, tag);
     }
@@ -97,7 +128,10 @@ class SharedModule final : public Module {
         m_->session_prepare(req);
         done("session_prepare");
     }
-    std::vector<rof_session_info> list_sessions() override { return m_->list_sessions(); }
+    std::vector<rof_session_info> list_sessions() override {
+        refuse("list_sessions");
+        return m_->list_sessions();
+    }
     std::optional<rof_session_info> get_session(std::uint32_t id) override {
         return m_->get_session(id);
     }
@@ -109,6 +143,18 @@ class SharedModule final : public Module {
     rof_audit_stats audit_stats() override { return m_->audit_stats(); }
 
   private:
+    void refuse(const std::string& method) {
+        int err = 0;
+        {
+            std::lock_guard lk(mu_);
+            if (const auto it = fail_on_.find(method); it != fail_on_.end()) {
+                err = it->second;
+            }
+        }
+        if (err != 0) {
+            throw KmodError(err, "/dev/rof: " + method);
+        }
+    }
     void done(const char* method) {
         std::lock_guard lk(mu_);
         if (crash_after_ == method) {
@@ -125,6 +171,7 @@ class SharedModule final : public Module {
     std::shared_ptr<FakeModule> m_;
     std::mutex mu_;
     std::string crash_after_;
+    std::map<std::string, int> fail_on_;
 };
 
 }  // namespace rofd::test
