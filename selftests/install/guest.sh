@@ -8,7 +8,7 @@ set -u
 . /etc/rof-install.env
 # shellcheck source=/dev/null # written by selftests/install/run
 . "$ROF_BUILD/vm/install.env"
-export ROF_SRC ROF_BUILD ROF_INSTALL_REDUCED ROF_TMP_MARKER
+export ROF_SRC ROF_BUILD ROF_INSTALL_REDUCED ROF_TMP_MARKER ROF_DKMS_TARBALL
 echo "KTAP version 1"
 echo "1..1"
 start=$(date +%s)
