@@ -341,6 +341,12 @@ std::string render_metrics(const MetricsInput& in) {
                   "limits.refusals_journalled_per_s.")
             .add({}, *in.refusals_not_journalled);
     }
+    if (in.connections_refused) {
+        x.counter("rof_connections_refused_total",
+                  "Unix connections closed unserved: their uid held "
+                  "limits.connections_per_uid.")
+            .add({}, *in.connections_refused);
+    }
     render_tenants(x, in.tenants);
     render_sessions(x, in.sessions, names);
     return x.str();

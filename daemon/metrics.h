@@ -41,6 +41,8 @@ struct MetricsInput {
     bool audit_totals = true;
     // rof_refusals_not_journalled_total: rofd's own; an admin's only.
     std::optional<std::uint64_t> refusals_not_journalled;
+    // rof_connections_refused_total (limits.connections_per_uid): an admin's only.
+    std::optional<std::uint64_t> connections_refused;
 };
 
 // The whole exposition, families in a fixed order, each with # HELP and
