@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Connection limits ([limits] handshake_timeout_ms, keepalive_ms,
-// keepalive_timeout_ms, connection_idle_ms) on rofd's unix socket: raw
-// peers that are silent, stop after the HTTP/2 preface or half-way through
-// a call, and a TailAudit whose client went dead, are all closed by rofd.
+// keepalive_timeout_ms, connection_idle_ms, connections_per_uid) on rofd's
+// unix socket: raw peers that are silent, stop after the HTTP/2 preface or
+// half-way through a call, and a TailAudit whose client went dead, are all
+// closed by rofd; a uid past its connections is refused, others are not.
 // The TCP listener's handshake timeout is in service_tls_test.cpp.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +28,7 @@ using rofd::test::wait_until;
 using rofd::test::Who;
 
 const Who kv_user{"kv", 1001, 1001, {}};
+const Who analytics_user{"analytics", 1002, 1002, {}};
 
 // A harness whose [limits] are @limits (other limits at their defaults).
 std::string daemon_toml(const std::string& limits) {
@@ -142,6 +145,45 @@ TEST(Connections, DeadClientsAuditStreamIsEnded) {
     ASSERT_TRUE(wait_until([&] { return h.manager().audit_hub().streams() == 1; }));
     EXPECT_TRUE(wait_closed(fd.get()));
     EXPECT_TRUE(wait_until([&] { return h.manager().audit_hub().streams() == 0; }));
+}
+
+// ---- connections_per_uid -----------------------------------------------------
+
+// Whether rofd serves a new raw connection: gRPC's server writes its
+// SETTINGS frame at once; a connection refused is closed unread.
+bool served(int fd) {
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, 60000) < 0 && errno == EINTR) {
+    }
+    char buf[256];
+    return ::read(fd, buf, sizeof(buf)) > 0;
+}
+
+TEST(Connections, AUidPastItsConnectionsIsRefusedAndOthersAreNot) {
+    ServiceHarness h(daemon_toml("connections_per_uid = 2\n"),
+                     {{"kv", rofd::test::kv_toml()}, {"analytics", rofd::test::kAnalyticsToml}});
+    UniqueFd first = rofd::test::connect_as(h.socket(), kv_user);
+    const UniqueFd second = rofd::test::connect_as(h.socket(), kv_user);
+    ASSERT_TRUE(served(first.get()));
+    ASSERT_TRUE(served(second.get()));
+
+    const UniqueFd third = rofd::test::connect_as(h.socket(), kv_user);
+    EXPECT_FALSE(served(third.get())) << "kv's third connection";
+    EXPECT_EQ(h.manager().connections_refused(), 1U);
+
+    // Another uid has connections of its own, and root is not counted.
+    const UniqueFd other = rofd::test::connect_as(h.socket(), analytics_user);
+    EXPECT_TRUE(served(other.get())) << "analytics is not limited by kv's connections";
+    const UniqueFd root = rofd::test::connect_as(h.socket(), Who{"root", 0, 0, {}});
+    EXPECT_TRUE(served(root.get()));
+
+    // kv closes one: once rofd has closed its end, kv connects again.
+    first.reset();
+    std::vector<UniqueFd> tries;
+    EXPECT_TRUE(wait_until([&] {
+        tries.push_back(rofd::test::connect_as(h.socket(), kv_user));
+        return served(tries.back().get());
+    }));
 }
 
 }  // namespace

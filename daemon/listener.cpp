@@ -175,4 +175,38 @@ std::optional<Connection> UnixListener::accept() const {
     return Connection{std::move(conn), PeerCred{cred.pid, cred.uid, cred.gid}};
 }
 
+std::vector<PeerConnections::Open>& PeerConnections::prune(uid_t uid) {
+    auto& open = by_uid_[uid];
+    std::erase_if(open, [](const Open& o) {
+        struct stat st {};
+        return ::fstat(o.fd, &st) < 0 || st.st_dev != o.dev || st.st_ino != o.ino;
+    });
+    return open;
+}
+
+bool PeerConnections::admit(const Connection& conn, std::uint32_t limit) {
+    const uid_t uid = conn.cred.uid;
+    struct stat st {};
+
+    if (uid == 0 || ::fstat(conn.fd.get(), &st) < 0) {
+        return true;
+    }
+    auto& open = prune(uid);
+    if (open.size() >= limit) {
+        return false;
+    }
+    open.push_back(Open{conn.fd.get(), st.st_dev, st.st_ino});
+    // Callers that hold nothing any more are forgotten as others arrive.
+    std::erase_if(by_uid_, [](const auto& e) { return e.second.empty(); });
+    return true;
+}
+
+std::size_t PeerConnections::open(uid_t uid) {
+    const std::size_t n = prune(uid).size();
+    if (n == 0) {
+        by_uid_.erase(uid);
+    }
+    return n;
+}
+
 }  // namespace rofd

@@ -3,8 +3,11 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "unique_fd.h"
 
@@ -59,6 +62,33 @@ class UnixListener {
     std::string owned_path_;  // unlinked on destruction when non-empty
     ino_t ino_ = 0;
     dev_t dev_ = 0;
+};
+
+// The connections each uid holds open on the unix socket, so that one
+// caller cannot take every descriptor rofd has (limits.connections_per_uid).
+// gRPC owns an accepted fd and closes it without telling anyone, so a
+// connection is remembered by its fd number and its socket's inode, and
+// counted while that number still names that socket (fstat): a closed fd
+// fails, a number reused for another connection names another inode.
+// Single-threaded: the accept handler's.
+class PeerConnections {
+  public:
+    // Counts @conn against its uid and returns true; or returns false,
+    // counting nothing, when the uid holds @limit open already.  uid 0 is
+    // not limited (it could raise the limit anyway) and not counted.
+    bool admit(const Connection& conn, std::uint32_t limit);
+    // Connections @uid holds open now.
+    std::size_t open(uid_t uid);
+
+  private:
+    struct Open {
+        int fd;
+        dev_t dev;
+        ino_t ino;
+    };
+    std::vector<Open>& prune(uid_t uid);
+
+    std::unordered_map<uid_t, std::vector<Open>> by_uid_;
 };
 
 }  // namespace rofd

@@ -130,4 +130,40 @@ TEST(UnixListener, AcceptReportsThePeersCredentials) {
     EXPECT_EQ(conn->cred.gid, ::getgid());
 }
 
+// PeerConnections over real sockets (the fds gRPC would own): counted
+// while open, forgotten when closed, a reused fd number not mistaken for
+// the connection that had it.
+TEST(PeerConnections, CountsAUidsOpenConnectionsUpToItsLimit) {
+    rofd::PeerConnections peers;
+    auto conn = [](uid_t uid) {
+        int sv[2];
+        EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        ::close(sv[1]);
+        return rofd::Connection{UniqueFd(sv[0]), rofd::PeerCred{1, uid, uid}};
+    };
+    auto a = conn(1001);
+    auto b = conn(1001);
+    EXPECT_TRUE(peers.admit(a, 2));
+    EXPECT_TRUE(peers.admit(b, 2));
+    const auto c = conn(1001);
+    EXPECT_FALSE(peers.admit(c, 2));
+    EXPECT_EQ(peers.open(1001), 2U);
+
+    const auto other = conn(1002);
+    EXPECT_TRUE(peers.admit(other, 2)) << "another uid";
+    const auto root = conn(0);
+    EXPECT_TRUE(peers.admit(root, 2)) << "root is not limited";
+    EXPECT_EQ(peers.open(0), 0U);
+
+    // a's fd closed, its number taken by another socket: a is gone.
+    const int number = a.fd.get();
+    a.fd.reset();
+    auto reused = conn(1002);
+    ASSERT_EQ(reused.fd.get(), number) << "the lowest free number";
+    EXPECT_EQ(peers.open(1001), 1U);
+    EXPECT_TRUE(peers.admit(c, 2));
+    b.fd.reset();
+    EXPECT_EQ(peers.open(1001), 1U);
+}
+
 }  // namespace

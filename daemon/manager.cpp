@@ -578,6 +578,21 @@ void Manager::audit_control(const Principal& p, const std::string& method, const
     jsend(log::Level::warning, msg, fields);
 }
 
+void Manager::refuse_connection(const PeerCred& cred, std::uint32_t limit) {
+    ++connections_refused_;
+    Principal p;
+    p.authenticated = true;
+    p.uid = cred.uid;
+    p.gid = cred.gid;
+    p.pid = cred.pid;
+    audit_control(p, "connect",
+                  grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                               fmt::format("uid {} holds {} connections already "
+                                           "(limits.connections_per_uid)",
+                                           cred.uid, limit)),
+                  "unix socket");
+}
+
 // --- idempotency ------------------------------------------------------
 
 Manager::Idempotency Manager::idempotency(const Principal& p, const std::string& method,
@@ -1189,6 +1204,7 @@ std::string Manager::metrics_text(const std::string& tenant) {
         in.ring = module_->audit_stats();
         in.refusals_not_journalled = refusals_left_out_.load();
         in.reconcile_errors = v->reconcile_errors.size();
+        in.connections_refused = connections_refused_.load();
     }
     return render_metrics(in);
 }

@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "listener.h"
 #include "module.h"
 #include "policy.h"
 #include "store.h"
@@ -188,6 +189,11 @@ class Manager {
     static std::uint64_t refusals_audited_on_this_thread() noexcept;
     // Refusals not journalled since the start (refusals_journalled_per_s).
     std::uint64_t refusals_left_out() const noexcept { return refusals_left_out_; }
+    // A unix connection closed unserved: its uid held @limit
+    // (limits.connections_per_uid).  Counted, and journalled as a refused
+    // call is (at refusals_journalled_per_s per uid).
+    void refuse_connection(const PeerCred& cred, std::uint32_t limit);
+    std::uint64_t connections_refused() const noexcept { return connections_refused_; }
     // Records a control-plane event in the journal (ROF_TENANT=..).
     void audit_control(const Principal& p, const std::string& method, const grpc::Status& st,
                        const std::string& what);
@@ -295,6 +301,7 @@ class Manager {
     };
     std::map<std::string, RefusalBucket, std::less<>> refusal_buckets_;
     std::atomic<std::uint64_t> refusals_left_out_{0};
+    std::atomic<std::uint64_t> connections_refused_{0};
 };
 
 }  // namespace rofd

@@ -347,6 +347,12 @@ std::string render_metrics(const MetricsInput& in) {
                 "reconcile; rofd serves the rest (0: not degraded).")
             .add({}, *in.reconcile_errors);
     }
+    if (in.connections_refused) {
+        x.counter("rof_connections_refused_total",
+                  "Unix connections closed unserved: their uid held "
+                  "limits.connections_per_uid.")
+            .add({}, *in.connections_refused);
+    }
     render_tenants(x, in.tenants);
     render_sessions(x, in.sessions, names);
     return x.str();

@@ -44,6 +44,8 @@ struct MetricsInput {
     // rof_reconcile_errors: what the last reconciliation could not do
     // (View::reconcile_errors); an admin's only.
     std::optional<std::uint64_t> reconcile_errors;
+    // rof_connections_refused_total (limits.connections_per_uid): an admin's only.
+    std::optional<std::uint64_t> connections_refused;
 };
 
 // The whole exposition, families in a fixed order, each with # HELP and

@@ -123,7 +123,8 @@ void limit_connections(grpc::ServerBuilder& b, const rof::policy::Daemon& d) {
 }  // namespace
 
 Server::Server(Manager& m)
-    : control_(m),
+    : manager_(m),
+      control_(m),
       tenants_(m),
       policy_(m),
       regions_(m),
@@ -202,6 +203,11 @@ bool Server::accept(const UnixListener& listener) {
     }
     log::debug("connection on fd {} from pid {} uid {} gid {}", conn->fd.get(), conn->cred.pid,
                conn->cred.uid, conn->cred.gid);
+    const std::uint32_t limit = manager_.view()->policy->daemon.connections_per_uid;
+    if (!peers_.admit(*conn, limit)) {
+        manager_.refuse_connection(conn->cred, limit);
+        return true;  // closed: the client sees its connection end
+    }
     grpc::AddInsecureChannelFromFd(server_.get(), conn->fd.release());
     return true;
 }

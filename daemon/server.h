@@ -28,8 +28,10 @@ class Server {
 
     void set_serving(bool serving);
 
-    // Takes one pending connection from @listener and hands it to gRPC.
-    // Returns false when none was pending.  Throws std::system_error when
+    // Takes one pending connection from @listener and hands it to gRPC,
+    // or closes it when its uid holds limits.connections_per_uid already
+    // (counted and journalled as a refusal).  Returns false when none was
+    // pending.  Throws std::system_error when
     // the listener itself is broken.
     bool accept(const UnixListener& listener);
 
@@ -48,6 +50,8 @@ class Server {
     int tcp_port() const { return tcp_port_; }
 
   private:
+    Manager& manager_;
+    PeerConnections peers_;
     ControlService control_;
     TenantService tenants_;
     PolicyService policy_;

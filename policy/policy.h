@@ -181,6 +181,10 @@ struct Daemon {
     // audit.  The rest are counted, and the caller's next journalled
     // refusal says how many were left out.
     std::uint32_t refusals_journalled_per_s = 10;
+    // Connections one uid may hold open on the unix socket (root: no
+    // limit); past it a new one is closed unserved, so that one caller's
+    // idle connections cannot take every descriptor rofd has.
+    std::uint32_t connections_per_uid = 256;
     // A tenant removed from policy keeps its open sessions this long at
     // most; then rofd destroys it with what it holds (0: at once).
     std::uint32_t tenant_removal_grace_ms = 60000;

@@ -138,6 +138,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(d.keepalive_timeout_ms, 10000U);
     EXPECT_EQ(d.connection_idle_ms, 600000U);
     EXPECT_EQ(d.refusals_journalled_per_s, 5U);
+    EXPECT_EQ(d.connections_per_uid, 16U);
     EXPECT_EQ(d.tenant_removal_grace_ms, 5000U);
 
     ASSERT_EQ(r.policy->tenants.size(), 1U);
@@ -227,24 +228,25 @@ TEST(PolicyLoad, ConnectionLimitsDefaults) {
     EXPECT_EQ(d.connection_idle_ms, 900000U);
     EXPECT_EQ(d.audit_streams_admin, 8U);
     EXPECT_EQ(d.refusals_journalled_per_s, 10U);
+    EXPECT_EQ(d.connections_per_uid, 256U);
 }
 
 TEST(PolicyParse, ConnectionLimitsRanges) {
     LoadResult r = parse(
         "[limits]\nhandshake_timeout_ms = 999\nkeepalive_ms = 0\nkeepalive_timeout_ms = "
         "86400001\nconnection_idle_ms = 10\naudit_streams_admin = 0\n"
-        "refusals_journalled_per_s = 0\n",
+        "refusals_journalled_per_s = 0\nconnections_per_uid = 0\n",
         "rofd.toml", {});
     EXPECT_FALSE(r.policy);
-    EXPECT_EQ(
-        r.error_text(),
-        "rofd.toml:2:24: limits.handshake_timeout_ms: 999 is out of range (1000 .. 120000)\n"
-        "rofd.toml:3:16: limits.keepalive_ms: 0 is out of range (1000 .. 86400000)\n"
-        "rofd.toml:4:24: limits.keepalive_timeout_ms: 86400001 is out of range (1000 .. "
-        "86400000)\n"
-        "rofd.toml:5:22: limits.connection_idle_ms: 10 is out of range (1000 .. 86400000)\n"
-        "rofd.toml:6:23: limits.audit_streams_admin: 0 is out of range (1 .. 64)\n"
-        "rofd.toml:7:29: limits.refusals_journalled_per_s: 0 is out of range (1 .. 100000)\n");
+    EXPECT_EQ(r.error_text(),
+              "rofd.toml:2:24: limits.handshake_timeout_ms: 999 is out of range (1000 .. 120000)\n"
+              "rofd.toml:3:16: limits.keepalive_ms: 0 is out of range (1000 .. 86400000)\n"
+              "rofd.toml:4:24: limits.keepalive_timeout_ms: 86400001 is out of range (1000 .. "
+              "86400000)\n"
+              "rofd.toml:5:22: limits.connection_idle_ms: 10 is out of range (1000 .. 86400000)\n"
+              "rofd.toml:6:23: limits.audit_streams_admin: 0 is out of range (1 .. 64)\n"
+              "rofd.toml:7:29: limits.refusals_journalled_per_s: 0 is out of range (1 .. 100000)\n"
+              "rofd.toml:8:23: limits.connections_per_uid: 0 is out of range (1 .. 65536)\n");
 }
 
 // A removed tenant's grace: a minute by default, 0 (at once) to a day.
