@@ -111,6 +111,12 @@ MODULE_PARM_DESC(max_prepared_sessions, "sessions of one tenant prepared and not
 #define ROF_SIRQ_ROUNDS		4
 #define ROF_SIRQ_INSNS		32768	/* below ROF_EXEC_YIELD_EVERY: no resched */
 /*
+ * irq_poll's weight of a session: one more than the work completions a
+ * softirq run can take (ROF_SIRQ_ROUNDS polls of ROF_POLL_BATCH), so that
+ * what a run returns is always below it (rof_iop_poll).
+ */
+#define ROF_SIRQ_WEIGHT		(ROF_SIRQ_ROUNDS * ROF_POLL_BATCH + 1)
+/*
  * Bytes programs may move (COPY, CRC64, HASH) in one softirq run: a few
  * ms of CRC64 at worst.  A program whose byte budget exceeds what the
  * run has left goes to the poll work, as one with too many instructions.
@@ -844,12 +850,20 @@ static void rof_poll_work(struct work_struct *work)
 /*
  * The completion's softirq (irq_poll): serve what is short here, without
  * the work item's wake-up, and leave the rest to the poll work.
+ *
+ * Returns the work completions it took, so that irq_poll's budget (shared
+ * by every irq_poll instance on the CPU, ib_cq's included) shrinks by what
+ * this run did and the softirq hands over to ksoftirqd when it is spent.
+ * A run has always completed (irq_poll_complete) by then, and irq_poll
+ * takes a return of @weight or more for "still scheduled, still mine":
+ * what it returns stays below @weight (ROF_SIRQ_WEIGHT is chosen so).
  */
 static int rof_iop_poll(struct irq_poll *iop, int weight)
 {
 	struct rof_session *s = container_of(iop, struct rof_session, iop);
 	struct rof_dp_stats st = { .sirq_runs = 1 };
 	u64 start;
+	int work = 0;
 
 	/*
 	 * Counted before irq_poll_complete(), which lets irq_poll_disable()
@@ -882,12 +896,13 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	}
 	st.sirq_bytes_max = st.prog_bytes;
 	st.run_ns = local_clock() - start;
+	work = min_t(u64, st.wcs, max(weight - 1, 0));
 	rof_dp_release(s);
 	rof_dp_account(&st);
 out:
 	smp_mb__before_atomic();	/* every access to @s before the count drops */
 	atomic_dec(&s->sirq_active);	/* the last one */
-	return 0;
+	return work;
 }
 
 /*
@@ -1942,7 +1957,7 @@ static long rof_session_prepare(void __user *uarg)
 	mutex_init(&s->lock);
 	INIT_WORK(&s->poll_work, rof_poll_work);
 	INIT_WORK(&s->welcome_work, rof_welcome_work);
-	irq_poll_init(&s->iop, ROF_POLL_BATCH, rof_iop_poll);
+	irq_poll_init(&s->iop, ROF_SIRQ_WEIGHT, rof_iop_poll);
 	INIT_DELAYED_WORK(&s->throttle_work, rof_throttle_work);
 	INIT_WORK(&s->close_work, rof_close_work);
 	s->tenant_id = req.tenant;
