@@ -15,15 +15,26 @@
  * session's state and device binding.  s->lock serialises building a
  * session's connection (in the CM handler) against tearing it down (in
  * its close work), and the ESTABLISHED handler against both.  The data
- * path runs in s->poll_work only, which the workqueue never runs twice at
- * once, so it needs no lock of its own.  No rdma_cm call is made under
- * rof_sess_lock.
+ * path runs in the completion's softirq, s->welcome_work or s->poll_work,
+ * whichever owns it (ROF_SF_POLLING), so it needs no lock of its own.  No
+ * rdma_cm call is made under rof_sess_lock.
  *
- * Closing: ROF_SF_CLOSING is set first, and nothing queues the poll or
- * throttle work once it is set; the close work then cancels the poll work
- * (which may have armed the throttle), the throttle work (which may have
- * queued the poll), destroys the QP and CQ (no completion callback after
- * that) and the cm_id (no CM handler after that), and cancels both again.
+ * Two workqueues: the bulk of the data path (s->poll_work, s->throttle_work)
+ * runs on rof_sess_wq at normal priority, so that busy sessions compete
+ * for the CPUs as normal tasks do; what must stay prompt whatever the data
+ * path's load, and is short, runs on rof_ctl_wq (WQ_HIGHPRI): the welcome
+ * that completes a connect (s->welcome_work), closes (s->close_work) and
+ * the reaper.  Each work item is only ever queued on its one workqueue:
+ * a workqueue's guarantee that a work item never runs twice at once, and
+ * flush_work()'s wait, hold within one workqueue only.
+ *
+ * Closing: ROF_SF_CLOSING is set first, and nothing queues the welcome,
+ * poll or throttle work once it is set; the close work then cancels the
+ * welcome work (which may have queued the poll), the poll work (which may
+ * have armed the throttle or queued the welcome), the throttle work (which
+ * may have queued either), destroys the QP and CQ (no completion callback
+ * after that) and the cm_id (no CM handler after that), and cancels all
+ * three again.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -100,6 +111,12 @@ MODULE_PARM_DESC(max_prepared_sessions, "sessions of one tenant prepared and not
 #define ROF_SIRQ_ROUNDS		4
 #define ROF_SIRQ_INSNS		32768	/* below ROF_EXEC_YIELD_EVERY: no resched */
 /*
+ * irq_poll's weight of a session: one more than the work completions a
+ * softirq run can take (ROF_SIRQ_ROUNDS polls of ROF_POLL_BATCH), so that
+ * what a run returns is always below it (rof_iop_poll).
+ */
+#define ROF_SIRQ_WEIGHT		(ROF_SIRQ_ROUNDS * ROF_POLL_BATCH + 1)
+/*
  * Bytes programs may move (COPY, CRC64, HASH) in one softirq run: a few
  * ms of CRC64 at worst.  A program whose byte budget exceeds what the
  * run has left goes to the poll work, as one with too many instructions.
@@ -122,8 +139,8 @@ enum {
 	ROF_SF_WELCOME,		/* established: register MRs, send regions */
 	ROF_SF_OPENED,		/* established and audited: the data path may run */
 	ROF_SF_ERR_AUDITED,	/* the error that closes it is audited */
-	ROF_SF_POLLING,		/* the data path is owned: poll work or softirq */
-	ROF_SF_KICKED,		/* the poll work found it owned: run it after */
+	ROF_SF_POLLING,		/* the data path is owned: a work or the softirq */
+	ROF_SF_KICKED,		/* a work found it owned: kick it after */
 };
 
 struct rof_sregion {
@@ -202,11 +219,12 @@ struct rof_session {
 	struct rof_bucket ops_b;
 	struct rof_bucket bytes_b;
 
-	struct work_struct poll_work;
+	struct work_struct poll_work;	/* rof_sess_wq */
+	struct work_struct welcome_work; /* rof_ctl_wq */
 	struct irq_poll iop;		/* the softirq side of the data path */
 	atomic_t sirq_active;		/* rof_iop_poll runs under way */
-	struct delayed_work throttle_work;
-	struct work_struct close_work;
+	struct delayed_work throttle_work; /* rof_sess_wq */
+	struct work_struct close_work;	/* rof_ctl_wq */
 
 	u64 kick_ns;			/* local_clock of a completion event; xchg */
 	u64 last_active_ns;		/* ktime_get_ns; READ/WRITE_ONCE */
@@ -245,7 +263,8 @@ static DEFINE_PER_CPU(struct rof_dp_stats, rof_dp_stats);
 static DEFINE_XARRAY(rof_sessions);
 static DEFINE_MUTEX(rof_sess_lock);
 static u32 rof_sess_next_id = 1;
-static struct workqueue_struct *rof_sess_wq;
+static struct workqueue_struct *rof_sess_wq;	/* the data path: nice 0 */
+static struct workqueue_struct *rof_ctl_wq;	/* welcome, close, reap: WQ_HIGHPRI */
 static struct rdma_cm_id *rof_listen_id;
 static struct delayed_work rof_reap_work;
 
@@ -296,13 +315,23 @@ static void rof_session_close(struct rof_session *s, u32 reason)
 		return;
 	s->close_reason = reason;
 	kref_get(&s->ref);		/* dropped by close_work */
-	queue_work(rof_sess_wq, &s->close_work);
+	queue_work(rof_ctl_wq, &s->close_work);
 }
 
-/* Run the data path soon; never once the session is closing. */
+/*
+ * Run the data path soon; never once the session is closing.  While the
+ * welcome is due, the welcome work (high priority) runs it: a connect is
+ * complete only once the client has the welcome, and that must not wait
+ * behind busy sessions' poll work at normal priority.  Once it is sent,
+ * the poll work (normal priority).
+ */
 static void rof_kick(struct rof_session *s)
 {
-	if (!test_bit(ROF_SF_CLOSING, &s->flags))
+	if (test_bit(ROF_SF_CLOSING, &s->flags))
+		return;
+	if (test_bit(ROF_SF_WELCOME, &s->flags))
+		queue_work(rof_ctl_wq, &s->welcome_work);
+	else
 		queue_work(rof_sess_wq, &s->poll_work);
 }
 
@@ -701,11 +730,11 @@ static void rof_dp_account(const struct rof_dp_stats *st)
 }
 
 /*
- * The data path of a session runs in its poll work or in the softirq of
- * its completions (rof_iop_poll), never in both at once: whoever runs it
- * owns ROF_SF_POLLING.  The poll work that finds it owned leaves
- * ROF_SF_KICKED for the owner, which queues the work again when it lets
- * go: no kick is lost.  The softirq that finds it owned kicks the work.
+ * The data path of a session runs in its poll work, its welcome work or
+ * the softirq of its completions (rof_iop_poll), never in two at once:
+ * whoever runs it owns ROF_SF_POLLING.  A work that finds it owned leaves
+ * ROF_SF_KICKED for the owner, which kicks again when it lets go: no kick
+ * is lost.  The softirq that finds it owned kicks.
  */
 static bool rof_dp_claim(struct rof_session *s)
 {
@@ -736,19 +765,81 @@ static u64 rof_dp_start(struct rof_session *s, struct rof_dp_stats *st)
 	return start;
 }
 
+/*
+ * In process context (the poll or the welcome work): own the data path, or
+ * leave ROF_SF_KICKED to its owner, which kicks again as it lets go.
+ */
+static bool rof_dp_claim_work(struct rof_session *s)
+{
+	if (rof_dp_claim(s))
+		return true;
+	set_bit(ROF_SF_KICKED, &s->flags);
+	smp_mb__after_atomic();	/* KICKED set before POLLING is read */
+	if (!rof_dp_claim(s))
+		return false;		/* the owner sees KICKED as it lets go */
+	clear_bit(ROF_SF_KICKED, &s->flags);
+	return true;
+}
+
+/*
+ * The welcome, by whoever owns the data path in process context first
+ * once the session is open: the welcome work, or the poll work if it got
+ * there first.  Returns 1 when this call sent it, 0 when there was none to
+ * send, a negative error when it failed (the session is then closing).
+ */
+static int rof_welcome(struct rof_session *s)
+{
+	int ret;
+
+	if (test_bit(ROF_SF_CLOSING, &s->flags) ||
+	    !test_bit_acquire(ROF_SF_OPENED, &s->flags) ||
+	    !test_and_clear_bit(ROF_SF_WELCOME, &s->flags))
+		return 0;
+	ret = rof_send_welcome(s);
+	if (ret) {
+		pr_info_ratelimited("session %u: cannot register regions: %d\n",
+				    s->id, ret);
+		rof_session_close(s, ROF_CLOSE_QP_ERROR);
+		return ret;
+	}
+	return 1;
+}
+
+/*
+ * The welcome work, on rof_ctl_wq (high priority): the welcome completes
+ * the client's connect, so it must not wait behind busy sessions' poll
+ * work at normal priority.  It is short (a REG_MR per granted region and
+ * one SEND), so it takes little from normal tasks.  What came meanwhile
+ * is the poll work's to serve, at normal priority: a connect that is
+ * followed by a flood competes as any other busy session does.
+ */
+static void rof_welcome_work(struct work_struct *work)
+{
+	struct rof_session *s = container_of(work, struct rof_session,
+					     welcome_work);
+	int sent;
+
+	if (!rof_dp_claim_work(s))
+		return;
+	sent = rof_welcome(s);
+	rof_dp_release(s);
+	/*
+	 * Not kicked unless sent: with the welcome due but the session not
+	 * open yet, a kick would only queue this work again, at once.
+	 * ESTABLISHED kicks once it marked the session open.
+	 */
+	if (sent > 0)
+		rof_kick(s);
+}
+
 static void rof_poll_work(struct work_struct *work)
 {
 	struct rof_session *s = container_of(work, struct rof_session, poll_work);
 	struct rof_dp_stats st = {};
 	u64 start;
 
-	if (!rof_dp_claim(s)) {
-		set_bit(ROF_SF_KICKED, &s->flags);
-		smp_mb__after_atomic();	/* KICKED set before POLLING is read */
-		if (!rof_dp_claim(s))
-			return;		/* the owner sees KICKED as it lets go */
-		clear_bit(ROF_SF_KICKED, &s->flags);
-	}
+	if (!rof_dp_claim_work(s))
+		return;
 	start = rof_dp_start(s, &st);
 	rof_poll_run(s, &st, false);
 	st.run_ns = local_clock() - start;
@@ -759,12 +850,20 @@ static void rof_poll_work(struct work_struct *work)
 /*
  * The completion's softirq (irq_poll): serve what is short here, without
  * the work item's wake-up, and leave the rest to the poll work.
+ *
+ * Returns the work completions it took, so that irq_poll's budget (shared
+ * by every irq_poll instance on the CPU, ib_cq's included) shrinks by what
+ * this run did and the softirq hands over to ksoftirqd when it is spent.
+ * A run has always completed (irq_poll_complete) by then, and irq_poll
+ * takes a return of @weight or more for "still scheduled, still mine":
+ * what it returns stays below @weight (ROF_SIRQ_WEIGHT is chosen so).
  */
 static int rof_iop_poll(struct irq_poll *iop, int weight)
 {
 	struct rof_session *s = container_of(iop, struct rof_session, iop);
 	struct rof_dp_stats st = { .sirq_runs = 1 };
 	u64 start;
+	int work = 0;
 
 	/*
 	 * Counted before irq_poll_complete(), which lets irq_poll_disable()
@@ -780,7 +879,7 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	}
 	/*
 	 * Not before ESTABLISHED, and the welcome (it registers MRs) is
-	 * the poll work's: OPENED first, then WELCOME, the reverse of the
+	 * the welcome work's: OPENED first, then WELCOME, the reverse of the
 	 * order ESTABLISHED sets them in.  Owning the data path, nobody
 	 * clears WELCOME meanwhile.
 	 */
@@ -797,12 +896,13 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 	}
 	st.sirq_bytes_max = st.prog_bytes;
 	st.run_ns = local_clock() - start;
+	work = min_t(u64, st.wcs, max(weight - 1, 0));
 	rof_dp_release(s);
 	rof_dp_account(&st);
 out:
 	smp_mb__before_atomic();	/* every access to @s before the count drops */
 	atomic_dec(&s->sirq_active);	/* the last one */
-	return 0;
+	return work;
 }
 
 /*
@@ -837,15 +937,8 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 	if (test_bit(ROF_SF_CLOSING, &s->flags) ||
 	    !test_bit(ROF_SF_OPENED, &s->flags))
 		return false;
-	if (!atomic && test_and_clear_bit(ROF_SF_WELCOME, &s->flags)) {
-		ret = rof_send_welcome(s);
-		if (ret) {
-			pr_info_ratelimited("session %u: cannot register regions: %d\n",
-					    s->id, ret);
-			rof_session_close(s, ROF_CLOSE_QP_ERROR);
-			return false;
-		}
-	}
+	if (!atomic && rof_welcome(s) < 0)
+		return false;
 	for (;;) {
 		n = ib_poll_cq(s->cq, ROF_POLL_BATCH, wcs);
 		st->polls++;
@@ -1658,15 +1751,20 @@ static void rof_close_work(struct work_struct *work)
 	if (s->cm_id && s->qp)
 		rdma_disconnect(s->cm_id);	/* QP to error, DREQ to the peer */
 	/*
-	 * CLOSING is set: nothing queues either work from now on.  A poll
-	 * still running may arm the throttle, and a throttle still running
-	 * may queue the poll, so: the poll, then the throttle, and both
-	 * again once the CQ and the cm_id, the last sources, are gone.
+	 * CLOSING is set: nothing queues any of the three works from now
+	 * on.  A welcome still running may queue the poll, a poll still
+	 * running may arm the throttle or (before the welcome) queue the
+	 * welcome, and a throttle still running may queue either, so: the
+	 * welcome, the poll, then the throttle, and all three again once
+	 * the CQ and the cm_id, the last sources, are gone.  Each is only
+	 * ever queued on its own workqueue, so cancel_work_sync() waits for
+	 * the one run there can be.
 	 */
 	/* No softirq run is scheduled again; wait for one under way. */
 	irq_poll_disable(&s->iop);
 	while (atomic_read_acquire(&s->sirq_active))
 		usleep_range(50, 100);
+	cancel_work_sync(&s->welcome_work);
 	cancel_work_sync(&s->poll_work);
 	cancel_delayed_work_sync(&s->throttle_work);
 	id = s->cm_id;
@@ -1683,6 +1781,7 @@ static void rof_close_work(struct work_struct *work)
 	mutex_unlock(&s->lock);
 	if (id)
 		rdma_destroy_id(id);	/* no CM handler runs for it after this */
+	cancel_work_sync(&s->welcome_work);
 	cancel_work_sync(&s->poll_work);
 	cancel_delayed_work_sync(&s->throttle_work);
 	rof_prog_scratch_free(s->prog_scratch);
@@ -1724,7 +1823,7 @@ static void rof_reap_fn(struct work_struct *work)
 			rof_session_close(s, ROF_CLOSE_IDLE);
 	}
 	mutex_unlock(&rof_sess_lock);
-	queue_delayed_work(rof_sess_wq, &rof_reap_work, ROF_REAP_PERIOD);
+	queue_delayed_work(rof_ctl_wq, &rof_reap_work, ROF_REAP_PERIOD);
 }
 
 /* ---- closing many at once ------------------------------------------- */
@@ -1857,7 +1956,8 @@ static long rof_session_prepare(void __user *uarg)
 	kref_init(&s->ref);
 	mutex_init(&s->lock);
 	INIT_WORK(&s->poll_work, rof_poll_work);
-	irq_poll_init(&s->iop, ROF_POLL_BATCH, rof_iop_poll);
+	INIT_WORK(&s->welcome_work, rof_welcome_work);
+	irq_poll_init(&s->iop, ROF_SIRQ_WEIGHT, rof_iop_poll);
 	INIT_DELAYED_WORK(&s->throttle_work, rof_throttle_work);
 	INIT_WORK(&s->close_work, rof_close_work);
 	s->tenant_id = req.tenant;
@@ -2056,7 +2156,9 @@ long rof_session_ioctl(unsigned int cmd, void __user *uarg)
 
 void rof_session_flush(void)
 {
+	/* The data path's first: a run that fails queues a close work. */
 	flush_workqueue(rof_sess_wq);
+	flush_workqueue(rof_ctl_wq);	/* close works */
 }
 
 /*
@@ -2215,19 +2317,38 @@ int rof_session_init(void)
 	/*
 	 * Unbound: the scheduler spreads busy sessions over the CPUs, and
 	 * one session's programs do not hold up the others bound to a CPU.
+	 * Normal priority, not WQ_HIGHPRI: a busy session's poll work
+	 * queues itself again at once, and at nice -20 N busy sessions
+	 * would take nearly all of N CPUs from every normal task (rofd
+	 * included).  At nice 0 each competes as one normal task does.
+	 * WQ_SYSFS: an administrator may change its nice value and CPU
+	 * mask (/sys/devices/virtual/workqueue/rof_sess/).
 	 */
-	rof_sess_wq = alloc_workqueue("rof_sess", WQ_UNBOUND | WQ_HIGHPRI, 0);
+	rof_sess_wq = alloc_workqueue("rof_sess", WQ_UNBOUND | WQ_SYSFS, 0);
 	if (!rof_sess_wq) {
 		ret = -ENOMEM;
 		goto err_ticket;
 	}
+	/*
+	 * What must stay prompt under a busy data path, and is short: the
+	 * welcome that completes a connect, closes, the reaper.  Also
+	 * tunable (/sys/devices/virtual/workqueue/rof_sess_ctl/).
+	 */
+	rof_ctl_wq = alloc_workqueue("rof_sess_ctl",
+				     WQ_UNBOUND | WQ_HIGHPRI | WQ_SYSFS, 0);
+	if (!rof_ctl_wq) {
+		ret = -ENOMEM;
+		goto err_wq;
+	}
 	ret = rof_listen();
 	if (ret)
-		goto err_wq;
+		goto err_ctl_wq;
 	INIT_DELAYED_WORK(&rof_reap_work, rof_reap_fn);
-	queue_delayed_work(rof_sess_wq, &rof_reap_work, ROF_REAP_PERIOD);
+	queue_delayed_work(rof_ctl_wq, &rof_reap_work, ROF_REAP_PERIOD);
 	return 0;
 
+err_ctl_wq:
+	destroy_workqueue(rof_ctl_wq);
 err_wq:
 	destroy_workqueue(rof_sess_wq);
 err_ticket:
@@ -2242,6 +2363,7 @@ void rof_session_exit(void)
 	rof_listen_id = NULL;
 	cancel_delayed_work_sync(&rof_reap_work);
 	rof_close_matching(rof_match_all, NULL, ROF_CLOSE_UNLOAD);
+	destroy_workqueue(rof_ctl_wq);
 	destroy_workqueue(rof_sess_wq);
 	rof_trl_exit();
 	rof_ticket_exit();

@@ -39,7 +39,9 @@
  * Client (librdmacm + libibverbs; a ticket of "-" sends no private data):
  *   ksess-client invoke-flood ADDR TICKET N [TAG]   N INVOKEs of a tag never
  *                  loaded, credits in flight, each answered ROF_ST_NO_PROGRAM;
- *                  with TAG (hex), of that program, each answered ROF_ST_OK
+ *                  with TAG (hex), of that program, each answered ROF_ST_OK.
+ *                  N 0: until SIGTERM, printing "flooding" once the first
+ *                  window is answered; every request sent is still answered
  *   ksess-client reject-flood ADDR N          N connects with no ticket (and no QP
  *                  behind them), each refused with reason no-ticket
  *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
@@ -1217,6 +1219,23 @@ static void echo_payload(uint8_t *p, uint64_t id, uint32_t len)
 }
 
 /*
+ * invoke-flood 0: set by SIGTERM; no request is sent after it.  A
+ * lock-free atomic, which a signal handler may store to.
+ */
+static int flood_stop;
+
+static void flood_on_term(int sig)
+{
+	(void)sig;
+	__atomic_store_n(&flood_stop, 1, __ATOMIC_RELAXED);
+}
+
+static bool flood_stopped(void)
+{
+	return __atomic_load_n(&flood_stop, __ATOMIC_RELAXED);
+}
+
+/*
  * Send @n requests of @op, @inflight at a time, each with @size payload
  * bytes: echo_payload()'s pattern for its id when @echo (and the answer
  * must echo it), else a copy of @payload.  Every answer must carry
@@ -1229,8 +1248,8 @@ static bool send_stream(struct conn *c, uint64_t n, uint32_t inflight, uint16_t 
 	uint8_t buf[ROF_MSG_SIZE];
 
 	c->answered = c->failed = 0;
-	while ((*sent < n || c->outstanding) && !c->dead) {
-		while (*sent < n && c->outstanding < inflight) {
+	while (((*sent < n && !flood_stopped()) || c->outstanding) && !c->dead) {
+		while (*sent < n && !flood_stopped() && c->outstanding < inflight) {
 			if (echo)
 				echo_payload(buf, c->next_id, size);
 			else
@@ -1626,8 +1645,11 @@ static int cmd_reject_flood(int argc, char **argv)
 static int cmd_invoke_flood(int argc, char **argv)
 {
 	struct rof_invoke inv = { .program = htole64(0x1234) };
+	struct sigaction sa = { .sa_handler = flood_on_term };
 	uint32_t want = ROF_ST_NO_PROGRAM;
-	uint64_t n, sent = 0, t0;
+	uint64_t n, sent = 0, t0, answered = 0, failed = 0;
+	/* A liveness bound; a flood until SIGTERM may share a loaded host. */
+	int gap_ms = 5000;
 	struct conn c;
 	int reason, ok;
 
@@ -1638,14 +1660,33 @@ static int cmd_invoke_flood(int argc, char **argv)
 		inv.program = htole64(strtoull(argv[4], NULL, 16));
 		want = ROF_ST_OK;
 	}
+	if (!n) {
+		sigaction(SIGTERM, &sa, NULL);
+		gap_ms = 60000;
+	}
 	reason = conn_open(&c, argv[1], argv[2]);
 	if (reason)
 		die("rejected: %s (%d)", reason_name(reason), reason);
 	t0 = now_ns(CLOCK_MONOTONIC);
+	if (!n) {
+		/* The first window, then on until SIGTERM. */
+		if (!send_stream(&c, c.credits, c.credits, ROF_OP_INVOKE, &inv, sizeof(inv),
+				 false, want, gap_ms, &sent))
+			die("invoke-flood: no response in %d s", gap_ms / 1000);
+		answered = c.answered;
+		failed = c.failed;
+		printf("invoke-flood: flooding\n");
+		fflush(stdout);
+		n = UINT64_MAX;
+	}
 	if (!send_stream(&c, n, c.credits, ROF_OP_INVOKE, &inv, sizeof(inv), false,
-			 want, 5000, &sent))
-		die("invoke-flood: no response in 5 s");
-	ok = !c.dead && c.answered == n && !c.failed;
+			 want, gap_ms, &sent))
+		die("invoke-flood: no response in %d s", gap_ms / 1000);
+	answered += c.answered;
+	failed += c.failed;
+	c.answered = answered;
+	c.failed = failed;
+	ok = !c.dead && c.answered == sent && !c.failed;
 	/* The time is information for a reader; nothing checks it. */
 	printf("invoke-flood: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64
 	       " failed, %" PRIu64 " us\n",
