@@ -88,6 +88,8 @@ std::uint64_t parse_size(const std::string& text);
 std::string parse_bytes(const std::string& text);
 // The whole of a file; std::runtime_error naming it when unreadable.
 std::string read_file(const std::string& path);
+// A list verb's -o wide (text output: every column) into @output.
+void add_output_option(CLI::App& verb, std::string& output);
 
 }  // namespace rofctl
 

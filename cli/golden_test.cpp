@@ -69,8 +69,8 @@ Step list(std::string command, const pb::Message& m) {
     return s;
 }
 
-// "$ rofctl CMD" and its text, then "$ rofctl -j CMD"
-// and its JSON.
+// "$ rofctl CMD" and its text (a list: then with -o wide), then
+// "$ rofctl -j CMD" and its JSON.
 std::string transcript(const std::vector<Step>& steps) {
     std::string out;
     for (const Step& s : steps) {
@@ -78,6 +78,13 @@ std::string transcript(const std::vector<Step>& steps) {
         Printer tp(text, err, false, false);
         s.print(tp);
         out += "$ rofctl " + s.command + "\n" + text.str();
+        if (s.list) {
+            std::ostringstream wide;
+            Printer wp(wide, err, false, false);
+            wp.set_wide(true);
+            s.print(wp);
+            out += "$ rofctl " + s.command + " -o wide\n" + wide.str();
+        }
         Printer jp(json, err, true, false);
         s.print(jp);
         out += "$ rofctl -j " + s.command + "\n" + json.str();
@@ -208,7 +215,7 @@ const char* const table_region = R"pb(
 const char* const log_region =
     R"pb(
     tenant: "kv" name: "log" size: 4194304 rights: 3 origin: ORIGIN_POLICY id: 2 chunks: 1024
-)pb";
+    )pb";
 
 const char* const heap_region = R"pb(
     tenant: "kv"
@@ -490,9 +497,9 @@ TEST(Golden, Audit) {
     )pb");
     std::vector<Step> steps;
     steps.push_back({"audit tail -n 3", [&](Printer& p) {
-                         p.record(rofctl::to_json(open));
-                         p.record(rofctl::to_json(invoke));
-                         p.record(rofctl::to_json(fault));
+                         p.record(open);
+                         p.record(invoke);
+                         p.record(fault);
                      }});
     steps.push_back(show("audit stats", parse<rof::v1::AuditStats>(R"pb(
                              next_seq: 43

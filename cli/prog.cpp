@@ -54,6 +54,7 @@ struct ProgOpts {
     std::uint64_t budget = 1000000;
     std::uint64_t byte_budget = 1 << 20;
     std::uint32_t resp_max = 65536;
+    std::string output;  // list -o
 };
 
 // FILE as the API takes it: *.rofs is assembly, anything else an image.
@@ -346,7 +347,7 @@ void print_prog_dump(Printer& printer, const rof::v1::Program& p) {
     for (const char* k : {"tenant", "name", "tag", "source", "disassembly"}) {
         tree[k] = all[k];
     }
-    printer.print(tree);
+    printer.print(tree, rof::v1::Program::descriptor());
 }
 
 Json prog_run_tree(std::uint32_t session, const rof::v1::Program& prog, std::uint32_t prog_status,
@@ -398,12 +399,13 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
 
     auto* list = obj->add_subcommand("list", "list loaded programs");
     list->add_option("--tenant", o->tenant, "only this tenant's");
+    add_output_option(*list, o->output);
     list->callback([&selected, o] {
         selected = [o](Context& ctx) {
+            ctx.printer.set_wide(o->output == "wide");
             rof::v1::ListProgramsRequest req;
             req.set_tenant(o->tenant);
-            auto resp = ctx.client().list_programs(req);
-            ctx.printer.print(resp);
+            ctx.printer.print(ctx.client().list_programs(req));
             return exit_ok;
         };
     });
