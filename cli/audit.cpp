@@ -64,7 +64,7 @@ int tail(Context& ctx, const AuditOpts& o) {
     rof::v1::AuditRecord rec;
     std::uint64_t n = 0;
     while ((o.follow || n < o.count) && stream.next(rec)) {
-        ctx.printer.record(to_json(rec));
+        ctx.printer.record(rec);
         n++;
     }
     if (stopper.joinable()) {

@@ -88,6 +88,8 @@ std::uint64_t parse_size(const std::string& text);
 std::string parse_bytes(const std::string& text);
 // The whole of a file; std::runtime_error naming it when unreadable.
 std::string read_file(const std::string& path);
+// A list verb's -o wide (text output: every column) into @output.
+void add_output_option(CLI::App& verb, std::string& output);
 
 }  // namespace rofctl
 
@@ -102,5 +104,17 @@ namespace rofctl {
 
 // `rofctl stats`: Prometheus text as {"samples": [{name, labels, value}]}.
 Json metric_samples(const std::string& text);
+// `rofctl stats -o prom`: the text as it is, or {"text": ...} with -j.
+void print_prom(Printer& p, const rof::v1::GetMetricsResponse& r);
+
+}  // namespace rofctl
+
+namespace rofctl {
+
+// `prog dump`: the program's tenant, name, tag, source and disassembly.
+void print_prog_dump(Printer& printer, const rof::v1::Program& p);
+// `prog run`: what one invocation over the data path answered.
+Json prog_run_tree(std::uint32_t session, const rof::v1::Program& prog, std::uint32_t prog_status,
+                   std::uint32_t insns, std::string_view response);
 
 }  // namespace rofctl

@@ -68,6 +68,11 @@ rof::Client& Context::client() {
     return *client_;
 }
 
+void add_output_option(CLI::App& verb, std::string& output) {
+    verb.add_option("-o,--output", output, "wide: every column, not only those that matter")
+        ->check(CLI::IsMember({"wide"}));
+}
+
 std::uint32_t parse_rights(const std::string& text) {
     std::uint32_t bits = 0;
     for (const char c : text) {

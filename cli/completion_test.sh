@@ -55,6 +55,8 @@ check "rofctl region create x --" --size --rights --tenant --freelist --json
 check "rofctl region create x --rights " r rw rwa
 check "rofctl --socket /nonexistent tenant " list show create delete destroy
 check "rofctl stats -o " prom
+check "rofctl tenant list -o " wide
+check "rofctl region list --" --tenant --output
 check "rofctl -" --socket --json --pretty
 # Names need rofd: with none, nothing, and no error.
 check "rofctl --socket /nonexistent --timeout 200 tenant show "

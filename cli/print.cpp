@@ -4,10 +4,7 @@
 #include <fmt/format.h>
 #include <google/protobuf/util/time_util.h>
 
-#include <algorithm>
 #include <cctype>
-#include <sstream>
-#include <vector>
 
 namespace rofctl {
 namespace {
@@ -75,118 +72,6 @@ Json scalar(const pb::Message& msg, const pb::Reflection& r, const FD& f, int in
     return nullptr;
 }
 
-bool is_scalar(const Json& j) {
-    return !j.is_object() && !j.is_array();
-}
-
-std::string scalar_text(const Json& j) {
-    if (j.is_string()) {
-        return j.get<std::string>();
-    }
-    if (j.is_null()) {
-        return "-";
-    }
-    return j.dump();
-}
-
-// A table cell: scalars as they are, arrays of scalars joined with ",",
-// objects and arrays of objects flattened to their scalars joined with "/".
-std::string cell_text(const Json& j) {
-    if (is_scalar(j)) {
-        return scalar_text(j);
-    }
-    std::string out;
-    if (j.is_array()) {
-        for (const Json& e : j) {
-            if (!out.empty()) {
-                out += ',';
-            }
-            out += cell_text(e);
-        }
-        return out.empty() ? "-" : out;
-    }
-    for (const auto& [k, v] : j.items()) {
-        if (!out.empty()) {
-            out += '/';
-        }
-        out += cell_text(v);
-    }
-    return out;
-}
-
-std::string upper(std::string s) {
-    for (char& c : s) {
-        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    }
-    return s;
-}
-
-bool is_table(const Json& j) {
-    return j.is_array() && !j.empty() &&
-           std::all_of(j.begin(), j.end(), [](const Json& e) { return e.is_object(); });
-}
-
-void render_table(const Json& rows, const std::string& indent, std::ostream& os) {
-    std::vector<std::string> keys;
-    for (const Json& row : rows) {
-        for (const auto& [k, v] : row.items()) {
-            if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
-                keys.push_back(k);
-            }
-        }
-    }
-    std::vector<std::vector<std::string>> cells;
-    std::vector<std::size_t> width;
-    cells.emplace_back();
-    for (const std::string& k : keys) {
-        cells.back().push_back(upper(k));
-        width.push_back(k.size());
-    }
-    for (const Json& row : rows) {
-        cells.emplace_back();
-        for (std::size_t i = 0; i < keys.size(); i++) {
-            std::string c = row.contains(keys[i]) ? cell_text(row[keys[i]]) : "-";
-            if (const auto nl = c.find('\n'); nl != std::string::npos) {
-                c = c.substr(0, nl) + "...";
-            }
-            width[i] = std::max(width[i], c.size());
-            cells.back().push_back(std::move(c));
-        }
-    }
-    for (const auto& line : cells) {
-        std::string out = indent;
-        for (std::size_t i = 0; i < line.size(); i++) {
-            out += line[i];
-            if (i + 1 < line.size()) {
-                out += std::string(width[i] - line[i].size() + 2, ' ');
-            }
-        }
-        os << out << '\n';
-    }
-}
-
-void render_block(const Json& obj, const std::string& indent, std::ostream& os) {
-    for (const auto& [k, v] : obj.items()) {
-        if (v.is_object()) {
-            os << indent << k << ":\n";
-            render_block(v, indent + "  ", os);
-        } else if (is_table(v)) {
-            os << indent << k << ":\n";
-            render_table(v, indent + "  ", os);
-        } else if (v.is_array()) {
-            os << indent << k << ": " << (v.empty() ? "-" : cell_text(v)) << '\n';
-        } else if (v.is_string() && v.get<std::string>().find('\n') != std::string::npos) {
-            os << indent << k << ":\n";
-            std::istringstream lines(v.get<std::string>());
-            for (std::string line; std::getline(lines, line);) {
-                os << indent << "  " << line << '\n';
-            }
-        } else {
-            os << indent << k << ": " << scalar_text(v) << '\n';
-        }
-    }
-}
-
 }  // namespace
 
 std::string enum_value_name(const pb::EnumValueDescriptor& v) {
@@ -245,25 +130,6 @@ Json to_json(const pb::Message& msg) {
     return out;
 }
 
-std::string render_text(const Json& tree) {
-    std::ostringstream os;
-    if (tree.is_object() && tree.size() == 1 && tree.begin()->is_array() &&
-        std::all_of(tree.begin()->begin(), tree.begin()->end(),
-                    [](const Json& e) { return e.is_object(); })) {
-        const Json& rows = *tree.begin();
-        if (rows.empty()) {
-            os << "no " << tree.begin().key() << "\n";
-        } else {
-            render_table(rows, "", os);
-        }
-    } else if (tree.is_object()) {
-        render_block(tree, "", os);
-    } else {
-        os << scalar_text(tree) << '\n';
-    }
-    return os.str();
-}
-
 Printer::Printer(std::ostream& out, std::ostream& err, bool json, bool pretty)
     : out_(out), err_(err), json_(json || pretty), pretty_(pretty) {}
 
@@ -273,20 +139,20 @@ std::string Printer::dump(const Json& tree, bool pretty) const {
     return tree.dump(pretty ? 2 : -1, ' ', false, Json::error_handler_t::replace);
 }
 
-void Printer::print(const Json& tree) {
+void Printer::print(const Json& tree, const pb::Descriptor* type) {
     if (json_) {
         out_ << dump(tree, pretty_) << '\n';
     } else {
-        out_ << render_text(tree);
+        out_ << render_text(tree, type, wide_);
     }
     out_.flush();
 }
 
-void Printer::record(const Json& tree) {
+void Printer::record(const Json& tree, const pb::Descriptor* type) {
     if (json_) {
         out_ << dump(tree, false) << '\n';
     } else {
-        out_ << render_text(tree) << '\n';
+        out_ << render_text(tree, type, wide_) << '\n';
     }
     out_.flush();
 }

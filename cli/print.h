@@ -2,8 +2,9 @@
 // rofctl's one output path.  Every command prints a protobuf message (or,
 // for results no RPC returns, a tree built with the same spelling): the
 // message becomes an nlohmann::ordered_json tree through protobuf
-// reflection, and text output is rendered from that same tree.  There is
-// no second code path per command.
+// reflection, and text output is rendered from that same tree, with the
+// message's descriptor to say what each value is (text.cpp).  There is no
+// second code path per command.
 //
 // The JSON spelling (rofctl(8), "JSON OUTPUT"):
 //   - keys are the proto field names exactly, in field number order; every
@@ -26,6 +27,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rofctl {
 
@@ -41,31 +43,50 @@ std::string hex64(std::uint64_t v);
 // Lowercase hex, two digits a byte.
 std::string hex_bytes(std::string_view bytes);
 
-// The text rendering of a tree:
-//   - an object whose only member is an array of objects (a List*Response)
-//     is a table: a header of the upper-cased keys, one row per element;
-//   - any other object is a block of "key: value" lines, nested objects
-//     indented under "key:", arrays of objects as indented tables;
-//   - in a table cell, an array of scalars is joined with ",", an object or
-//     array of objects is its scalars joined with "/" (ports: "1/ACTIVE/1024");
-//   - a string with newlines (source, disassembly, log, Prometheus text) in
-//     a block is printed after "key:" on lines of its own, indented.
-std::string render_text(const Json& tree);
+// The text rendering of a tree, for people (text.cpp).  With @type, the
+// message the tree is of (or a subset of its fields):
+//   - a List*Response is a table, one row per element: the columns that
+//     matter, or every column with @wide; a column empty in every row is
+//     left out, an empty cell is "-";
+//   - any other message is a block of "key: value" lines: keys are the
+//     field names (a *_ms or *_ns one without its unit), a nested message
+//     on one line of named values ("quota: memory 64 MiB, regions 8, ...")
+//     or as an indented block, a list of messages as an indented table, a
+//     list of lines one a line, a multi-line string on indented lines of
+//     its own; an empty string or unset timestamp is left out;
+//   - sizes are in B/KiB/MiB/GiB ("20.1 MiB"), durations "300ms", "5s",
+//     "3m12s", access rights "rwa", unlimited limits "unlimited".
+// Without @type (a tree built by a command), the same with every value as
+// it is, and an object whose one member is a list of objects a table.
+std::string render_text(const Json& tree, const google::protobuf::Descriptor* type = nullptr,
+                        bool wide = false);
+
+// What in text.cpp's tables names no message or field: empty when all is
+// well (print_test checks it).
+std::vector<std::string> text_spec_errors();
+
+// "512 B", "64 KiB", "20.1 MiB": binary units, one decimal unless exact.
+std::string human_size(std::uint64_t bytes);
+// "850ns", "944.8us", "1.5ms", "5s", "3m12s", "1d2h3m4s".
+std::string human_duration_ns(double ns);
 
 class Printer {
   public:
     Printer(std::ostream& out, std::ostream& err, bool json, bool pretty);
 
     bool json() const noexcept { return json_; }
+    // Text mode: lists with every column (-o wide).
+    void set_wide(bool wide) noexcept { wide_ = wide; }
 
-    void print(const google::protobuf::Message& msg) { print(to_json(msg)); }
-    // Text mode: render_text(); JSON mode: the tree, on one line unless
-    // pretty.  Flushes.
-    void print(const Json& tree);
+    void print(const google::protobuf::Message& msg) { print(to_json(msg), msg.GetDescriptor()); }
+    // Text mode: render_text() of the tree, of message @type if given;
+    // JSON mode: the tree, on one line unless pretty.  Flushes.
+    void print(const Json& tree, const google::protobuf::Descriptor* type = nullptr);
     // A streaming record: in JSON mode always one object per line (even
     // with --pretty), in text mode the rendered block then a blank line.
     // Flushes, so a reader sees each record as it arrives.
-    void record(const Json& tree);
+    void record(const google::protobuf::Message& msg) { record(to_json(msg), msg.GetDescriptor()); }
+    void record(const Json& tree, const google::protobuf::Descriptor* type = nullptr);
     // Text mode only: a line as is (a literal with no JSON counterpart,
     // e.g. `policy check`'s "ok" per file).  Ignored in JSON mode.
     void text(std::string_view line);
@@ -81,6 +102,7 @@ class Printer {
     std::ostream& err_;
     bool json_;
     bool pretty_;
+    bool wide_ = false;
 };
 
 }  // namespace rofctl

@@ -214,31 +214,53 @@ TEST(ToJson, EveryKeyIsAFieldName) {
     }
 }
 
-TEST(RenderText, ListsAreTables) {
+// The text form's own rules; cli/testdata/ has every command's whole output.
+TEST(RenderText, ListsAreTablesOfTheColumnsThatMatter) {
     rof::v1::ListTenantsResponse resp;
     auto* t = resp.add_tenants();
     t->set_name("kv");
     t->set_id(1);
+    t->mutable_quota()->set_sessions(16);
+    t->mutable_usage()->set_sessions(3);
     t->add_granted_regions("a/b");
     t->add_granted_regions("c/d");
     resp.add_tenants()->set_name("analytics");
-    const std::string text = rofctl::render_text(to_json(resp));
+    const Json j = to_json(resp);
+    const std::string text = rofctl::render_text(j, resp.GetDescriptor());
     std::istringstream lines(text);
     std::string header, row1, row2;
     std::getline(lines, header);
     std::getline(lines, row1);
     std::getline(lines, row2);
-    EXPECT_TRUE(header.starts_with("NAME       ID  QUOTA")) << text;
-    EXPECT_TRUE(row1.starts_with("kv         1  ")) << text;
-    EXPECT_NE(row1.find("a/b,c/d"), std::string::npos) << text;
-    EXPECT_TRUE(row2.starts_with("analytics  0  ")) << text;
+    EXPECT_TRUE(header.starts_with("NAME       ID  STATE        MEMORY   REGIONS  SESSIONS"))
+        << text;
+    EXPECT_TRUE(row1.starts_with("kv         1   UNSPECIFIED  0 B/0 B  0/0      3/16")) << text;
+    EXPECT_TRUE(row2.starts_with("analytics  0   UNSPECIFIED")) << text;
+    EXPECT_EQ(text.find("a/b"), std::string::npos) << text;  // -o wide only
+    for (const std::string& line : {header, row1, row2}) {
+        EXPECT_LE(line.size(), 100U) << line;
+    }
+    // -o wide: every column; one empty in every row (REMOVAL_DEADLINE) is
+    // left out, an empty cell of one kept is "-".
+    const std::string wide = rofctl::render_text(j, resp.GetDescriptor(), true);
+    EXPECT_NE(wide.find("GRANTED_REGIONS"), std::string::npos) << wide;
+    EXPECT_NE(wide.find("a/b, c/d"), std::string::npos) << wide;
+    EXPECT_EQ(wide.find("REMOVAL_DEADLINE"), std::string::npos) << wide;
+    EXPECT_NE(wide.find("unlimited"), std::string::npos) << wide;  // the rates
 
-    EXPECT_EQ(rofctl::render_text(to_json(rof::v1::ListRegionsResponse{})), "no regions\n");
+    EXPECT_EQ(rofctl::render_text(to_json(rof::v1::ListRegionsResponse{}),
+                                  rof::v1::ListRegionsResponse::descriptor()),
+              "no regions\n");
+    // A tree without a message: every key a column, values as they are.
+    const Json samples = {{"samples", {{{"name", "up"}, {"labels", ""}, {"value", "1"}}}}};
+    EXPECT_EQ(rofctl::render_text(samples), "NAME  VALUE\nup    1\n");
 }
 
 TEST(RenderText, SingleObjectsAreKeyValueBlocks) {
     rof::v1::GetStatusResponse st;
     st.mutable_module()->set_version("0.1.0");
+    st.mutable_module()->set_abi_minor(3);
+    st.mutable_daemon()->mutable_uptime()->set_seconds(192);
     auto* dev = st.add_devices();
     dev->set_name("rxe0");
     auto* port = dev->add_ports();
@@ -246,17 +268,69 @@ TEST(RenderText, SingleObjectsAreKeyValueBlocks) {
     port->set_state(rof::v1::PORT_STATE_ACTIVE);
     port->set_active_mtu(1024);
     st.add_drift("tenant \"kv\": region \"table\" recreated");
-    const std::string text = rofctl::render_text(to_json(st));
-    EXPECT_NE(text.find("module:\n  version: 0.1.0\n"), std::string::npos) << text;
+    const std::string text = rofctl::render_text(to_json(st), st.GetDescriptor());
+    EXPECT_TRUE(text.starts_with("module: 0.1.0 (ABI 0.3)\ndaemon: up 3m12s\n")) << text;
     EXPECT_NE(text.find("devices:\n  NAME  INDEX"), std::string::npos) << text;
     EXPECT_NE(text.find("rxe0"), std::string::npos) << text;
-    EXPECT_NE(text.find("1/ACTIVE/1024"), std::string::npos) << text;
-    EXPECT_NE(text.find("drift: tenant \"kv\""), std::string::npos) << text;
+    EXPECT_NE(text.find("port 1 ACTIVE mtu 1024"), std::string::npos) << text;
+    EXPECT_NE(text.find("drift:\n  tenant \"kv\": region \"table\" recreated\n"), std::string::npos)
+        << text;
 
     rof::v1::Program p;
     p.set_source("a\nb\n");
-    const std::string ptext = rofctl::render_text(to_json(p));
+    const std::string ptext = rofctl::render_text(to_json(p), p.GetDescriptor());
     EXPECT_NE(ptext.find("source:\n  a\n  b\n"), std::string::npos) << ptext;
+    // Empty strings and unset timestamps are left out.
+    EXPECT_EQ(ptext.find("disassembly"), std::string::npos) << ptext;
+    EXPECT_EQ(ptext.find("loaded_at"), std::string::npos) << ptext;
+    EXPECT_TRUE(ptext.starts_with("tag: 0x0000000000000000\n")) << ptext;
+
+    rof::v1::Tenant t;
+    t.mutable_quota()->set_region_bytes(96ULL << 20);
+    t.mutable_quota()->set_regions(8);
+    t.mutable_quota()->set_sessions(32);
+    t.mutable_quota()->set_programs(16);
+    t.mutable_quota()->set_inflight(64);
+    EXPECT_NE(rofctl::render_text(to_json(t), t.GetDescriptor())
+                  .find("\nquota: memory 96 MiB, regions 8, sessions 32, programs 16, "
+                        "inflight 64\n"),
+              std::string::npos);
+}
+
+TEST(RenderText, HumanUnits) {
+    EXPECT_EQ(rofctl::human_size(0), "0 B");
+    EXPECT_EQ(rofctl::human_size(1023), "1023 B");
+    EXPECT_EQ(rofctl::human_size(1024), "1 KiB");
+    EXPECT_EQ(rofctl::human_size(1536), "1.5 KiB");
+    EXPECT_EQ(rofctl::human_size(64ULL << 20), "64 MiB");
+    EXPECT_EQ(rofctl::human_size(21037056), "20.1 MiB");
+    EXPECT_EQ(rofctl::human_size(5ULL << 30), "5 GiB");
+    EXPECT_EQ(rofctl::human_size(~0ULL), "16.0 EiB");
+    EXPECT_EQ(rofctl::human_duration_ns(0), "0ns");
+    EXPECT_EQ(rofctl::human_duration_ns(850), "850ns");
+    EXPECT_EQ(rofctl::human_duration_ns(944820), "944.8us");
+    EXPECT_EQ(rofctl::human_duration_ns(1e6), "1ms");
+    EXPECT_EQ(rofctl::human_duration_ns(1.5e9), "1.5s");
+    EXPECT_EQ(rofctl::human_duration_ns(300e9), "5m");
+    EXPECT_EQ(rofctl::human_duration_ns(192.5e9), "3m12s");
+    EXPECT_EQ(rofctl::human_duration_ns(93784e9), "1d2h3m4s");
+
+    rof::v1::Region r;
+    r.set_size(16ULL << 20);
+    r.set_rights(rof::v1::ACCESS_READ | rof::v1::ACCESS_ATOMIC);
+    const std::string text = rofctl::render_text(to_json(r), r.GetDescriptor());
+    EXPECT_NE(text.find("size: 16 MiB\nrights: ra\n"), std::string::npos) << text;
+    rof::v1::TenantQuota q;
+    q.set_region_bytes(~0ULL);
+    q.set_regions(~0U);
+    const std::string qtext = rofctl::render_text(to_json(q), q.GetDescriptor());
+    EXPECT_TRUE(qtext.starts_with("region_bytes: unlimited\nregions: unlimited\n")) << qtext;
+}
+
+// Every message, column and field the text form's tables name exists.
+TEST(RenderText, TheTablesNameRealFields) {
+    all_messages();  // the generated pool has every file
+    EXPECT_EQ(rofctl::text_spec_errors(), std::vector<std::string>{});
 }
 
 TEST(Printer, JsonCompactPrettyAndErrors) {
@@ -273,7 +347,7 @@ TEST(Printer, JsonCompactPrettyAndErrors) {
 
     out.str("");
     rofctl::Printer(out, err, false, false).print(r);
-    EXPECT_EQ(out.str(), "generation: 3\nnotes: n\n");
+    EXPECT_EQ(out.str(), "generation: 3\nnotes:\n  n\n");
 
     out.str("");
     rofctl::Printer(out, err, true, false).error("region \"x\": not found", "NOT_FOUND");

@@ -54,6 +54,7 @@ struct ProgOpts {
     std::uint64_t budget = 1000000;
     std::uint64_t byte_budget = 1 << 20;
     std::uint32_t resp_max = 65536;
+    std::string output;  // list -o
 };
 
 // FILE as the API takes it: *.rofs is assembly, anything else an image.
@@ -167,15 +168,9 @@ int run_remote(Context& ctx, const ProgOpts& o) {
     std::vector<std::byte> resp(std::max<std::uint32_t>(prog.resp_max(), 1));
     const auto r =
         s.invoke(prog.tag(), std::as_bytes(std::span(args.data(), args.size())), std::span(resp));
-    Json tree = Json::object();
-    tree["session"] = s.id();
-    tree["program"] = prog.name();
-    tree["tag"] = hex64(prog.tag());
-    tree["prog_status"] = r.prog_status;
-    tree["insns"] = r.insns;
-    tree["response"] =
-        hex_bytes(std::string_view(reinterpret_cast<const char*>(resp.data()), r.len));
-    ctx.printer.print(tree);
+    ctx.printer.print(
+        prog_run_tree(s.id(), prog, r.prog_status, r.insns,
+                      std::string_view(reinterpret_cast<const char*>(resp.data()), r.len)));
     return exit_ok;
 }
 
@@ -346,6 +341,27 @@ int test_local(Context& ctx, const ProgOpts& o) {
 
 }  // namespace
 
+void print_prog_dump(Printer& printer, const rof::v1::Program& p) {
+    const Json all = to_json(p);
+    Json tree = Json::object();
+    for (const char* k : {"tenant", "name", "tag", "source", "disassembly"}) {
+        tree[k] = all[k];
+    }
+    printer.print(tree, rof::v1::Program::descriptor());
+}
+
+Json prog_run_tree(std::uint32_t session, const rof::v1::Program& prog, std::uint32_t prog_status,
+                   std::uint32_t insns, std::string_view response) {
+    Json tree = Json::object();
+    tree["session"] = session;
+    tree["program"] = prog.name();
+    tree["tag"] = hex64(prog.tag());
+    tree["prog_status"] = prog_status;
+    tree["insns"] = insns;
+    tree["response"] = hex_bytes(response);
+    return tree;
+}
+
 void add_prog_commands(CLI::App& app, Handler& selected) {
     auto* obj = app.add_subcommand("prog", "offload programs (docs/isa.md)");
     obj->require_subcommand(0, 1);
@@ -383,12 +399,13 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
 
     auto* list = obj->add_subcommand("list", "list loaded programs");
     list->add_option("--tenant", o->tenant, "only this tenant's");
+    add_output_option(*list, o->output);
     list->callback([&selected, o] {
         selected = [o](Context& ctx) {
+            ctx.printer.set_wide(o->output == "wide");
             rof::v1::ListProgramsRequest req;
             req.set_tenant(o->tenant);
-            auto resp = ctx.client().list_programs(req);
-            ctx.printer.print(resp);
+            ctx.printer.print(ctx.client().list_programs(req));
             return exit_ok;
         };
     });
@@ -411,12 +428,7 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
     dump->add_option("--tenant", o->tenant, tenant_help);
     dump->callback([&selected, o] {
         selected = [o](Context& ctx) {
-            const Json all = to_json(ctx.client().get_program(get_req(*o)));
-            Json tree = Json::object();
-            for (const char* k : {"tenant", "name", "tag", "source", "disassembly"}) {
-                tree[k] = all[k];
-            }
-            ctx.printer.print(tree);
+            print_prog_dump(ctx.printer, ctx.client().get_program(get_req(*o)));
             return exit_ok;
         };
     });

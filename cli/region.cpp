@@ -10,6 +10,7 @@ struct RegionOpts {
     std::vector<std::string> freelists;
     bool force = false;
     std::uint32_t ttl_ms = 0;
+    std::string output;  // list -o
 };
 
 // "T/NAME" names a region of tenant T; --tenant says the same.
@@ -53,8 +54,10 @@ void add_region_commands(CLI::App& app, Handler& selected) {
 
     auto* list = obj->add_subcommand("list", "list regions the caller may see");
     list->add_option("--tenant", o->tenant, "only this tenant's");
+    add_output_option(*list, o->output);
     list->callback([&selected, o] {
         selected = [o](Context& ctx) {
+            ctx.printer.set_wide(o->output == "wide");
             rof::v1::ListRegionsRequest req;
             req.set_tenant(o->tenant);
             ctx.printer.print(ctx.client().list_regions(req));

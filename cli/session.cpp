@@ -8,6 +8,7 @@ namespace {
 struct SessionOpts {
     std::string tenant;
     std::uint32_t id = 0;
+    std::string output;  // list -o
 };
 
 }  // namespace
@@ -19,8 +20,10 @@ void add_session_commands(CLI::App& app, Handler& selected) {
 
     auto* list = obj->add_subcommand("list", "list sessions");
     list->add_option("--tenant", o->tenant, "only this tenant's");
+    add_output_option(*list, o->output);
     list->callback([&selected, o] {
         selected = [o](Context& ctx) {
+            ctx.printer.set_wide(o->output == "wide");
             rof::v1::ListSessionsRequest req;
             req.set_tenant(o->tenant);
             ctx.printer.print(ctx.client().list_sessions(req));

@@ -30,6 +30,14 @@ Json metric_samples(const std::string& text) {
     return {{"samples", rows}};
 }
 
+void print_prom(Printer& p, const rof::v1::GetMetricsResponse& r) {
+    if (p.json()) {
+        p.print(r);
+    } else {
+        p.text(r.text().ends_with('\n') ? r.text().substr(0, r.text().size() - 1) : r.text());
+    }
+}
+
 void add_status_commands(CLI::App& app, Handler& selected) {
     app.add_subcommand("status", "rof.ko, rofd and the RDMA devices")->callback([&selected] {
         selected = [](Context& ctx) {
@@ -65,13 +73,7 @@ void add_status_commands(CLI::App& app, Handler& selected) {
         selected = [format](Context& ctx) {
             const auto r = ctx.client().get_metrics();
             if (*format == "prom") {
-                if (ctx.printer.json()) {
-                    ctx.printer.print(r);
-                } else {
-                    ctx.printer.text(r.text().ends_with('\n')
-                                         ? r.text().substr(0, r.text().size() - 1)
-                                         : r.text());
-                }
+                print_prom(ctx.printer, r);
             } else {
                 ctx.printer.print(metric_samples(r.text()));
             }

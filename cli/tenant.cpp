@@ -37,6 +37,7 @@ struct TenantOpts {
     std::string config_dir = default_config_dir();
     bool no_reload = false;
     std::optional<std::int64_t> grace_ms;  // --grace
+    std::string output;                    // list -o
 };
 
 // The text of tenants.d/NAME.toml for @o.
@@ -220,13 +221,15 @@ void add_tenant_commands(CLI::App& app, Handler& selected) {
     obj->require_subcommand(0, 1);
     auto o = std::make_shared<TenantOpts>();
 
-    obj->add_subcommand("list", "list tenants with quota, usage and counters")
-        ->callback([&selected] {
-            selected = [](Context& ctx) {
-                ctx.printer.print(ctx.client().list_tenants());
-                return exit_ok;
-            };
-        });
+    auto* list = obj->add_subcommand("list", "list tenants with quota, usage and counters");
+    add_output_option(*list, o->output);
+    list->callback([&selected, o] {
+        selected = [o](Context& ctx) {
+            ctx.printer.set_wide(o->output == "wide");
+            ctx.printer.print(ctx.client().list_tenants());
+            return exit_ok;
+        };
+    });
 
     auto* show = obj->add_subcommand("show", "one tenant (default: the caller's own)");
     show->add_option("name", o->name, "tenant name");
