@@ -46,6 +46,14 @@
  *                  behind them), each refused with reason no-ticket
  *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
  *                  each answered ROF_ST_BAD_LENGTH, then an ECHO works
+ *   ksess-client get-loop ADDR TICKET TAG STOP   a steady GET load: INVOKEs of
+ *                  program TAG (hex) with an 8-byte key (counting up) as
+ *                  arguments, one in flight, each to be answered ROF_ST_OK,
+ *                  until the file STOP exists.  SIGUSR1
+ *                  ends a phase: "phase N: A answered, F failed, p50 X us,
+ *                  p99 Y us, max Z us" for the GETs since the last; at the end
+ *                  the last phase's line, then "get-loop: A answered, F
+ *                  failed" for the whole run (exit 0 when F is 0 and A > 0)
  *   ksess-client connect ADDR TICKET [actions...]
  *     -r REASON      expect the connect to be rejected with this reason
  *     -e N -k K -s BYTES   N ECHO round trips, K in flight, BYTES payload
@@ -1695,6 +1703,110 @@ static int cmd_invoke_flood(int argc, char **argv)
 	return ok ? 0 : 1;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The latencies of one phase, in microseconds. */
+struct lat {
+	uint32_t *us;
+	size_t n, cap;
+	uint64_t failed;
+};
+
+static void lat_add(struct lat *l, uint64_t ns)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4096;
+		l->us = realloc(l->us, l->cap * sizeof(*l->us));
+		if (!l->us)
+			die("out of memory");
+	}
+	l->us[l->n++] = ns / 1000 > UINT32_MAX ? UINT32_MAX : ns / 1000;
+}
+
+/* Prints the phase's figures and starts the next phase. */
+static void lat_phase(struct lat *l, int phase)
+{
+	uint32_t p50 = 0, p99 = 0, max = 0;
+
+	if (l->n) {
+		qsort(l->us, l->n, sizeof(*l->us), cmp_u32);
+		p50 = l->us[(l->n - 1) / 2];
+		p99 = l->us[(l->n * 99 + 99) / 100 - 1];
+		max = l->us[l->n - 1];
+	}
+	printf("phase %d: %zu answered, %" PRIu64 " failed, p50 %u us, p99 %u us, max %u us\n",
+	       phase, l->n, l->failed, p50, p99, max);
+	l->n = 0;
+	l->failed = 0;
+}
+
+/*
+ * get-loop ADDR TICKET TAG STOP: one GET in flight at a time, each timed
+ * from its post to its answer; the figures are for a reader (the tests
+ * print them), nothing here judges a time.
+ */
+static int cmd_get_loop(int argc, char **argv)
+{
+	struct {
+		struct rof_invoke inv;
+		uint64_t key;
+	} req;
+	const struct timespec zero = { 0 };
+	uint64_t answered = 0, failed = 0, key = 0;
+	sigset_t usr1;
+	struct lat l = { 0 };
+	int reason, phase = 1;
+	struct conn c;
+
+	if (argc != 5)
+		die("get-loop ADDR TICKET TAG STOP");
+	memset(&req, 0, sizeof(req));
+	req.inv.program = htole64(strtoull(argv[3], NULL, 16));
+	/* SIGUSR1 stays pending until the loop takes it, between two GETs. */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &usr1, NULL))
+		die("sigprocmask: %s", strerror(errno));
+	reason = conn_open(&c, argv[1], argv[2]);
+	if (reason)
+		die("rejected: %s (%d)", reason_name(reason), reason);
+	printf("get-loop: connected, session %u\n", c.session);
+	while (access(argv[4], F_OK) && !c.dead) {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+		if (sigtimedwait(&usr1, NULL, &zero) == SIGUSR1)
+			lat_phase(&l, phase++);
+		req.key = htole64(key++);
+		c.answered = c.failed = 0;
+		send_req(&c, ROF_OP_INVOKE, &req, sizeof(req));
+		/* A liveness bound, far above any wait a loaded machine causes. */
+		while (c.outstanding && !c.dead && poll_resp(&c, ROF_ST_OK, UINT32_MAX, 60000))
+			;
+		if (c.outstanding && !c.dead) {
+			fprintf(stderr, "ksess-client: GET %" PRIu64 ": no answer in 60 s\n", key);
+			c.failed++;
+			c.dead = true;
+		}
+		answered += c.answered;
+		failed += c.failed;
+		l.failed += c.failed;
+		if (c.answered && !c.failed)
+			lat_add(&l, now_ns(CLOCK_MONOTONIC) - t0);
+	}
+	lat_phase(&l, phase);
+	printf("get-loop: %" PRIu64 " answered, %" PRIu64 " failed%s\n", answered, failed,
+	       c.dead ? ", the session died" : "");
+	if (!c.dead)
+		conn_close(&c);
+	free(l.us);
+	return !failed && answered && !c.dead ? 0 : 1;
+}
+
 /*
  * short-send ADDR TICKET: SENDs of 0, 1, 7, 8 and 15 bytes, shorter than
  * the request header, one at a time.  Each must be answered with status
@@ -1833,6 +1945,8 @@ int main(int argc, char **argv)
 		return cmd_reject_flood(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "short-send"))
 		return cmd_short_send(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "get-loop"))
+		return cmd_get_loop(argc - 1, argv + 1);
 	if ((!strcmp(argv[1], "region-destroy") || !strcmp(argv[1], "tenant-destroy")) &&
 	    (argc == 3 || (argc == 4 && !strcmp(argv[3], "force")))) {
 		struct rof_destroy d;
