@@ -3,8 +3,9 @@
 #   make check   every test: lint, unit tests, fuzz smoke, VM end-to-end tests
 # Both install missing Debian packages first (as root), then build.
 #
-# Other targets: build (default), deps, kmod, userspace, progs, unit, vmtest,
-# lint, fuzz, bench (rof-bench's cases B0-B8 in the VM: bench/run), clean.
+# Other targets: build (default), deps, kmod, userspace (userspace-core and
+# unit-tests), progs, unit, vmtest, lint, fuzz, bench (rof-bench's cases
+# B0-B8 in the VM: bench/run), clean.
 # BUILD=dir picks the out-of-tree build directory; KVER=version the kernel
 # (default: packaging/kver).
 
@@ -15,7 +16,7 @@ FUZZ_SECONDS ?= 300
 export ROF_SRC := $(CURDIR)
 export ROF_BUILD := $(BUILD)
 
-.PHONY: all build deps kmod userspace progs check demo unit vmtest lint fuzz fuzz-build bench deb \
+.PHONY: all build deps kmod userspace userspace-core unit-tests progs check demo unit vmtest lint fuzz fuzz-build bench deb \
 	check-install clean
 
 all: build
@@ -60,9 +61,17 @@ CMAKE_CONFIG = -DCMAKE_BUILD_TYPE=None \
 	-DCMAKE_INSTALL_LIBDIR=lib/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH) \
 	-DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON
 
-userspace: deps
+# userspace: userspace-core, what ships and what the VM tests run (rofd,
+# rofctl, librof, the examples, rof-bench), then unit-tests, the unit tests.
+userspace: userspace-core
+	cmake --build $(BUILD) -j $(JOBS) --target unit-tests
+
+userspace-core: deps
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_CONFIG) -DROF_WERROR=ON
 	cmake --build $(BUILD) -j $(JOBS)
+
+unit-tests: userspace-core
+	cmake --build $(BUILD) -j $(JOBS) --target unit-tests
 
 progs: deps
 	$(MAKE) -C selftests/progs O=$(BUILD)/selftests
