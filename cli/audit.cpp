@@ -23,6 +23,10 @@ struct AuditOpts {
 // The audit stream is live only: records drained from now on.  Without -f,
 // tail prints up to N records that arrive within --wait ms, then ends.
 int tail(Context& ctx, const AuditOpts& o) {
+    if (o.follow && ctx.in_batch) {
+        throw UsageError(
+            "audit tail -f: runs until interrupted, not in a batch (without -f it ends)");
+    }
     rof::v1::TailAuditRequest req;
     req.set_tenant(o.tenant);
     req.set_session(o.session);

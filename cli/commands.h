@@ -44,18 +44,37 @@ struct Globals {
 // The librof options the globals ask for.
 rof::ClientOptions client_options(const Globals& g);
 
+// rofd's client, made on first use from @globals (so that commands that
+// need no rofd never connect), then kept: every command that runs on it,
+// all the lines of a `rofctl batch` among them, shares one channel.
+class Connection {
+  public:
+    explicit Connection(const Globals& globals) : globals_(globals) {}
+
+    rof::Client& client();
+
+  private:
+    const Globals& globals_;
+    std::unique_ptr<rof::Client> client_;
+};
+
 class Context {
   public:
-    Context(Printer& printer, const Globals& globals) : printer(printer), globals(globals) {}
+    Context(Printer& printer, const Globals& globals, Connection& connection, std::ostream& out,
+            std::ostream& err)
+        : printer(printer), globals(globals), connection(connection), out(out), err(err) {}
 
-    // Connects on first use, so commands that need no rofd never do.
-    rof::Client& client();
+    rof::Client& client() { return connection.client(); }
 
     Printer& printer;
     const Globals& globals;
-
-  private:
-    std::unique_ptr<rof::Client> client_;
+    Connection& connection;
+    // Where the command's printer writes (batch: where its lines print).
+    std::ostream& out;
+    std::ostream& err;
+    // The command is a line of `rofctl batch`: one that cannot run there
+    // (it never ends, or is a batch itself) throws UsageError.
+    bool in_batch = false;
 };
 
 // A command's body, run after a successful parse; returns the exit status.
@@ -77,6 +96,7 @@ void add_prog_commands(CLI::App& app, Handler& selected);
 void add_session_commands(CLI::App& app, Handler& selected);
 void add_audit_commands(CLI::App& app, Handler& selected);
 void add_status_commands(CLI::App& app, Handler& selected);  // status, health, stats
+void add_batch_commands(CLI::App& app, Handler& selected);   // batch (batch.cpp)
 
 // Helpers shared by the object files.
 

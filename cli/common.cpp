@@ -61,9 +61,9 @@ rof::ClientOptions client_options(const Globals& g) {
     return o;
 }
 
-rof::Client& Context::client() {
+rof::Client& Connection::client() {
     if (!client_) {
-        client_ = std::make_unique<rof::Client>(client_options(globals));
+        client_ = std::make_unique<rof::Client>(client_options(globals_));
     }
     return *client_;
 }

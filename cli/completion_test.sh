@@ -47,7 +47,8 @@ check() {
 	fi
 }
 
-check "rofctl " tenant policy region prog session audit status health stats
+check "rofctl " tenant policy region prog session audit status health stats batch
+check "rofctl batch -" --force --socket
 check "rofctl re" region
 check "rofctl s" session status stats
 check "rofctl prog " verify load list show dump unload run test

@@ -131,7 +131,9 @@ Json to_json(const pb::Message& msg) {
 }
 
 Printer::Printer(std::ostream& out, std::ostream& err, bool json, bool pretty)
-    : out_(out), err_(err), json_(json || pretty), pretty_(pretty) {}
+    : out_(&out), err_(&err), json_(json || pretty), pretty_(pretty) {}
+
+Printer::Printer(Captured& into) : captured_(&into), json_(true), pretty_(false) {}
 
 std::string Printer::dump(const Json& tree, bool pretty) const {
     // Names come from the kernel and messages from the daemon: never let a
@@ -140,38 +142,53 @@ std::string Printer::dump(const Json& tree, bool pretty) const {
 }
 
 void Printer::print(const Json& tree, const pb::Descriptor* type) {
-    if (json_) {
-        out_ << dump(tree, pretty_) << '\n';
-    } else {
-        out_ << render_text(tree, type, wide_);
+    if (captured_ != nullptr) {
+        captured_->output.push_back(tree);
+        return;
     }
-    out_.flush();
+    if (json_) {
+        *out_ << dump(tree, pretty_) << '\n';
+    } else {
+        *out_ << render_text(tree, type, wide_);
+    }
+    out_->flush();
 }
 
 void Printer::record(const Json& tree, const pb::Descriptor* type) {
-    if (json_) {
-        out_ << dump(tree, false) << '\n';
-    } else {
-        out_ << render_text(tree, type, wide_) << '\n';
+    if (captured_ != nullptr) {
+        captured_->output.push_back(tree);
+        return;
     }
-    out_.flush();
+    if (json_) {
+        *out_ << dump(tree, false) << '\n';
+    } else {
+        *out_ << render_text(tree, type, wide_) << '\n';
+    }
+    out_->flush();
 }
 
 void Printer::text(std::string_view line) {
     if (!json_) {
-        out_ << line << '\n';
-        out_.flush();
+        *out_ << line << '\n';
+        out_->flush();
     }
 }
 
 void Printer::error(std::string_view msg, std::string_view code) {
-    if (json_) {
-        const Json doc = {{"error", std::string(msg)}, {"code", std::string(code)}};
-        out_ << dump(doc, pretty_) << '\n';
-        out_.flush();
+    if (captured_ != nullptr) {
+        if (captured_->code.empty()) {
+            captured_->error = msg;
+            captured_->code = code;
+        }
         return;
     }
-    err_ << "rofctl: " << msg << '\n';
+    if (json_) {
+        const Json doc = {{"error", std::string(msg)}, {"code", std::string(code)}};
+        *out_ << dump(doc, pretty_) << '\n';
+        out_->flush();
+        return;
+    }
+    *err_ << "rofctl: " << msg << '\n';
 }
 
 }  // namespace rofctl

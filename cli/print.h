@@ -70,9 +70,18 @@ std::string human_size(std::uint64_t bytes);
 // "850ns", "944.8us", "1.5ms", "5s", "3m12s", "1d2h3m4s".
 std::string human_duration_ns(double ns);
 
+// What a command printed, kept instead of written: `rofctl -j batch` puts
+// it in the command's record (batch.h).
+struct Captured {
+    Json output = Json::array();  // each print() and record(), in order
+    std::string error, code;      // error(), if called
+};
+
 class Printer {
   public:
     Printer(std::ostream& out, std::ostream& err, bool json, bool pretty);
+    // JSON mode, every tree and the error kept in @into, nothing written.
+    explicit Printer(Captured& into);
 
     bool json() const noexcept { return json_; }
     // Text mode: lists with every column (-o wide).
@@ -98,8 +107,9 @@ class Printer {
   private:
     std::string dump(const Json& tree, bool pretty) const;
 
-    std::ostream& out_;
-    std::ostream& err_;
+    std::ostream* out_ = nullptr;
+    std::ostream* err_ = nullptr;
+    Captured* captured_ = nullptr;
     bool json_;
     bool pretty_;
     bool wide_ = false;

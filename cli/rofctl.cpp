@@ -151,20 +151,32 @@ void build_app(CLI::App& app, Globals& g, Handler& selected) {
     add_session_commands(app, selected);
     add_audit_commands(app, selected);
     add_status_commands(app, selected);
+    add_batch_commands(app, selected);
 }
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+    return run_command({argv + (argc > 0 ? 1 : 0), argv + argc}, out, err);
+}
+
+int run_command(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
+                const BatchLine* batch) {
     Globals g;
     Handler handler;
     CLI::App app{"rofctl - administer the rof RDMA offload service", "rofctl"};
     build_app(app, g, handler);
+    Connection own(g);
+    Connection& connection = batch != nullptr ? batch->connection : own;
+    Captured* captured = batch != nullptr ? batch->captured : nullptr;
 
+    auto printer_for = [&](bool as_json) {
+        return captured != nullptr ? Printer(*captured) : Printer(out, err, as_json, g.pretty);
+    };
     auto usage = [&](const std::string& msg) {
         const bool as_json =
             app.get_option("--json")->count() > 0 || app.get_option("--pretty")->count() > 0;
-        Printer p(out, err, as_json, g.pretty);
+        Printer p = printer_for(as_json);
         p.error(msg, "USAGE");
-        if (!as_json) {
+        if (!p.json()) {
             const std::string path = command_path(selected_leaf(app));
             err << "Run 'rofctl " << (path.empty() ? "" : path + " ") << "--help' for usage.\n";
         }
@@ -173,13 +185,23 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 
     std::string ambiguous;
     try {
-        std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
-        args = expand_prefixes(app, std::move(args), &ambiguous);
+        std::vector<std::string> args = expand_prefixes(app, argv, &ambiguous);
         // CLI11 takes a reversed vector.
         std::vector<std::string> rev(args.rbegin(), args.rend());
         app.parse(rev);
         if (!ambiguous.empty()) {
             return usage(ambiguous);
+        }
+        if (batch != nullptr) {
+            // The batch's one channel is made from the options before `batch`.
+            for (const char* name :
+                 {"--socket", "--connect", "--tls-ca", "--tls-cert", "--tls-key", "--timeout"}) {
+                if (app.get_option(name)->count() > 0) {
+                    return usage(std::string(name) +
+                                 ": a connection option, for the whole batch: give it before "
+                                 "`batch`");
+                }
+            }
         }
         if (!handler) {
             const CLI::App* leaf = selected_leaf(app);
@@ -198,8 +220,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
         return usage(e.what());
     }
 
-    Printer printer(out, err, g.json, g.pretty);
-    Context ctx(printer, g);
+    Printer printer = printer_for(g.json);
+    Context ctx(printer, g, connection, out, err);
+    ctx.in_batch = batch != nullptr;
     try {
         return handler(ctx);
     } catch (const UsageError& e) {

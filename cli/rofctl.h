@@ -15,6 +15,18 @@ namespace rofctl {
 // exit status (commands.h, ExitCode).
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
+// How a line of `rofctl batch` runs (batch.cpp): on the batch's
+// connection, and, in JSON mode, with what it prints kept in @captured.
+struct BatchLine {
+    Connection& connection;
+    Captured* captured = nullptr;
+};
+
+// One command line, @args being argv without "rofctl": what run() does,
+// or with @batch, the same as a line of a batch.  Returns the exit status.
+int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                const BatchLine* batch = nullptr);
+
 // The command tree: global options into @g, objects and verbs; parsing a
 // verb stores its body in @selected.
 void build_app(CLI::App& app, Globals& g, Handler& selected);
