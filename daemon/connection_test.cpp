@@ -272,7 +272,6 @@ TEST(Connections, CallWithNoBodyFromAPeerThatAnswersPingsIsClosedByAge) {
     for (const auto code : log.goaway_codes) {
         EXPECT_EQ(code, 0U) << "GOAWAY " << code << ": " << log.goaway_debug;
     }
-    EXPECT_NE(log.goaway_debug.find("max_age"), std::string::npos) << log.goaway_debug;
     EXPECT_GE(victim_ok.load(), 1);
     EXPECT_EQ(victim_failed.load(), 0);
 }
