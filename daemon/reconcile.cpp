@@ -7,16 +7,13 @@
 #include <set>
 #include <tuple>
 
+#include "call.h"
 #include "log.h"
 
 namespace rofd {
 namespace {
 
 using Key = std::pair<std::string, std::string>;  // (tenant, region)
-
-std::string quoted(const std::string& s) {
-    return "\"" + s + "\"";
-}
 
 std::string region_where(const std::string& tenant, const std::string& region) {
     return "tenant " + quoted(tenant) + ": region " + quoted(region);

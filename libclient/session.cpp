@@ -940,7 +940,7 @@ struct Session::Impl {
                   std::uint64_t tag, std::span<const std::byte> args, std::span<std::byte> out,
                   std::uint64_t user, bool sync, bool internal) {
         check_live();
-        std::uint32_t pre = verb == Verb::invoke ? sizeof(rof_invoke) : 0;
+        std::uint32_t pre = verb == Verb::invoke ? sizeof(struct rof_invoke) : 0;
         if (sizeof(rof_req_hdr) + pre + args.size() > msg) {
             fail(Code::invalid_argument, "arguments of " + std::to_string(args.size()) +
                                              " bytes: at most " +
@@ -968,7 +968,7 @@ struct Session::Impl {
         h.len = htole32(static_cast<std::uint32_t>(pre + args.size()));
         std::memcpy(b, &h, sizeof(h));
         if (pre) {
-            rof_invoke inv{htole64(tag)};
+            struct rof_invoke inv = {htole64(tag)};
             std::memcpy(b + sizeof(h), &inv, sizeof(inv));
         }
         if (!args.empty()) {
