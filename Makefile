@@ -63,8 +63,7 @@ CMAKE_CONFIG = -DCMAKE_BUILD_TYPE=None \
 
 # userspace: userspace-core, what ships and what the VM tests run (rofd,
 # rofctl, librof, the examples, rof-bench), then unit-tests, the unit tests.
-userspace: userspace-core
-	cmake --build $(BUILD) -j $(JOBS) --target unit-tests
+userspace: unit-tests
 
 userspace-core: deps
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_CONFIG) -DROF_WERROR=ON
