@@ -15,6 +15,7 @@ bool AuditHub::subscribe(Subscriber* s, const std::string& tenant, Holder holder
         return false;
     }
     n++;
+    opened_++;
     subs_[s] = Subscription{tenant, holder};
     return true;
 }
@@ -44,6 +45,11 @@ void AuditHub::publish(const rof::v1::AuditRecord& r) {
 std::size_t AuditHub::streams() const {
     std::lock_guard lock(mu_);
     return subs_.size();
+}
+
+std::uint64_t AuditHub::opened() const {
+    std::lock_guard lock(mu_);
+    return opened_;
 }
 
 }  // namespace rofd

@@ -42,6 +42,8 @@ class AuditHub {
     void unsubscribe(Subscriber* s);
     void publish(const rof::v1::AuditRecord& r);
     std::size_t streams() const;
+    // Subscriptions made since the hub was, refused ones not counted.
+    std::uint64_t opened() const;
 
   private:
     struct Subscription {
@@ -56,6 +58,7 @@ class AuditHub {
     std::map<Subscriber*, Subscription> subs_;
     std::map<std::string, std::uint32_t> per_tenant_;
     std::uint32_t admin_ = 0;
+    std::uint64_t opened_ = 0;
 };
 
 }  // namespace rofd

@@ -11,6 +11,10 @@
 namespace rofd {
 namespace {
 
+// Initial metadata of a TailAudit stream rofd opened (librof's AuditTail
+// reopens such a stream when its connection ends under it).
+constexpr const char* audit_stream_key = "rof-audit-stream";
+
 bool is_error(const v1::AuditRecord& r) {
     return r.status() != 0 || r.kind() == v1::AUDIT_KIND_COMPLETION_ERROR ||
            r.kind() == v1::AUDIT_KIND_SESSION_REJECT || r.kind() == v1::AUDIT_KIND_CONTROL;
@@ -21,8 +25,8 @@ bool is_error(const v1::AuditRecord& r) {
 class TailReactor final : public grpc::ServerWriteReactor<v1::AuditRecord>,
                           public AuditHub::Subscriber {
   public:
-    TailReactor(AuditHub& hub, v1::TailAuditRequest filter)
-        : hub_(hub), filter_(std::move(filter)) {}
+    TailReactor(AuditHub& hub, CallbackServerContext* ctx, v1::TailAuditRequest filter)
+        : hub_(hub), ctx_(ctx), filter_(std::move(filter)) {}
 
     // Registers with the hub, or finishes at once when @holder has @max
     // streams open already.
@@ -33,6 +37,20 @@ class TailReactor final : public grpc::ServerWriteReactor<v1::AuditRecord>,
             return;
         }
         subscribed_ = true;
+        // The client learns the stream is open (librof reopens an open
+        // stream that ends with its connection, not one refused): the
+        // initial metadata say so, and go before any record (deliver()
+        // only queues until then).
+        std::lock_guard lock(mu_);
+        if (done_) {
+            return;
+        }
+        ctx_->AddInitialMetadata(audit_stream_key, "open");
+        StartSendInitialMetadata();
+        open_ = true;
+        if (!queue_.empty()) {
+            write_next_locked();
+        }
     }
 
     void deliver(const v1::AuditRecord& r) override {
@@ -54,7 +72,7 @@ class TailReactor final : public grpc::ServerWriteReactor<v1::AuditRecord>,
         }
         queue_.push_back(r);
         queue_.back().set_lost(std::exchange(lost_, 0));
-        if (!writing_) {
+        if (open_ && !writing_) {
             write_next_locked();
         }
     }
@@ -108,12 +126,14 @@ class TailReactor final : public grpc::ServerWriteReactor<v1::AuditRecord>,
     }
 
     AuditHub& hub_;
+    CallbackServerContext* ctx_;
     const v1::TailAuditRequest filter_;
     bool subscribed_ = false;
     std::mutex mu_;
     std::deque<v1::AuditRecord> queue_;  // front is being written while writing_
     std::uint64_t lost_ = 0;
     bool writing_ = false;
+    bool open_ = false;  // initial metadata sent: records may be written
     bool done_ = false;
 };
 
@@ -163,7 +183,7 @@ grpc::ServerWriteReactor<v1::AuditRecord>* AuditService::TailAudit(
     const auto& limits = view->policy->daemon;
     const std::uint32_t max = holder == AuditHub::Holder::admin ? limits.audit_streams_admin
                                                                 : limits.audit_streams_per_tenant;
-    auto r = std::make_unique<TailReactor>(m_.audit_hub(), *req);
+    auto r = std::make_unique<TailReactor>(m_.audit_hub(), ctx, *req);
     r->start(tenant, holder, max);
     return r.release();
 }

@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: MIT
 // Connection limits ([limits] handshake_timeout_ms, keepalive_ms,
-// keepalive_timeout_ms, connection_idle_ms, connections_per_uid) on rofd's
-// unix socket: raw peers that are silent, stop after the HTTP/2 preface or
-// half-way through a call, and a TailAudit whose client went dead, are all
-// closed by rofd; a uid past its connections is refused, others are not.
+// keepalive_timeout_ms, connection_idle_ms, connection_age_ms,
+// connection_age_grace_ms, connections_per_uid) on rofd's unix socket: raw
+// peers that are silent, stop after the HTTP/2 preface or half-way through
+// a call (answering pings or not), and a TailAudit whose client went dead,
+// are all closed by rofd; a uid past its connections is refused, others
+// are not.
 // The TCP listener's handshake timeout is in service_tls_test.cpp.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -21,6 +27,7 @@
 
 namespace {
 
+namespace v1 = rof::v1;
 using rofd::UniqueFd;
 using rofd::test::ServiceHarness;
 using rofd::test::wait_closed;
@@ -46,6 +53,9 @@ const char* const keepalive_limits =
 constexpr std::uint8_t frame_data = 0x0;
 constexpr std::uint8_t frame_headers = 0x1;
 constexpr std::uint8_t frame_settings = 0x4;
+constexpr std::uint8_t frame_ping = 0x6;
+constexpr std::uint8_t frame_goaway = 0x7;
+constexpr std::uint8_t flag_ack = 0x1;
 constexpr std::uint8_t flag_end_stream = 0x1;
 constexpr std::uint8_t flag_end_headers = 0x4;
 
@@ -145,6 +155,134 @@ TEST(Connections, DeadClientsAuditStreamIsEnded) {
     ASSERT_TRUE(wait_until([&] { return h.manager().audit_hub().streams() == 1; }));
     EXPECT_TRUE(wait_closed(fd.get()));
     EXPECT_TRUE(wait_until([&] { return h.manager().audit_hub().streams() == 0; }));
+}
+
+// ---- age: a peer that answers pings -------------------------------------------
+
+// Pings after 1 s of silence (answered here), never idle; every connection
+// told to go away after 2 s and closed 1 s later.
+const char* const age_limits =
+    "keepalive_ms = 1000\nkeepalive_timeout_ms = 1000\nconnection_idle_ms = 86400000\n"
+    "connection_age_ms = 2000\nconnection_age_grace_ms = 1000\n";
+
+// What a well-behaved HTTP/2 peer that never sends its request saw of rofd
+// until rofd closed the connection (or 60 s passed, pings or not: closed
+// false; a bound generous enough for the limits under test, not a timing
+// assertion).
+struct PeerLog {
+    bool closed = false;
+    int pings_answered = 0;
+    std::vector<std::uint32_t> goaway_codes;
+    std::string goaway_debug;  // every GOAWAY's debug data, joined
+};
+
+// Reads rofd's frames on @fd, acknowledging its SETTINGS and answering its
+// PINGs as a live client would, until rofd closes the connection.
+PeerLog answer_until_closed(int fd) {
+    PeerLog log;
+    std::string in;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            end - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            return log;
+        }
+        pollfd p{fd, POLLIN, 0};
+        const int n = ::poll(&p, 1, static_cast<int>(left.count()));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return log;
+        }
+        char buf[4096];
+        const ssize_t got = ::read(fd, buf, sizeof(buf));
+        if (got == 0 || (got < 0 && errno == ECONNRESET)) {
+            log.closed = true;
+            return log;
+        }
+        if (got < 0) {
+            if (errno == EINTR || errno == EAGAIN) {
+                continue;
+            }
+            return log;
+        }
+        in.append(buf, static_cast<std::size_t>(got));
+        while (in.size() >= 9) {
+            const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(in[i]); };
+            const std::size_t len =
+                (std::size_t{byte(0)} << 16) | (std::size_t{byte(1)} << 8) | std::size_t{byte(2)};
+            if (in.size() < 9 + len) {
+                break;
+            }
+            const std::uint8_t type = byte(3);
+            const std::uint8_t flags = byte(4);
+            const std::string payload = in.substr(9, len);
+            in.erase(0, 9 + len);
+            std::string reply;
+            if (type == frame_settings && (flags & flag_ack) == 0) {
+                reply = frame(frame_settings, flag_ack, 0, "");
+            } else if (type == frame_ping && (flags & flag_ack) == 0) {
+                reply = frame(frame_ping, flag_ack, 0, payload);
+                log.pings_answered++;
+            } else if (type == frame_goaway && payload.size() >= 8) {
+                const auto code = (std::uint32_t{static_cast<std::uint8_t>(payload[4])} << 24) |
+                                  (std::uint32_t{static_cast<std::uint8_t>(payload[5])} << 16) |
+                                  (std::uint32_t{static_cast<std::uint8_t>(payload[6])} << 8) |
+                                  std::uint32_t{static_cast<std::uint8_t>(payload[7])};
+                log.goaway_codes.push_back(code);
+                log.goaway_debug += payload.substr(8) + ";";
+            }
+            // rofd may have closed its end already: a failed reply is
+            // seen as the close on the next read.
+            if (!reply.empty() && ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) < 0) {
+                continue;
+            }
+        }
+    }
+}
+
+// A peer that answers every ping and every SETTINGS, and opens a unary
+// call whose request it never sends: gRPC never hands such a call to rofd
+// and keepalive never fails, so only the connection's age ends it.  A
+// victim's calls meanwhile succeed.
+TEST(Connections, CallWithNoBodyFromAPeerThatAnswersPingsIsClosedByAge) {
+    // The victim calls as fast as it can: no control_rate in the way.
+    ServiceHarness h(daemon_toml(age_limits),
+                     {{"kv", rofd::test::kv_toml()},
+                      {"analytics",
+                       "name = \"analytics\"\ncontrol_rate = 0\n\n[identity]\n"
+                       "uids = [1002]\n"}});
+    const UniqueFd fd = rofd::test::connect_as(h.socket(), kv_user);
+    send_all(fd.get(), preface() + call_headers("/rof.v1.Control/GetStatus", flag_end_headers));
+
+    std::atomic<int> victim_ok{0};
+    std::atomic<int> victim_failed{0};
+    std::atomic<bool> stop{false};
+    std::thread victim([&] {
+        while (!stop) {
+            // A channel made from a descriptor does not reconnect, and
+            // the victim's connections age too: one per call.
+            auto c = h.client(analytics_user);
+            v1::GetStatusResponse resp;
+            const grpc::Status st =
+                rofd::test::rpc(*c->control, &v1::Control::Stub::GetStatus, {}, &resp);
+            (st.ok() ? victim_ok : victim_failed)++;
+        }
+    });
+    const PeerLog log = answer_until_closed(fd.get());
+    stop = true;
+    victim.join();
+
+    EXPECT_TRUE(log.closed) << "the connection stayed open for 60 s";
+    EXPECT_GE(log.pings_answered, 1) << "rofd never pinged: keepalive may have closed it";
+    ASSERT_FALSE(log.goaway_codes.empty()) << "closed without a GOAWAY";
+    for (const auto code : log.goaway_codes) {
+        EXPECT_EQ(code, 0U) << "GOAWAY " << code << ": " << log.goaway_debug;
+    }
+    EXPECT_GE(victim_ok.load(), 1);
+    EXPECT_EQ(victim_failed.load(), 0);
 }
 
 // ---- connections_per_uid -----------------------------------------------------

@@ -126,7 +126,7 @@ void fill_usage(const rof_tenant_info& info, v1::Tenant* out) {
 void fill_removing(Manager& m, const std::string& name, const Removal& r, v1::Tenant* out) {
     out->set_name(name);
     out->set_state(v1::TENANT_STATE_REMOVING);
-    set_time(out->mutable_removal_deadline(), r.deadline);
+    set_time(out->mutable_removal_deadline(), m.wall_time(r.deadline));
     if (r.id == 0) {
         return;
     }
@@ -231,7 +231,8 @@ ServerUnaryReactor* TenantService::DestroyTenant(CallbackServerContext* ctx,
     return unary(
         m_, ctx, "DestroyTenant", CallKind::write,
         [this, req, resp](const Principal& p) {
-            const auto id = Manager::idempotency(p, "DestroyTenant", *req, req->idempotency_key());
+            const auto id =
+                Manager::idempotency(p, "DestroyTenant", *req, req->idempotency_key(), "");
             if (auto st = m_.replay(id, resp)) {
                 return *st;
             }
@@ -240,7 +241,7 @@ ServerUnaryReactor* TenantService::DestroyTenant(CallbackServerContext* ctx,
             // answer, not NOT_FOUND.
             const bool resumed = m_.interrupted(id);
             m_.begin(id);
-            std::optional<std::chrono::system_clock::time_point> deadline;
+            std::optional<std::chrono::steady_clock::time_point> deadline;
             try {
                 deadline =
                     m_.destroy_tenant(req->name(), std::chrono::milliseconds(req->grace_ms()));
@@ -253,7 +254,7 @@ ServerUnaryReactor* TenantService::DestroyTenant(CallbackServerContext* ctx,
             resp->set_destroyed(!deadline);
             if (deadline) {
                 resp->set_state(v1::TENANT_STATE_REMOVING);
-                set_time(resp->mutable_removal_deadline(), *deadline);
+                set_time(resp->mutable_removal_deadline(), m_.wall_time(*deadline));
             }
             m_.record(id, *resp);
             return grpc::Status::OK;

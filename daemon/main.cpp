@@ -22,6 +22,7 @@
 #include <system_error>
 
 #include "audit_drain.h"
+#include "event_sources.h"
 #include "kmod.h"
 #include "listener.h"
 #include "log.h"
@@ -118,14 +119,7 @@ struct Loop {
     int stop_signal = 0;
     std::uint64_t overruns = 0;  // of the audit ring, at the last check
     std::uint64_t dropped = 0;
-    // Out of descriptors, accept4() fails at once and the listener stays
-    // readable: the accept source is turned off and this one-shot timer
-    // turns it on again a little later, instead of spinning.
-    sd_event_source* accept_source = nullptr;
-    sd_event_source* accept_retry = nullptr;
 };
-
-constexpr std::uint64_t accept_retry_usec = 100'000;
 
 int on_stop(sd_event_source*, const signalfd_siginfo* si, void* data) {
     auto* l = static_cast<Loop*>(data);
@@ -152,37 +146,6 @@ int on_hup(sd_event_source*, const signalfd_siginfo*, void* data) {
     } catch (const std::exception& e) {
         rofd::log::error("SIGHUP: {}", e.what());
     }
-    return 0;
-}
-
-int on_accept(sd_event_source*, int, std::uint32_t, void* data) {
-    auto* l = static_cast<Loop*>(data);
-    try {
-        while (l->server.accept(l->listener)) {
-        }
-    } catch (const std::system_error& e) {
-        const int err = e.code().value();
-        if (err == EBADF || err == EINVAL || err == ENOTSOCK || err == EOPNOTSUPP) {
-            rofd::log::error("{}", e.what());
-            return sd_event_exit(l->event, -err);
-        }
-        // Out of fds or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): the
-        // pending connection stays queued and the socket readable, so
-        // pause accepting rather than spin; the timer resumes it.
-        rofd::log::warning("{}; accepting again in {} ms", e.what(), accept_retry_usec / 1000);
-        std::uint64_t now = 0;
-        if (sd_event_now(l->event, CLOCK_MONOTONIC, &now) >= 0 &&
-            sd_event_source_set_time(l->accept_retry, now + accept_retry_usec) >= 0 &&
-            sd_event_source_set_enabled(l->accept_retry, SD_EVENT_ONESHOT) >= 0) {
-            sd_event_source_set_enabled(l->accept_source, SD_EVENT_OFF);
-        }
-    }
-    return 0;
-}
-
-int on_accept_retry(sd_event_source*, std::uint64_t, void* data) {
-    auto* l = static_cast<Loop*>(data);
-    sd_event_source_set_enabled(l->accept_source, SD_EVENT_ON);
     return 0;
 }
 
@@ -214,18 +177,6 @@ int on_stats(sd_event_source* s, std::uint64_t usec, void* data) {
         rofd::log::error("audit stats: {}", e.what());
     }
     sd_event_source_set_time(s, usec + stats_period_usec);
-    return 0;
-}
-
-// Every removal_period: a tenant removed from policy is destroyed on the
-// worker once its last session is gone or its grace is over, so it
-// outlives either by a second at most.
-constexpr std::uint64_t removal_period_usec = 1'000'000;
-
-int on_removals(sd_event_source* s, std::uint64_t usec, void* data) {
-    auto* l = static_cast<Loop*>(data);
-    l->manager.post_sweep();
-    sd_event_source_set_time(s, usec + removal_period_usec);
     return 0;
 }
 
@@ -306,15 +257,9 @@ int run(const Options& opt, bool socket_given) {
     }
     check(sd_event_add_signal(event.get(), &s, SIGHUP, on_hup, &loop), "sd_event_add_signal");
     sources.emplace_back(s);
-    check(sd_event_add_io(event.get(), &s, listener.fd(), EPOLLIN, on_accept, &loop),
-          "sd_event_add_io(listener)");
-    sources.emplace_back(s);
-    loop.accept_source = s;
-    check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, 0, 0, on_accept_retry, &loop),
-          "sd_event_add_time(accept retry)");
-    sd_event_source_set_enabled(s, SD_EVENT_OFF);
-    sources.emplace_back(s);
-    loop.accept_retry = s;
+    const rofd::AcceptSource accepting(
+        event.get(), listener.fd(), [&] { return server.accept(listener); },
+        rofd::accept_retry_usec);
     check(sd_event_add_io(event.get(), &s, manager.audit().fd(), EPOLLIN, on_audit, &loop),
           "sd_event_add_io(audit)");
     sources.emplace_back(s);
@@ -331,11 +276,8 @@ int run(const Options& opt, bool socket_given) {
           "sd_event_add_time(stats)");
     sd_event_source_set_enabled(s, SD_EVENT_ON);
     sources.emplace_back(s);
-    check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, now + removal_period_usec, 0,
-                            on_removals, &loop),
-          "sd_event_add_time(removals)");
-    sd_event_source_set_enabled(s, SD_EVENT_ON);
-    sources.emplace_back(s);
+    const rofd::PeriodicTimer removals(event.get(), rofd::removal_period_usec,
+                                       [&manager] { manager.post_sweep(); });
     if (sd_watchdog_enabled(0, &loop.watchdog_usec) > 0 && loop.watchdog_usec > 0) {
         check(sd_event_add_time(event.get(), &s, CLOCK_MONOTONIC, now + loop.watchdog_usec / 2, 0,
                                 on_watchdog, &loop),

@@ -475,7 +475,7 @@ std::string Manager::tenant_of(const View& v, const Principal& p, const std::str
                             "tenant " + quoted(requested) +
                                 ": being removed (no longer in policy): it takes no new "
                                 "sessions, regions or programs and is destroyed by " +
-                                utc(r->deadline) + " at the latest");
+                                utc(wall_time(r->deadline)) + " at the latest");
         }
         throw CallError(grpc::StatusCode::NOT_FOUND,
                         "tenant " + quoted(requested) + ": not in policy");
@@ -597,7 +597,7 @@ void Manager::refuse_connection(const PeerCred& cred, std::uint32_t limit) {
 
 Manager::Idempotency Manager::idempotency(const Principal& p, const std::string& method,
                                           const google::protobuf::Message& req,
-                                          const std::string& key) {
+                                          const std::string& key, const std::string& tenant) {
     if (key.size() > 128) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
                         fmt::format("idempotency_key: {} characters; at most 128", key.size()));
@@ -609,7 +609,7 @@ Manager::Idempotency Manager::idempotency(const Principal& p, const std::string&
         coded.SetSerializationDeterministic(true);
         req.SerializeToCodedStream(&coded);
     }
-    return Idempotency{p.scope(), method, key, fmt::format("{:016x}", fnv1a(bytes))};
+    return Idempotency{p.scope(), method, key, fmt::format("{:016x}", fnv1a(bytes)), tenant};
 }
 
 std::optional<grpc::Status> Manager::replay(const Idempotency& id,
@@ -640,8 +640,9 @@ void Manager::begin(const Idempotency& id) {
     if (id.key.empty()) {
         return;
     }
-    store().put_idempotent(id.scope, id.method, id.key,
-                           Store::Idempotent{id.request_hash, "", Store::Idempotent::pending, ""});
+    store().put_idempotent(
+        id.scope, id.method, id.key,
+        Store::Idempotent{id.request_hash, "", Store::Idempotent::pending, "", id.tenant});
 }
 
 bool Manager::interrupted(const Idempotency& id) {
@@ -657,8 +658,9 @@ void Manager::record(const Idempotency& id, const google::protobuf::Message& res
     if (id.key.empty()) {
         return;
     }
-    store().put_idempotent(id.scope, id.method, id.key,
-                           Store::Idempotent{id.request_hash, resp.SerializeAsString(), 0, ""});
+    store().put_idempotent(
+        id.scope, id.method, id.key,
+        Store::Idempotent{id.request_hash, resp.SerializeAsString(), 0, "", id.tenant});
 }
 
 // --- module objects -----------------------------------------------------
@@ -695,6 +697,32 @@ std::vector<rof_freelist_info> Manager::freelists_of(std::uint32_t region_id) {
     std::sort(out.begin(), out.end(),
               [](const auto& a, const auto& b) { return a.offset < b.offset; });
     return out;
+}
+
+Manager::ModuleObjects Manager::list_objects() {
+    ModuleObjects o;
+    for (const auto& r : module_->list_regions()) {
+        o.regions.try_emplace(std::pair(r.tenant, abi_name(r.name)), r);
+    }
+    for (const auto& f : module_->list_freelists()) {
+        o.freelists[f.region].push_back(f);
+    }
+    for (auto& [region, fls] : o.freelists) {
+        std::sort(fls.begin(), fls.end(),
+                  [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    }
+    return o;
+}
+
+std::optional<rof_region_info> Manager::ModuleObjects::region(std::uint32_t tenant_id,
+                                                              const std::string& name) const {
+    const auto it = regions.find({tenant_id, name});
+    return it != regions.end() ? std::optional(it->second) : std::nullopt;
+}
+
+std::vector<rof_freelist_info> Manager::ModuleObjects::freelists_of(std::uint32_t region_id) const {
+    const auto it = freelists.find(region_id);
+    return it != freelists.end() ? it->second : std::vector<rof_freelist_info>{};
 }
 
 void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id) {
@@ -803,8 +831,7 @@ void Manager::reconcile() {
     // deadline, a new one (or one found at start-up) gets the full grace.
     // A name back in policy is no longer removed (the operator's undo).
     v->removing.clear();
-    const auto deadline = std::chrono::system_clock::now() +
-                          std::chrono::milliseconds(pol.daemon.tenant_removal_grace_ms);
+    const auto deadline = now() + std::chrono::milliseconds(pol.daemon.tenant_removal_grace_ms);
     std::set<std::string, std::less<>> stored;
     for (const auto& t : ss.tenants) {
         stored.insert(t.name);
@@ -857,16 +884,27 @@ void Manager::reconcile() {
     for (const auto& t : ms.tenants) {
         module_tenant_id[abi_name(t.name)] = t.id;
     }
+    // The regions and free lists as they are now, listed once for every
+    // lookup below (and again only after free lists were made).
+    std::optional<ModuleObjects> objects;
+    auto index = [&]() -> const ModuleObjects& {
+        if (!objects) {
+            objects = list_objects();
+        }
+        return *objects;
+    };
+    bool freelists_made = false;
     for (const auto& f : plan.create_freelists) {
         const auto tid = module_tenant_id.find(f.tenant);
         try {
-            const auto r =
-                tid != module_tenant_id.end() ? find_region(tid->second, f.region) : std::nullopt;
+            const auto r = tid != module_tenant_id.end() ? index().region(tid->second, f.region)
+                                                         : std::nullopt;
             if (!r) {
                 continue;
             }
             module_->freelist_create(r->id, f.freelist.block_size, f.freelist.offset,
                                      f.freelist.count);
+            freelists_made = true;
         } catch (const KmodError& e) {
             errors.push_back(fmt::format(
                 "tenant {}: region {}: free list at {} ({} x {} bytes): could not be created: {}",
@@ -896,12 +934,15 @@ void Manager::reconcile() {
     for (const auto& row : plan.drop_programs) {
         store_->delete_program(row.tenant, row.tag);
     }
+    if (freelists_made) {
+        objects.reset();
+    }
     for (const auto& p : plan.load_programs) {
         if (no_tenant(p.tenant, "program " + quoted(p.name))) {
             continue;
         }
         try {
-            load_stored_program(p, v->tenant_id.at(p.tenant));
+            load_stored_program(p, v->tenant_id.at(p.tenant), &index());
         } catch (const std::exception& e) {
             errors.push_back("tenant " + quoted(p.tenant) + ": program " + quoted(p.name) +
                              ": could not be reloaded: " + e.what());
@@ -927,7 +968,8 @@ void Manager::reconcile() {
     publish(std::move(v));
 }
 
-std::uint64_t Manager::load_stored_program(const StoredProgram& p, std::uint32_t tid) {
+std::uint64_t Manager::load_stored_program(const StoredProgram& p, std::uint32_t tid,
+                                           const ModuleObjects* objects) {
     rof_prog_load req{};
     req.tenant = tid;
     req.budget = p.budget;
@@ -938,7 +980,8 @@ std::uint64_t Manager::load_stored_program(const StoredProgram& p, std::uint32_t
     }
     req.nbind = static_cast<std::uint32_t>(p.binds.size());
     for (std::size_t i = 0; i < p.binds.size(); i++) {
-        const auto r = find_region(tid, p.binds[i].region);
+        const auto r = objects != nullptr ? objects->region(tid, p.binds[i].region)
+                                          : find_region(tid, p.binds[i].region);
         if (!r) {
             throw CallError(grpc::StatusCode::FAILED_PRECONDITION,
                             "slot " + std::to_string(i) + ": region " + quoted(p.binds[i].region) +
@@ -946,7 +989,8 @@ std::uint64_t Manager::load_stored_program(const StoredProgram& p, std::uint32_t
         }
         req.bind[i].region = r->id;
         if (p.binds[i].freelist >= 0) {
-            const auto fls = freelists_of(r->id);
+            const auto fls =
+                objects != nullptr ? objects->freelists_of(r->id) : freelists_of(r->id);
             const auto idx = static_cast<std::size_t>(p.binds[i].freelist);
             if (idx >= fls.size()) {
                 throw CallError(grpc::StatusCode::FAILED_PRECONDITION,
@@ -1045,7 +1089,7 @@ std::vector<std::string> Manager::sweep_removals() {
     if (v->removing.empty()) {
         return {};
     }
-    const auto now = std::chrono::system_clock::now();
+    const auto now = this->now();
     std::map<std::uint32_t, std::size_t> sessions;  // open or prepared, by tenant id
     for (const auto& s : module_->list_sessions()) {
         sessions[s.tenant]++;
@@ -1098,6 +1142,7 @@ void Manager::destroy_removed(const std::string& name, const Removal& r, const s
     store().transaction([&] {
         store().delete_tenant(name);  // its regions and programs cascade
         store().delete_idempotent("tenant:" + name);
+        store().delete_idempotent_naming(name);
     });
     {
         std::lock_guard lock(rate_mu_);
@@ -1113,7 +1158,13 @@ void Manager::destroy_removed(const std::string& name, const Removal& r, const s
           {{"ROF_KIND", "control"}, {"ROF_TENANT", name}, {"ROF_REASON", why}});
 }
 
-std::optional<std::chrono::system_clock::time_point> Manager::destroy_tenant(
+std::chrono::system_clock::time_point Manager::wall_time(
+    std::chrono::steady_clock::time_point t) const {
+    return std::chrono::system_clock::now() +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(t - now());
+}
+
+std::optional<std::chrono::steady_clock::time_point> Manager::destroy_tenant(
     const std::string& name, std::chrono::milliseconds grace) {
     const auto v = view();
     if (const auto* t = v->tenant(name)) {
@@ -1125,7 +1176,7 @@ std::optional<std::chrono::system_clock::time_point> Manager::destroy_tenant(
     if (r == nullptr) {
         throw CallError(grpc::StatusCode::NOT_FOUND, "tenant " + quoted(name) + ": no such tenant");
     }
-    const Removal moved{r->id, std::chrono::system_clock::now() + grace};
+    const Removal moved{r->id, now() + grace};
     if (grace.count() == 0) {
         destroy_removed(name, moved, "destroyed by an admin (DestroyTenant)");
         return std::nullopt;

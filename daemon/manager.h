@@ -46,7 +46,8 @@ struct ManagerOptions {
     std::string tenants_dir = "/etc/rof/tenants.d";
     std::string state_dir;  // empty: the policy's [state] dir
     // The clock of the rate limits (control_rate, the journalled
-    // refusals); empty: std::chrono::steady_clock.  Tests move their own.
+    // refusals) and of tenant removal deadlines; empty:
+    // std::chrono::steady_clock.  Tests move their own.
     std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
@@ -75,10 +76,12 @@ enum class Right { read, write };
 // A tenant the policy no longer declares, still in the module or the
 // store: it takes no new objects and is destroyed when its last session
 // is gone or at @deadline, whichever comes first (docs/architecture.md,
-// "A tenant's lifecycle").
+// "A tenant's lifecycle").  The deadline is on the monotonic clock
+// (Manager::now()), so a step of the wall clock does not move it; it is
+// reported as a timestamp through Manager::wall_time().
 struct Removal {
     std::uint32_t id = 0;  // the module's; 0: only rofd's state has it
-    std::chrono::system_clock::time_point deadline;
+    std::chrono::steady_clock::time_point deadline;
 };
 
 // The running policy and what it maps to in the module, replaced as a
@@ -177,8 +180,11 @@ class Manager {
     // now + @grace, then sweeps.  CallError FAILED_PRECONDITION for a
     // policy tenant, NOT_FOUND for a name rofd does not know.  Returns the
     // new deadline, or std::nullopt when the tenant was destroyed.
-    std::optional<std::chrono::system_clock::time_point> destroy_tenant(
+    std::optional<std::chrono::steady_clock::time_point> destroy_tenant(
         const std::string& name, std::chrono::milliseconds grace);
+    // The wall-clock time at which the monotonic @t falls, as of now: how
+    // a removal deadline is reported.
+    std::chrono::system_clock::time_point wall_time(std::chrono::steady_clock::time_point t) const;
     // Posts sweep_removals() to the worker when a tenant is being removed
     // and no sweep waits there already (main.cpp's removal timer).
     void post_sweep();
@@ -209,11 +215,15 @@ class Manager {
     // retry finds the call interrupted(): its handler then answers from
     // what the crash left (the intent rows reconciliation settled) rather
     // than refuse the object the first attempt made.
+    // @tenant is the tenant whose objects the call acts on: the record is
+    // dropped when that tenant is destroyed, so a name re-added starts
+    // with no answers of its predecessor's (an admin's records included).
     struct Idempotency {
-        std::string scope, method, key, request_hash;
+        std::string scope, method, key, request_hash, tenant;
     };
     static Idempotency idempotency(const Principal& p, const std::string& method,
-                                   const google::protobuf::Message& req, const std::string& key);
+                                   const google::protobuf::Message& req, const std::string& key,
+                                   const std::string& tenant);
     std::optional<grpc::Status> replay(const Idempotency& id, google::protobuf::Message* resp);
     void begin(const Idempotency& id);
     bool interrupted(const Idempotency& id);
@@ -232,8 +242,23 @@ class Manager {
     static std::uint32_t tenant_id(const View& v, const std::string& tenant);
     std::optional<rof_region_info> find_region(std::uint32_t tenant_id, const std::string& name);
     std::vector<rof_freelist_info> freelists_of(std::uint32_t region_id);
-    // Loads a stored program, binding its slots by region name.
-    std::uint64_t load_stored_program(const StoredProgram& p, std::uint32_t tenant_id);
+    // The module's regions and free lists, listed once: a reconciliation
+    // looks every stored object up in one of these rather than list the
+    // module for each (one LIST each per pass, not per object).
+    struct ModuleObjects {
+        std::map<std::pair<std::uint32_t, std::string>, rof_region_info> regions;
+        std::map<std::uint32_t, std::vector<rof_freelist_info>> freelists;  // by offset
+
+        std::optional<rof_region_info> region(std::uint32_t tenant_id,
+                                              const std::string& name) const;
+        std::vector<rof_freelist_info> freelists_of(std::uint32_t region_id) const;
+    };
+    // Throws KmodError when the module cannot list them.
+    ModuleObjects list_objects();
+    // Loads a stored program, binding its slots by region name (looked up
+    // in @objects, or in the module when null).
+    std::uint64_t load_stored_program(const StoredProgram& p, std::uint32_t tenant_id,
+                                      const ModuleObjects* objects = nullptr);
     // Applies the tenant's quota and rates to the module.
     void apply_limits(const rof::policy::Tenant& t, std::uint32_t id);
 

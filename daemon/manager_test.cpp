@@ -84,6 +84,7 @@ class ManagerTest : public ::testing::Test {
         o.daemon_file = dir_.file("rofd.toml");
         o.tenants_dir = tenants_dir();
         o.state_dir = state_dir();
+        o.clock = clock_;
         auto shared = std::make_unique<test::SharedModule>(fake_);
         shared_ = shared.get();
         return std::make_unique<Manager>(o, std::move(shared));
@@ -160,6 +161,8 @@ class ManagerTest : public ::testing::Test {
     test::TempDir dir_;
     std::shared_ptr<FakeModule> fake_ = std::make_shared<FakeModule>();
     test::SharedModule* shared_ = nullptr;  // the last make_manager()'s
+    // The managers' monotonic clock; empty: std::chrono::steady_clock.
+    std::function<std::chrono::steady_clock::time_point()> clock_;
 };
 
 StoredProgram kv_program() {
@@ -299,6 +302,40 @@ TEST_F(ManagerTest, RestartAfterModuleReloadRebuildsEverything) {
     // The same ticket key, set again in the reloaded module.
     EXPECT_EQ(*m->store().ticket_key(), key);
     EXPECT_EQ(prepare(7), 0);
+}
+
+// A reconciliation lists the module's regions and free lists a fixed
+// number of times, however many stored programs it binds again (it looks
+// them up in one index per pass, not with a LIST per bind).
+TEST_F(ManagerTest, ReconcileListsRegionsOnceNotPerStoredObject) {
+    auto lists_to_restore = [&](int programs) {
+        {
+            auto m = started_manager();
+            for (int i = 0; i < programs; i++) {
+                StoredProgram p = kv_program();
+                const std::string source = std::string(kProgram).replace(
+                    std::string(kProgram).find("exit 0"), 6, "exit " + std::to_string(i));
+                const auto as = rof::prog::assemble(source, "get.rofs");
+                EXPECT_TRUE(as.ok()) << as.error_text();
+                p.name = "get" + std::to_string(i);
+                p.tag = as.program->tag();
+                p.source = source;
+                p.image = as.program->encode();
+                m->store().put_program(p);
+            }
+        }
+        fake_->reload();
+        auto m = started_manager();
+        for (const auto& p : m->store().programs()) {
+            EXPECT_TRUE(fake_->get_prog(m->tenant_id("kv"), p.tag)) << p.name;
+        }
+        EXPECT_EQ(m->store().programs().size(), static_cast<std::size_t>(programs));
+        return std::pair(shared_->calls("list_regions"), shared_->calls("list_freelists"));
+    };
+    const auto one = lists_to_restore(1);
+    const auto eight = lists_to_restore(8);
+    EXPECT_EQ(eight, one) << "list_regions, list_freelists: " << one.first << ", " << one.second
+                          << " for 1 program; " << eight.first << ", " << eight.second << " for 8";
 }
 
 TEST_F(ManagerTest, StoredIdIsNotTakenByATenantCreatedBeforeIt) {
@@ -614,7 +651,7 @@ TEST_F(ManagerTest, TenantRemovedFromPolicyIsRemovingWhileASessionIsOpen) {
     ASSERT_NE(v->removal("analytics"), nullptr);
     EXPECT_EQ(v->removal("analytics")->id, an);
     EXPECT_GT(v->removal("analytics")->deadline,
-              std::chrono::system_clock::now() + std::chrono::seconds(30));
+              std::chrono::steady_clock::now() + std::chrono::seconds(30));
     EXPECT_EQ(drift_with(*v, "\"analytics\""),
               "tenant \"analytics\": in the module, not in policy: being removed")
         << joined(v->drift);
@@ -653,8 +690,16 @@ TEST_F(ManagerTest, TenantRemovedWithoutSessionsIsDestroyedAndComesBackEmpty) {
     row.state = RowState::committed;
     m->store().put_region(row);
     m->store().put_idempotent("tenant:analytics", "CreateRegion", "k1",
-                              Store::Idempotent{"h", "", 0, ""});
-    m->store().put_idempotent("tenant:kv", "CreateRegion", "k1", Store::Idempotent{"h", "", 0, ""});
+                              Store::Idempotent{"h", "", 0, "", "analytics"});
+    m->store().put_idempotent("tenant:kv", "CreateRegion", "k1",
+                              Store::Idempotent{"h", "", 0, "", "kv"});
+    // An admin's calls on each tenant's objects, and one naming none.
+    m->store().put_idempotent("admin", "CreateRegion", "a1",
+                              Store::Idempotent{"h", "", 0, "", "analytics"});
+    m->store().put_idempotent("admin", "CreateRegion", "a2",
+                              Store::Idempotent{"h", "", 0, "", "kv"});
+    m->store().put_idempotent("admin", "DestroyTenant", "a3",
+                              Store::Idempotent{"h", "", 0, "", ""});
 
     remove_tenant("analytics");
     const auto notes = m->reload_policy();
@@ -672,6 +717,10 @@ TEST_F(ManagerTest, TenantRemovedWithoutSessionsIsDestroyedAndComesBackEmpty) {
     }
     EXPECT_FALSE(m->store().idempotent("tenant:analytics", "CreateRegion", "k1"));
     EXPECT_TRUE(m->store().idempotent("tenant:kv", "CreateRegion", "k1"));
+    EXPECT_FALSE(m->store().idempotent("admin", "CreateRegion", "a1"))
+        << "an admin's answer about the destroyed tenant was kept";
+    EXPECT_TRUE(m->store().idempotent("admin", "CreateRegion", "a2"));
+    EXPECT_TRUE(m->store().idempotent("admin", "DestroyTenant", "a3"));
     EXPECT_EQ(m->view()->removal("analytics"), nullptr);
     EXPECT_TRUE(fake_->get_tenant(kv));
     EXPECT_TRUE(fake_region(kv, "table"));
@@ -747,7 +796,7 @@ TEST_F(ManagerTest, DestroyTenant) {
     // A longer grace: still removing, with the new deadline.
     const auto later = m->destroy_tenant("analytics", std::chrono::hours(2));
     ASSERT_TRUE(later);
-    EXPECT_GT(*later, std::chrono::system_clock::now() + std::chrono::minutes(90));
+    EXPECT_GT(*later, std::chrono::steady_clock::now() + std::chrono::minutes(90));
     EXPECT_EQ(m->view()->removal("analytics")->deadline, *later);
     EXPECT_TRUE(fake_->get_tenant(an));
 
@@ -805,7 +854,36 @@ TEST_F(ManagerTest, RemovingTenantGetsTheGraceAgainAfterARestart) {
     EXPECT_EQ(r->id, an);
     EXPECT_TRUE(fake_->get_tenant(an));
     // The policy's 60 s again, not the 2 h DestroyTenant set.
-    EXPECT_LT(r->deadline, std::chrono::system_clock::now() + std::chrono::minutes(5));
+    EXPECT_LT(r->deadline, std::chrono::steady_clock::now() + std::chrono::minutes(5));
+}
+
+// The removal deadline is kept on the monotonic clock (the test's own
+// here): the sweep destroys the tenant when that clock passes it, whatever
+// the wall clock says, and the deadline is reported as the wall-clock time
+// that is as far ahead of now.
+TEST_F(ManagerTest, RemovalDeadlineIsOnTheMonotonicClock) {
+    auto clock =
+        std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+    clock_ = [clock] { return *clock; };
+    auto m = started_manager();
+    const auto an = m->tenant_id("analytics");
+    ASSERT_EQ(prepare(an), 0);
+    remove_tenant("analytics");
+    m->reload_policy();
+    const auto* r = m->view()->removal("analytics");
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->deadline, *clock + std::chrono::milliseconds(60000));
+    const auto reported = m->wall_time(r->deadline);
+    const auto wall = std::chrono::system_clock::now();
+    EXPECT_GT(reported, wall + std::chrono::seconds(59));
+    EXPECT_LE(reported, wall + std::chrono::seconds(60));
+
+    *clock += std::chrono::milliseconds(59999);
+    EXPECT_TRUE(m->sweep_removals().empty());
+    EXPECT_TRUE(fake_->get_tenant(an));
+    *clock += std::chrono::milliseconds(1);
+    EXPECT_EQ(m->sweep_removals(), std::vector<std::string>{"analytics"});
+    EXPECT_FALSE(fake_->get_tenant(an));
 }
 
 TEST_F(ManagerTest, NewTenantInPolicyIsCreatedOnReload) {
@@ -835,7 +913,7 @@ TEST_F(ManagerTest, Idempotency) {
     req.set_name("cache");
     req.set_size(8192);
     req.set_idempotency_key("k1");
-    const auto id = Manager::idempotency(kv, "CreateRegion", req, "k1");
+    const auto id = Manager::idempotency(kv, "CreateRegion", req, "k1", "kv");
 
     rof::v1::Region resp;
     EXPECT_FALSE(m->replay(id, &resp));
@@ -856,7 +934,8 @@ TEST_F(ManagerTest, Idempotency) {
     rof::v1::CreateRegionRequest other = req;
     other.set_size(16384);
     rof::v1::Region unused;
-    const auto conflict = m->replay(Manager::idempotency(kv, "CreateRegion", other, "k1"), &unused);
+    const auto conflict =
+        m->replay(Manager::idempotency(kv, "CreateRegion", other, "k1", "kv"), &unused);
     ASSERT_TRUE(conflict);
     EXPECT_EQ(conflict->error_code(), grpc::StatusCode::FAILED_PRECONDITION);
     EXPECT_TRUE(Contains(conflict->error_message(), "\"k1\""));
@@ -864,13 +943,13 @@ TEST_F(ManagerTest, Idempotency) {
     // Keys are per principal and per method.
     Principal admin;
     admin.role = Principal::Role::admin;
-    EXPECT_FALSE(m->replay(Manager::idempotency(admin, "CreateRegion", req, "k1"), &unused));
-    EXPECT_FALSE(m->replay(Manager::idempotency(kv, "DeleteRegion", req, "k1"), &unused));
+    EXPECT_FALSE(m->replay(Manager::idempotency(admin, "CreateRegion", req, "k1", "kv"), &unused));
+    EXPECT_FALSE(m->replay(Manager::idempotency(kv, "DeleteRegion", req, "k1", "kv"), &unused));
     // No key: never replayed.
-    EXPECT_FALSE(m->replay(Manager::idempotency(kv, "CreateRegion", req, ""), &unused));
+    EXPECT_FALSE(m->replay(Manager::idempotency(kv, "CreateRegion", req, "", "kv"), &unused));
 
     // A record in a transaction that fails is gone with it.
-    const auto id2 = Manager::idempotency(kv, "CreateRegion", req, "k2");
+    const auto id2 = Manager::idempotency(kv, "CreateRegion", req, "k2", "kv");
     EXPECT_THROW(m->store().transaction([&] {
         m->record(id2, answer);
         throw std::runtime_error("the ioctl failed");

@@ -305,7 +305,8 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
             return st;
         }
         // A retry of a load that succeeded gets its answer, not a new verdict.
-        const auto id = Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key());
+        const auto id =
+            Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key(), staged->tenant);
         if (auto st = m_.replay(id, resp)) {
             return *st;
         }
@@ -335,7 +336,8 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                 return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                     what + ": the policy changed while it was verified; retry");
             }
-            const auto id = Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key());
+            const auto id =
+                Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key(), tenant);
             if (auto st = m_.replay(id, resp)) {
                 return *st;
             }
@@ -436,7 +438,8 @@ ServerUnaryReactor* ProgramService::UnloadProgram(CallbackServerContext* ctx,
         if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
             return st;
         }
-        const auto id = Manager::idempotency(p, "UnloadProgram", *req, req->idempotency_key());
+        const auto id =
+            Manager::idempotency(p, "UnloadProgram", *req, req->idempotency_key(), tenant);
         if (auto st = m_.replay(id, resp)) {
             return *st;
         }

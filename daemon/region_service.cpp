@@ -194,7 +194,8 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
             return st;
         }
         check_create(*req);
-        const auto id = Manager::idempotency(p, "CreateRegion", *req, req->idempotency_key());
+        const auto id =
+            Manager::idempotency(p, "CreateRegion", *req, req->idempotency_key(), tenant);
         if (auto st = m_.replay(id, resp)) {
             return *st;
         }
@@ -270,7 +271,8 @@ ServerUnaryReactor* RegionService::DeleteRegion(CallbackServerContext* ctx,
         if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
             return st;
         }
-        const auto id = Manager::idempotency(p, "DeleteRegion", *req, req->idempotency_key());
+        const auto id =
+            Manager::idempotency(p, "DeleteRegion", *req, req->idempotency_key(), tenant);
         if (auto st = m_.replay(id, resp)) {
             return *st;
         }

@@ -118,6 +118,16 @@ void limit_connections(grpc::ServerBuilder& b, const rof::policy::Daemon& d) {
     // A connection with no call in progress is closed; gRPC clients
     // reconnect on their next call.
     b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, static_cast<int>(d.connection_idle_ms));
+    // Every connection goes away after an age, calls or not: a peer that
+    // answers pings but never sends the request of a call it opened (gRPC
+    // hands a unary call to rofd only once its request has arrived, so
+    // nothing else can end it) holds it this long at most.  GOAWAY first,
+    // so clients open a new connection for their next call; calls in
+    // progress get the grace to finish; then the connection is closed
+    // (librof's audit tail reopens its stream).
+    b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(d.connection_age_ms));
+    b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                         static_cast<int>(d.connection_age_grace_ms));
 }
 
 }  // namespace

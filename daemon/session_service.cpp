@@ -182,7 +182,8 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                 fmt::format("rate: at most {} per second", ROF_RATE_MAX));
         }
-        const auto id = Manager::idempotency(p, "OpenSession", *req, req->idempotency_key());
+        const auto id =
+            Manager::idempotency(p, "OpenSession", *req, req->idempotency_key(), tenant);
         if (auto st = m_.replay(id, resp)) {
             return *st;
         }
@@ -308,7 +309,8 @@ ServerUnaryReactor* SessionService::CloseSession(CallbackServerContext* ctx,
         if (auto st = m_.authorize(p, tenant, Right::write, what); !st.ok()) {
             return st;
         }
-        const auto id = Manager::idempotency(p, "CloseSession", *req, req->idempotency_key());
+        const auto id =
+            Manager::idempotency(p, "CloseSession", *req, req->idempotency_key(), tenant);
         if (auto st = m_.replay(id, resp)) {
             return *st;
         }

@@ -53,6 +53,14 @@ class SharedModule final : public Module {
         }
     }
 
+    // How many times @method was called ("list_regions"; lists, tenant
+    // creation and quotas only).
+    std::size_t calls(const std::string& method) {
+        std::lock_guard lk(mu_);
+        const auto it = calls_.find(method);
+        return it != calls_.end() ? it->second : 0;
+    }
+
     ModuleVersion version() override { return m_->version(); }
     std::vector<DeviceInfo> list_devices() override { return m_->list_devices(); }
     std::uint32_t tenant_create(const std::string& name, std::uint32_t id) override {
@@ -147,6 +155,7 @@ class SharedModule final : public Module {
         int err = 0;
         {
             std::lock_guard lk(mu_);
+            calls_[method]++;
             if (const auto it = fail_on_.find(method); it != fail_on_.end()) {
                 err = it->second;
             }
@@ -172,6 +181,7 @@ class SharedModule final : public Module {
     std::mutex mu_;
     std::string crash_after_;
     std::map<std::string, int> fail_on_;
+    std::map<std::string, std::size_t> calls_;
 };
 
 }  // namespace rofd::test

@@ -29,7 +29,7 @@ namespace {
 // 1..N (elements 0..N-1) are applied.  Append only; never edit a step that
 // has shipped.  u64 values (tags, sizes, offsets, budgets) are stored as
 // the int64 with the same bit pattern.
-constexpr std::array<std::string_view, 1> kMigrations = {
+constexpr std::array<std::string_view, 2> kMigrations = {
     R"sql(
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY NOT NULL,
@@ -100,6 +100,12 @@ CREATE TABLE idempotency (
 ) STRICT;
 
 CREATE INDEX idempotency_created ON idempotency(created_s);
+)sql",
+    // The tenant an idempotency record's call named (an admin's calls
+    // name one; '': none), so that its records go with the tenant.
+    R"sql(
+ALTER TABLE idempotency ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+CREATE INDEX idempotency_tenant ON idempotency(tenant);
 )sql",
 };
 
@@ -665,7 +671,7 @@ std::optional<Store::Idempotent> Store::idempotent(const std::string& principal,
     std::lock_guard lk(impl_->mu);
     return impl_->guard([&]() -> std::optional<Idempotent> {
         SQLite::Statement st(*impl_->db,
-                             "SELECT request_hash, response, status_code, status_message "
+                             "SELECT request_hash, response, status_code, status_message, tenant "
                              "FROM idempotency WHERE principal = ? AND method = ? AND key = ?");
         st.bind(1, principal);
         st.bind(2, method);
@@ -678,6 +684,7 @@ std::optional<Store::Idempotent> Store::idempotent(const std::string& principal,
         r.response = column_bytes(st.getColumn(1));
         r.status_code = st.getColumn(2).getInt();
         r.status_message = column_bytes(st.getColumn(3));
+        r.tenant = st.getColumn(4).getString();
         return r;
     });
 }
@@ -689,11 +696,11 @@ void Store::put_idempotent(const std::string& principal, const std::string& meth
         SQLite::Statement st(
             *impl_->db,
             "INSERT INTO idempotency (principal, method, key, request_hash, response, "
-            "status_code, status_message, created_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "status_code, status_message, created_s, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (principal, method, key) DO UPDATE SET "
             "request_hash = excluded.request_hash, response = excluded.response, "
             "status_code = excluded.status_code, status_message = excluded.status_message, "
-            "created_s = excluded.created_s");
+            "created_s = excluded.created_s, tenant = excluded.tenant");
         st.bind(1, principal);
         st.bind(2, method);
         st.bind(3, key);
@@ -702,6 +709,7 @@ void Store::put_idempotent(const std::string& principal, const std::string& meth
         st.bind(6, result.status_code);
         st.bind(7, result.status_message);
         st.bind(8, now_s());
+        st.bind(9, result.tenant);
         st.exec();
     });
 }
@@ -720,6 +728,15 @@ std::size_t Store::delete_idempotent(const std::string& principal) {
     return impl_->guard([&] {
         SQLite::Statement st(*impl_->db, "DELETE FROM idempotency WHERE principal = ?");
         st.bind(1, principal);
+        return static_cast<std::size_t>(st.exec());
+    });
+}
+
+std::size_t Store::delete_idempotent_naming(const std::string& tenant) {
+    std::lock_guard lk(impl_->mu);
+    return impl_->guard([&] {
+        SQLite::Statement st(*impl_->db, "DELETE FROM idempotency WHERE tenant = ?");
+        st.bind(1, tenant);
         return static_cast<std::size_t>(st.exec());
     });
 }

@@ -138,6 +138,9 @@ class Store {
         std::string response;  // serialized protobuf
         int status_code = 0;   // grpc::StatusCode of the first answer, or pending
         std::string status_message;
+        // The tenant whose objects the call acted on ("": none); the record
+        // is dropped with that tenant (delete_idempotent_naming()).
+        std::string tenant;
     };
     std::optional<Idempotent> idempotent(const std::string& principal, const std::string& method,
                                          const std::string& key);
@@ -147,6 +150,9 @@ class Store {
     std::size_t prune_idempotent(std::int64_t max_age_s);
     // Drops every record of @principal ("tenant:kv"); returns how many.
     std::size_t delete_idempotent(const std::string& principal);
+    // Drops every record, whoever's, of a call that acted on @tenant's
+    // objects (an admin's naming it); returns how many.
+    std::size_t delete_idempotent_naming(const std::string& tenant);
 
     // Runs @fn in one transaction (BEGIN IMMEDIATE ... COMMIT); rolls back
     // when it throws.  Calls may nest: only the outermost commits.  An inner

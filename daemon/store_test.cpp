@@ -408,6 +408,56 @@ TEST(Store, Idempotency) {
     EXPECT_FALSE(s.idempotent("alice", "/rof.v1.Control/CreateRegion", "k1"));
 }
 
+// Records name the tenant whose objects their call acted on, and go with
+// it, whoever made them.
+TEST(Store, IdempotencyRecordsNamingATenantAreDroppedWithIt) {
+    TempDir dir;
+    Store s(dir.file("rofd.db"));
+    Store::Idempotent r;
+    r.request_hash = "h";
+    r.tenant = "kv";
+    s.put_idempotent("admin", "CreateRegion", "a1", r);
+    s.put_idempotent("tenant:kv", "CreateRegion", "k1", r);
+    r.tenant = "analytics";
+    s.put_idempotent("admin", "CreateRegion", "a2", r);
+    r.tenant.clear();
+    s.put_idempotent("admin", "DestroyTenant", "a3", r);
+    const auto got = s.idempotent("admin", "CreateRegion", "a2");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->tenant, "analytics");
+
+    EXPECT_EQ(s.delete_idempotent_naming("kv"), 2u);
+    EXPECT_FALSE(s.idempotent("admin", "CreateRegion", "a1"));
+    EXPECT_FALSE(s.idempotent("tenant:kv", "CreateRegion", "k1"));
+    EXPECT_TRUE(s.idempotent("admin", "CreateRegion", "a2"));
+    EXPECT_TRUE(s.idempotent("admin", "DestroyTenant", "a3"));
+    EXPECT_EQ(s.delete_idempotent_naming("kv"), 0u);
+}
+
+// A database of schema 1 (records without a tenant) is migrated: its
+// records are kept and name no tenant.
+TEST(Store, IdempotencyOfSchemaOneIsMigrated) {
+    TempDir dir;
+    const std::string path = dir.file("rofd.db");
+    {
+        Store s(path);
+        Store::Idempotent r;
+        r.request_hash = "h";
+        s.put_idempotent("admin", "CreateRegion", "a1", r);
+    }
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE);
+        db.exec("DROP INDEX idempotency_tenant");
+        db.exec("ALTER TABLE idempotency DROP COLUMN tenant");
+        db.exec("PRAGMA user_version = 1");
+    }
+    Store s(path);
+    EXPECT_EQ(user_version(path), Store::schema_version());
+    const auto got = s.idempotent("admin", "CreateRegion", "a1");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->tenant, "");
+}
+
 TEST(Store, TransactionCommitsAndReturns) {
     TempDir dir;
     Store s(dir.file("rofd.db"));

@@ -5,10 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -365,14 +368,68 @@ v1::GetMetricsResponse Client::get_metrics() {
                        v1::GetMetricsRequest{}, true);
 }
 
+namespace {
+// Initial metadata of a TailAudit stream rofd opened (daemon/audit_service.cpp).
+constexpr const char* audit_stream_key = "rof-audit-stream";
+}  // namespace
+
 // The audit stream.  It has no deadline (it runs until cancelled), but
 // waiting for rofd to answer the first time is bounded by the options'
 // deadline: a stream that never starts is an error, not a silent hang.
+// A stream rofd had opened (it says so in its initial metadata) that ends
+// UNAVAILABLE ended with its connection (rofd's limits.connection_age_ms,
+// a restart): it is opened again, within the same bound, and the caller
+// reads on.  Records rofd published between the two streams are not seen.
 struct AuditTail::Impl {
     Endpoint endpoint;  // a copy: the stream may outlive its client
-    grpc::ClientContext ctx;
+    v1::TailAuditRequest req;
+    std::unique_ptr<v1::Audit::Stub> stub;
+    std::mutex mu;  // ctx against cancel() while it is replaced
+    std::unique_ptr<grpc::ClientContext> ctx;
     std::unique_ptr<grpc::ClientReader<v1::AuditRecord>> reader;
+    std::optional<grpc::Status> ended;  // a stream's status, once finished
     std::atomic<bool> cancelled{false};
+
+    // Opens the stream; false when rofd is not reachable within the deadline.
+    bool open() {
+        if (endpoint.options.wait_for_ready &&
+            !endpoint.channel->WaitForConnected(std::chrono::system_clock::now() +
+                                                endpoint.options.deadline)) {
+            return false;
+        }
+        auto next = std::make_unique<grpc::ClientContext>();
+        next->set_wait_for_ready(endpoint.options.wait_for_ready);
+        std::lock_guard lock(mu);
+        if (cancelled) {
+            return false;
+        }
+        ctx = std::move(next);
+        reader = stub->TailAudit(ctx.get(), req);
+        return true;
+    }
+
+    // After Read() returned false: whether the stream was opened again.
+    bool reopen() {
+        if (cancelled) {
+            return false;
+        }
+        const auto& md = ctx->GetServerInitialMetadata();
+        if (md.find(audit_stream_key) == md.end()) {
+            return false;  // never opened: finish() reports why
+        }
+        ended = reader->Finish();
+        reader.reset();
+        if (ended->error_code() != grpc::StatusCode::UNAVAILABLE) {
+            return false;
+        }
+        if (!open()) {
+            ended = cancelled ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")
+                              : grpc::Status(grpc::StatusCode::UNAVAILABLE, "not connected");
+            return false;
+        }
+        ended.reset();
+        return true;
+    }
 };
 
 AuditTail::AuditTail(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -381,23 +438,37 @@ AuditTail& AuditTail::operator=(AuditTail&&) noexcept = default;
 
 AuditTail::~AuditTail() {
     if (impl_ && impl_->reader) {
-        impl_->ctx.TryCancel();
+        impl_->ctx->TryCancel();
         (void)impl_->reader->Finish();
     }
 }
 
 bool AuditTail::next(v1::AuditRecord& record) {
-    return impl_->reader->Read(&record);
+    while (impl_->reader) {
+        if (impl_->reader->Read(&record)) {
+            return true;
+        }
+        if (!impl_->reopen()) {
+            return false;
+        }
+    }
+    return false;
 }
 
 void AuditTail::cancel() {
+    std::lock_guard lock(impl_->mu);
     impl_->cancelled = true;
-    impl_->ctx.TryCancel();
+    if (impl_->ctx) {
+        impl_->ctx->TryCancel();
+    }
 }
 
 void AuditTail::finish() {
-    auto reader = std::move(impl_->reader);
-    const grpc::Status st = reader->Finish();
+    grpc::Status st = impl_->ended.value_or(grpc::Status::OK);
+    if (impl_->reader) {
+        auto reader = std::move(impl_->reader);
+        st = reader->Finish();
+    }
     if (st.ok() || (impl_->cancelled && st.error_code() == grpc::StatusCode::CANCELLED)) {
         return;
     }
@@ -408,13 +479,11 @@ AuditTail Client::tail_audit(const v1::TailAuditRequest& req) {
     auto impl = std::make_unique<AuditTail::Impl>();
 
     impl->endpoint = static_cast<const Endpoint&>(*impl_);
-    impl->ctx.set_wait_for_ready(impl_->options.wait_for_ready);
-    if (impl_->options.wait_for_ready &&
-        !impl_->channel->WaitForConnected(std::chrono::system_clock::now() +
-                                          impl_->options.deadline)) {
+    impl->req = req;
+    impl->stub = v1::Audit::NewStub(impl_->channel);
+    if (!impl->open()) {
         impl_->fail("TailAudit", grpc::Status(grpc::StatusCode::UNAVAILABLE, "not connected"));
     }
-    impl->reader = impl_->audit->TailAudit(&impl->ctx, req);
     return AuditTail(std::move(impl));
 }
 

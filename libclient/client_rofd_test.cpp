@@ -10,10 +10,14 @@
 
 #include <cstdio>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "rof/client.h"
 #include "service_harness.h"
@@ -219,6 +223,61 @@ TEST(ClientRofd, AuditTailStreamsAndCancels) {
     reader.join();
     EXPECT_TRUE(ended);
     EXPECT_NO_THROW(tail.finish());
+}
+
+// rofd sends every connection away after limits.connection_age_ms and
+// closes it connection_age_grace_ms later, streams and all: the audit tail
+// opens its stream again on a new connection and the reader reads on.
+TEST(ClientRofd, AuditTailOutlivesItsConnection) {
+    ServiceHarness h(admin_toml() +
+                         "\n[limits]\nconnection_age_ms = 1000\n"
+                         "connection_age_grace_ms = 1000\n",
+                     {{"kv", kv_toml}});
+    rof::Client c = client_of(h);
+    rof::AuditTail tail = c.tail_audit();
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::uint64_t> seen;
+    bool ended = false;
+    std::thread reader([&] {
+        v1::AuditRecord r;
+        while (tail.next(r)) {
+            const std::lock_guard lock(mu);
+            seen.push_back(r.seq());
+            cv.notify_all();
+        }
+        const std::lock_guard lock(mu);
+        ended = true;
+        cv.notify_all();
+    });
+    auto& hub = h.manager().audit_hub();
+    auto publish_and_read = [&](std::uint64_t seq) {
+        v1::AuditRecord r;
+        r.set_seq(seq);
+        r.set_kind(v1::AUDIT_KIND_SESSION_OPEN);
+        r.set_tenant("kv");
+        hub.publish(r);
+        std::unique_lock lock(mu);
+        return cv.wait_for(lock, std::chrono::seconds(60), [&] {
+            return ended || std::find(seen.begin(), seen.end(), seq) != seen.end();
+        }) && !ended;
+    };
+
+    ASSERT_TRUE(rofd::test::wait_until([&] { return hub.streams() == 1; }));
+    EXPECT_TRUE(publish_and_read(1));
+    // The first connection goes, its stream with it; a second stream is
+    // subscribed on a new one.
+    ASSERT_TRUE(rofd::test::wait_until([&] { return hub.opened() >= 2 && hub.streams() == 1; }));
+    EXPECT_TRUE(publish_and_read(2)) << "the tail ended with its connection";
+    // And again.
+    ASSERT_TRUE(rofd::test::wait_until([&] { return hub.opened() >= 3 && hub.streams() == 1; }));
+    EXPECT_TRUE(publish_and_read(3));
+
+    tail.cancel();
+    reader.join();
+    EXPECT_TRUE(ended);
+    EXPECT_NO_THROW(tail.finish());
+    EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3}));
 }
 
 TEST(ClientRofd, WaitsForARestartedRofd) {

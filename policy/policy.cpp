@@ -349,12 +349,13 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
 
     if (auto t = r.table(root, "", "limits")) {
         const std::string path = "limits";
-        r.check_keys(*t, path,
-                     {"max_message_bytes", "max_concurrent_streams", "memory_bytes",
-                      "audit_streams_per_tenant", "audit_streams_admin", "default_deadline_ms",
-                      "handshake_timeout_ms", "keepalive_ms", "keepalive_timeout_ms",
-                      "connection_idle_ms", "queued_calls_per_tenant", "refusals_journalled_per_s",
-                      "connections_per_uid", "tenant_removal_grace_ms"});
+        r.check_keys(
+            *t, path,
+            {"max_message_bytes", "max_concurrent_streams", "memory_bytes",
+             "audit_streams_per_tenant", "audit_streams_admin", "default_deadline_ms",
+             "handshake_timeout_ms", "keepalive_ms", "keepalive_timeout_ms", "connection_idle_ms",
+             "queued_calls_per_tenant", "refusals_journalled_per_s", "connections_per_uid",
+             "tenant_removal_grace_ms", "connection_age_ms", "connection_age_grace_ms"});
         set(d.max_message_bytes, r.size(*t, path, "max_message_bytes", 4 * KiB, GiB));
         set(d.max_concurrent_streams, r.integer(*t, path, "max_concurrent_streams", 1, 65536));
         set(d.memory_bytes, r.size(*t, path, "memory_bytes", MiB, 1024 * GiB));
@@ -372,6 +373,9 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
         set(d.keepalive_ms, r.integer(*t, path, "keepalive_ms", 1000, ms_per_day));
         set(d.keepalive_timeout_ms, r.integer(*t, path, "keepalive_timeout_ms", 1000, ms_per_day));
         set(d.connection_idle_ms, r.integer(*t, path, "connection_idle_ms", 1000, ms_per_day));
+        set(d.connection_age_ms, r.integer(*t, path, "connection_age_ms", 1000, ms_per_day));
+        set(d.connection_age_grace_ms,
+            r.integer(*t, path, "connection_age_grace_ms", 1000, ms_per_day));
     }
 }
 

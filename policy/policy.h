@@ -193,10 +193,18 @@ struct Daemon {
     // pinged after keepalive_ms without reads and closed when the ping is
     // not answered within keepalive_timeout_ms; a connection with no call
     // for connection_idle_ms is closed (clients reconnect on their next call).
+    // Every connection is told to go away (GOAWAY) after about
+    // connection_age_ms (gRPC adds up to 10%) and closed
+    // connection_age_grace_ms later, calls in progress or not: that bounds
+    // a call whose request never arrives from a peer that answers pings.
+    // Clients open a new connection for their next call; librof's audit
+    // tail reopens its stream.
     std::uint32_t handshake_timeout_ms = 10000;
     std::uint32_t keepalive_ms = 60000;
     std::uint32_t keepalive_timeout_ms = 20000;
     std::uint32_t connection_idle_ms = 900000;
+    std::uint32_t connection_age_ms = 3600000;
+    std::uint32_t connection_age_grace_ms = 300000;
 };
 
 struct Policy {

@@ -140,6 +140,8 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(d.refusals_journalled_per_s, 5U);
     EXPECT_EQ(d.connections_per_uid, 16U);
     EXPECT_EQ(d.tenant_removal_grace_ms, 5000U);
+    EXPECT_EQ(d.connection_age_ms, 1800000U);
+    EXPECT_EQ(d.connection_age_grace_ms, 60000U);
 
     ASSERT_EQ(r.policy->tenants.size(), 1U);
     const Tenant& t = r.policy->tenants[0];
@@ -226,6 +228,8 @@ TEST(PolicyLoad, ConnectionLimitsDefaults) {
     EXPECT_EQ(d.keepalive_ms, 60000U);
     EXPECT_EQ(d.keepalive_timeout_ms, 20000U);
     EXPECT_EQ(d.connection_idle_ms, 900000U);
+    EXPECT_EQ(d.connection_age_ms, 3600000U);
+    EXPECT_EQ(d.connection_age_grace_ms, 300000U);
     EXPECT_EQ(d.audit_streams_admin, 8U);
     EXPECT_EQ(d.refusals_journalled_per_s, 10U);
     EXPECT_EQ(d.connections_per_uid, 256U);
@@ -235,7 +239,8 @@ TEST(PolicyParse, ConnectionLimitsRanges) {
     LoadResult r = parse(
         "[limits]\nhandshake_timeout_ms = 999\nkeepalive_ms = 0\nkeepalive_timeout_ms = "
         "86400001\nconnection_idle_ms = 10\naudit_streams_admin = 0\n"
-        "refusals_journalled_per_s = 0\nconnections_per_uid = 0\n",
+        "refusals_journalled_per_s = 0\nconnections_per_uid = 0\nconnection_age_ms = 999\n"
+        "connection_age_grace_ms = 86400001\n",
         "rofd.toml", {});
     EXPECT_FALSE(r.policy);
     EXPECT_EQ(r.error_text(),
@@ -246,7 +251,10 @@ TEST(PolicyParse, ConnectionLimitsRanges) {
               "rofd.toml:5:22: limits.connection_idle_ms: 10 is out of range (1000 .. 86400000)\n"
               "rofd.toml:6:23: limits.audit_streams_admin: 0 is out of range (1 .. 64)\n"
               "rofd.toml:7:29: limits.refusals_journalled_per_s: 0 is out of range (1 .. 100000)\n"
-              "rofd.toml:8:23: limits.connections_per_uid: 0 is out of range (1 .. 65536)\n");
+              "rofd.toml:8:23: limits.connections_per_uid: 0 is out of range (1 .. 65536)\n"
+              "rofd.toml:9:21: limits.connection_age_ms: 999 is out of range (1000 .. 86400000)\n"
+              "rofd.toml:10:27: limits.connection_age_grace_ms: 86400001 is out of range (1000 .. "
+              "86400000)\n");
 }
 
 // A removed tenant's grace: a minute by default, 0 (at once) to a day.

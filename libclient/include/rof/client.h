@@ -50,7 +50,10 @@ struct ClientOptions {
 
 // An audit stream (Audit.TailAudit).  next() blocks for the next record;
 // false at the end of the stream (cancel(), or rofd went away: then
-// finish() throws rof::Error saying why).  Movable, not copyable; the
+// finish() throws rof::Error saying why).  A stream that ends with its
+// connection (rofd's limits.connection_age_ms, a restart) is opened again
+// within the options' deadline, and next() reads on; records rofd
+// published in between are not seen.  Movable, not copyable; the
 // destructor cancels.
 class ROF_EXPORT AuditTail {
   public:

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+// main.cpp's loop sources: accepting pauses when accept4() runs out of
+// descriptors (rather than spin on a listener that stays readable) and
+// resumes once one is free; the removal timer fires at its period.
+#include "event_sources.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <system_error>
+#include <vector>
+
+#include "listener.h"
+#include "test_util.h"
+#include "unix_addr.h"
+
+namespace {
+
+using rofd::AcceptSource;
+using rofd::PeriodicTimer;
+using rofd::UniqueFd;
+using rofd::UnixListener;
+
+struct EventDeleter {
+    void operator()(sd_event* e) const { sd_event_unref(e); }
+};
+using EventPtr = std::unique_ptr<sd_event, EventDeleter>;
+
+EventPtr new_event() {
+    sd_event* e = nullptr;
+    EXPECT_GE(sd_event_new(&e), 0);
+    return EventPtr(e);
+}
+
+std::uint64_t monotonic_usec() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000 +
+           static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
+}
+
+// While it lives, the process has no descriptor left: RLIMIT_NOFILE is
+// lowered to just above the highest open one and every free number below
+// it is taken.  release() frees some.
+class NoDescriptors {
+  public:
+    NoDescriptors() {
+        EXPECT_EQ(::getrlimit(RLIMIT_NOFILE, &old_), 0);
+        int highest = 0;
+        if (DIR* d = ::opendir("/proc/self/fd")) {
+            while (const dirent* ent = ::readdir(d)) {
+                highest = std::max(highest, std::atoi(ent->d_name));
+            }
+            ::closedir(d);
+        }
+        rlimit low = old_;
+        low.rlim_cur = static_cast<rlim_t>(highest) + 1;
+        EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0) << std::strerror(errno);
+        for (;;) {
+            const int fd = ::dup(STDERR_FILENO);
+            if (fd < 0) {
+                EXPECT_EQ(errno, EMFILE);
+                break;
+            }
+            taken_.emplace_back(fd);
+        }
+    }
+    ~NoDescriptors() {
+        taken_.clear();
+        ::setrlimit(RLIMIT_NOFILE, &old_);
+    }
+    NoDescriptors(const NoDescriptors&) = delete;
+    NoDescriptors& operator=(const NoDescriptors&) = delete;
+
+    void release(std::size_t n) {
+        ASSERT_GE(taken_.size(), n) << "too few free descriptor numbers were taken";
+        taken_.resize(taken_.size() - n);
+    }
+
+  private:
+    rlimit old_{};
+    std::vector<UniqueFd> taken_;
+};
+
+TEST(AcceptSource, OutOfDescriptorsPausesAcceptingAndResumesWhenOneFrees) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.file("rofd.sock");
+    std::uint64_t pauses = 0;
+    const UnixListener listener = UnixListener::bind(path);
+    const EventPtr event = new_event();
+    std::vector<std::uint64_t> attempts;  // sd_event_now of each accept()
+    std::vector<UniqueFd> accepted;
+    AcceptSource source(
+        event.get(), listener.fd(),
+        [&] {
+            std::uint64_t now = 0;
+            sd_event_now(event.get(), CLOCK_MONOTONIC, &now);
+            attempts.push_back(now);
+            auto conn = listener.accept();
+            if (!conn) {
+                return false;
+            }
+            accepted.push_back(std::move(conn->fd));
+            return true;
+        },
+        rofd::accept_retry_usec);
+
+    const UniqueFd client(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(client);
+    ASSERT_EQ(rof::internal::UnixAddr(path).connect(client.get()), 0) << std::strerror(errno);
+    {
+        NoDescriptors none;
+        // The listener stays readable all along: a loop that retried at
+        // once would call accept() on every one of these iterations.
+        constexpr int iterations = 200;
+        for (int i = 0; i < iterations; i++) {
+            ASSERT_GE(sd_event_run(event.get(), 0), 0);
+        }
+        EXPECT_TRUE(accepted.empty());
+        ASSERT_FALSE(attempts.empty());
+        EXPECT_LT(attempts.size(), static_cast<std::size_t>(iterations));
+        // Every attempt failed with EMFILE and paused accepting ...
+        EXPECT_EQ(source.pauses(), attempts.size());
+        EXPECT_TRUE(source.paused());
+        // ... for the retry period at least.
+        for (std::size_t i = 1; i < attempts.size(); i++) {
+            EXPECT_GE(attempts[i] - attempts[i - 1], rofd::accept_retry_usec) << "attempt " << i;
+        }
+
+        pauses = source.pauses();
+        // Descriptors free: the retry timer turns accepting on again and
+        // the waiting connection is taken.  Two: one for the connection,
+        // one for the accept4() that finds none waiting after it (it
+        // takes a descriptor before it looks; with none it would pause
+        // again, as it should).
+        none.release(2);
+        for (int i = 0; accepted.empty() && i < 100; i++) {
+            ASSERT_GE(sd_event_run(event.get(), UINT64_MAX), 0);
+        }
+        EXPECT_EQ(accepted.size(), 1U);
+        EXPECT_FALSE(source.paused());
+    }
+    // The loop goes on serving.
+    const UniqueFd another(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(rof::internal::UnixAddr(path).connect(another.get()), 0) << std::strerror(errno);
+    for (int i = 0; accepted.size() < 2 && i < 100; i++) {
+        ASSERT_GE(sd_event_run(event.get(), UINT64_MAX), 0);
+    }
+    EXPECT_EQ(accepted.size(), 2U);
+    EXPECT_EQ(source.pauses(), pauses) << "accepting paused when descriptors were there";
+}
+
+// A listener that is broken (not a socket) ends the loop with its errno.
+TEST(AcceptSource, BrokenListenerEndsTheLoop) {
+    const EventPtr event = new_event();
+    int pipefd[2] = {-1, -1};
+    ASSERT_EQ(::pipe2(pipefd, O_CLOEXEC), 0);
+    const UniqueFd r(pipefd[0]);
+    const UniqueFd w(pipefd[1]);
+    ASSERT_EQ(::write(w.get(), "x", 1), 1);
+    const AcceptSource source(
+        event.get(), r.get(),
+        []() -> bool { throw std::system_error(ENOTSOCK, std::generic_category(), "accept"); },
+        rofd::accept_retry_usec);
+    EXPECT_EQ(sd_event_loop(event.get()), -ENOTSOCK);
+}
+
+// The removal timer: first due one period after it is made, then once per
+// period (each time from when it was due, so it does not drift).
+TEST(PeriodicTimer, FiresOncePerPeriod) {
+    const EventPtr event = new_event();
+    {
+        const std::uint64_t before = monotonic_usec();
+        const PeriodicTimer removals(event.get(), rofd::removal_period_usec, [] {});
+        const std::uint64_t after = monotonic_usec();
+        EXPECT_GE(removals.next_usec(), before + rofd::removal_period_usec);
+        EXPECT_LE(removals.next_usec(), after + rofd::removal_period_usec);
+        EXPECT_EQ(rofd::removal_period_usec, 1'000'000U);
+    }
+    // Driven at a 1 ms period by blocking on the loop: no sleep.
+    constexpr std::uint64_t period = 1000;
+    std::vector<std::uint64_t> due;
+    PeriodicTimer* self = nullptr;
+    PeriodicTimer t(event.get(), period, [&] { due.push_back(self->next_usec()); });
+    self = &t;
+    const std::uint64_t first = t.next_usec();
+    while (due.size() < 5) {
+        ASSERT_GE(sd_event_run(event.get(), UINT64_MAX), 0);
+    }
+    for (std::size_t i = 0; i < due.size(); i++) {
+        EXPECT_EQ(due[i], first + i * period) << "firing " << i;
+    }
+    EXPECT_EQ(t.next_usec(), first + due.size() * period);
+}
+
+}  // namespace
