@@ -18,27 +18,17 @@
 #include "batch.h"
 #include "commands.h"
 #include "rofctl.h"
+#include "rofctl_testing.h"
 #include "test_temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using rofctl::Json;
+using rofctl::testing::Result;
+using rofctl::testing::rofctl;
+using rofctl::testing::src_dir;
 using Words = std::vector<std::string>;
-
-const fs::path src_dir = ROF_SOURCE_DIR;
-
-struct Result {
-    int rc;
-    std::string out;
-    std::string err;
-};
-
-Result rofctl(const Words& args) {
-    std::ostringstream out, err;
-    const int rc = rofctl::run_command(args, out, err);
-    return {rc, out.str(), err.str()};
-}
 
 // The JSON lines of @text.
 std::vector<Json> json_lines(const std::string& text) {

@@ -30,6 +30,7 @@
 #include "rof/v1/session.pb.h"
 #include "rof/v1/tenant.pb.h"
 #include "rofctl.h"
+#include "rofctl_testing.h"
 #include "test_temp_dir.h"
 
 namespace {
@@ -39,7 +40,7 @@ namespace pb = google::protobuf;
 using rofctl::Json;
 using rofctl::Printer;
 
-const fs::path src_dir = ROF_SOURCE_DIR;
+using rofctl::testing::src_dir;
 
 // @text (protobuf text format) as an M.
 template <class M>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The command line: parsing, prefix matching, usage errors, exit statuses,
 // and the commands that need no rofd (policy check, prog test, tenant
-// create/delete --no-reload), run in-process through rofctl::run().
+// create/delete --no-reload), run in-process through rofctl::run_command().
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -17,30 +17,16 @@
 
 #include "commands.h"
 #include "rofctl.h"
+#include "rofctl_testing.h"
 #include "test_temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using rofctl::Json;
-
-struct Result {
-    int rc;
-    std::string out;
-    std::string err;
-};
-
-Result rofctl(std::vector<std::string> args) {
-    std::ostringstream out, err;
-    std::vector<const char*> argv{"rofctl"};
-    for (const std::string& a : args) {
-        argv.push_back(a.c_str());
-    }
-    const int rc = rofctl::run(static_cast<int>(argv.size()), argv.data(), out, err);
-    return {rc, out.str(), err.str()};
-}
-
-const fs::path src_dir = ROF_SOURCE_DIR;
+using rofctl::testing::Result;
+using rofctl::testing::rofctl;
+using rofctl::testing::src_dir;
 
 // A fresh, empty directory: a socket path where nothing listens, files.
 class TempDir : public ::testing::Test {

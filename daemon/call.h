@@ -139,6 +139,11 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
 void check_name(std::string_view field, const std::string& value);
 
 std::string quoted(std::string_view s);
+// A std::string argument takes this one, not std::quoted (found by ADL
+// wherever <iomanip> is in, as in a unity build).
+inline std::string quoted(const std::string& s) {
+    return quoted(std::string_view(s));
+}
 
 // `tenant "kv": region "table"`
 std::string object_name(std::string_view tenant, std::string_view kind, std::string_view name);

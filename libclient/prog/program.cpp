@@ -505,7 +505,7 @@ bool decode_form(const isa::Row& row, std::span<const rof_insn> insns, uint32_t 
 
 namespace {
 
-std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, std::string& err) {
+std::optional<Insn> decode_one(std::span<const rof_insn> insns, uint32_t pc, std::string& err) {
     if (pc >= insns.size()) {
         err = "instruction index out of range";
         return std::nullopt;
@@ -549,7 +549,7 @@ std::optional<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc, st
 
 Result<Insn> decode_insn(std::span<const rof_insn> insns, uint32_t pc) {
     Result<Insn> r;
-    r.value = decode_insn(insns, pc, r.error);
+    r.value = decode_one(insns, pc, r.error);
     return r;
 }
 
