@@ -92,72 +92,101 @@ class NoDescriptors {
     std::vector<UniqueFd> taken_;
 };
 
-TEST(AcceptSource, OutOfDescriptorsPausesAcceptingAndResumesWhenOneFrees) {
+// A listener with one connection waiting and an AcceptSource on it that
+// records when (sd_event_now) each accept() was tried.
+struct Accepting {
+    explicit Accepting(std::uint64_t retry_usec)
+        : listener(UnixListener::bind(dir.file("rofd.sock"))),
+          event(new_event()),
+          source(
+              event.get(), listener.fd(),
+              [this] {
+                  std::uint64_t now = 0;
+                  sd_event_now(event.get(), CLOCK_MONOTONIC, &now);
+                  attempts.push_back(now);
+                  auto conn = listener.accept();
+                  if (!conn) {
+                      return false;
+                  }
+                  accepted.push_back(std::move(conn->fd));
+                  return true;
+              },
+              retry_usec) {
+        connect();
+    }
+    void connect() {
+        UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        ASSERT_TRUE(fd);
+        ASSERT_EQ(rof::internal::UnixAddr(dir.file("rofd.sock")).connect(fd.get()), 0)
+            << std::strerror(errno);
+        clients.push_back(std::move(fd));
+    }
+    // Runs the loop, each time until something happens, while @more.
+    template <typename F>
+    void run_while(F more) {
+        for (int i = 0; more() && i < 1000; i++) {
+            ASSERT_GE(sd_event_run(event.get(), UINT64_MAX), 0);
+        }
+        EXPECT_FALSE(more()) << "the loop stopped making progress";
+    }
+
     rofd::test::TempDir dir;
-    const std::string path = dir.file("rofd.sock");
-    std::uint64_t pauses = 0;
-    const UnixListener listener = UnixListener::bind(path);
-    const EventPtr event = new_event();
+    const UnixListener listener;
+    const EventPtr event;
     std::vector<std::uint64_t> attempts;  // sd_event_now of each accept()
     std::vector<UniqueFd> accepted;
-    AcceptSource source(
-        event.get(), listener.fd(),
-        [&] {
-            std::uint64_t now = 0;
-            sd_event_now(event.get(), CLOCK_MONOTONIC, &now);
-            attempts.push_back(now);
-            auto conn = listener.accept();
-            if (!conn) {
-                return false;
-            }
-            accepted.push_back(std::move(conn->fd));
-            return true;
-        },
-        rofd::accept_retry_usec);
+    std::vector<UniqueFd> clients;
+    AcceptSource source;
+};
 
-    const UniqueFd client(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    ASSERT_TRUE(client);
-    ASSERT_EQ(rof::internal::UnixAddr(path).connect(client.get()), 0) << std::strerror(errno);
+// Out of descriptors, the listener stays readable all along: a loop that
+// retried at once would call accept() on every iteration.  With a retry
+// period no test outlasts, any number of iterations tries once.
+TEST(AcceptSource, OutOfDescriptorsPausesAccepting) {
+    constexpr std::uint64_t hour = 3'600'000'000;
+    Accepting a(hour);
+    NoDescriptors none;
+    for (int i = 0; i < 200; i++) {
+        ASSERT_GE(sd_event_run(a.event.get(), 0), 0);
+    }
+    EXPECT_TRUE(a.accepted.empty());
+    EXPECT_EQ(a.attempts.size(), 1U);
+    EXPECT_EQ(a.source.pauses(), 1U);
+    EXPECT_TRUE(a.source.paused());
+}
+
+// ... and tries again rofd's retry period later, each time, until a
+// descriptor is free; then it takes the waiting connection and goes on.
+TEST(AcceptSource, OutOfDescriptorsRetriesAfterThePeriodAndResumesWhenOneFrees) {
+    Accepting a(rofd::accept_retry_usec);
+    std::uint64_t pauses = 0;
     {
         NoDescriptors none;
-        // The listener stays readable all along: a loop that retried at
-        // once would call accept() on every one of these iterations.
-        constexpr int iterations = 200;
-        for (int i = 0; i < iterations; i++) {
-            ASSERT_GE(sd_event_run(event.get(), 0), 0);
-        }
-        EXPECT_TRUE(accepted.empty());
-        ASSERT_FALSE(attempts.empty());
-        EXPECT_LT(attempts.size(), static_cast<std::size_t>(iterations));
+        a.run_while([&] { return a.attempts.size() < 3; });
+        EXPECT_TRUE(a.accepted.empty());
         // Every attempt failed with EMFILE and paused accepting ...
-        EXPECT_EQ(source.pauses(), attempts.size());
-        EXPECT_TRUE(source.paused());
+        EXPECT_EQ(a.source.pauses(), a.attempts.size());
+        EXPECT_TRUE(a.source.paused());
         // ... for the retry period at least.
-        for (std::size_t i = 1; i < attempts.size(); i++) {
-            EXPECT_GE(attempts[i] - attempts[i - 1], rofd::accept_retry_usec) << "attempt " << i;
+        for (std::size_t i = 1; i < a.attempts.size(); i++) {
+            EXPECT_GE(a.attempts[i] - a.attempts[i - 1], rofd::accept_retry_usec)
+                << "attempt " << i;
         }
-
-        pauses = source.pauses();
+        pauses = a.source.pauses();
         // Descriptors free: the retry timer turns accepting on again and
         // the waiting connection is taken.  Two: one for the connection,
         // one for the accept4() that finds none waiting after it (it
         // takes a descriptor before it looks; with none it would pause
         // again, as it should).
         none.release(2);
-        for (int i = 0; accepted.empty() && i < 100; i++) {
-            ASSERT_GE(sd_event_run(event.get(), UINT64_MAX), 0);
-        }
-        EXPECT_EQ(accepted.size(), 1U);
-        EXPECT_FALSE(source.paused());
+        a.run_while([&] { return a.accepted.empty(); });
+        EXPECT_EQ(a.accepted.size(), 1U);
+        EXPECT_FALSE(a.source.paused());
     }
     // The loop goes on serving.
-    const UniqueFd another(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    ASSERT_EQ(rof::internal::UnixAddr(path).connect(another.get()), 0) << std::strerror(errno);
-    for (int i = 0; accepted.size() < 2 && i < 100; i++) {
-        ASSERT_GE(sd_event_run(event.get(), UINT64_MAX), 0);
-    }
-    EXPECT_EQ(accepted.size(), 2U);
-    EXPECT_EQ(source.pauses(), pauses) << "accepting paused when descriptors were there";
+    a.connect();
+    a.run_while([&] { return a.accepted.size() < 2; });
+    EXPECT_EQ(a.source.pauses(), pauses) << "accepting paused when descriptors were there";
 }
 
 // A listener that is broken (not a socket) ends the loop with its errno.
