@@ -237,10 +237,10 @@ int run(const Options& opt, bool socket_given) {
     }
     const rofd::UnixListener& listener = *bound;
     rofd::Server server(manager);
-    std::unique_ptr<rofd::MetricsHttpListener> metrics;
+    std::unique_ptr<rofd::MetricsExposer> metrics;
     if (const auto& mc = manager.view()->policy->daemon.metrics; mc.enabled) {
-        metrics = std::make_unique<rofd::MetricsHttpListener>(
-            mc.address, [&manager] { return manager.metrics_text(""); });
+        metrics = std::make_unique<rofd::MetricsExposer>(
+            mc.address, [&manager] { return manager.metrics(""); });
         rofd::log::info("metrics on http://{}/metrics", mc.address);
     }
 

@@ -181,6 +181,9 @@ Manager::Manager(ManagerOptions opt, std::unique_ptr<Module> module)
     : opt_(std::move(opt)),
       module_(std::move(module)),
       hub_(std::make_unique<AuditHub>()),
+      calls_(std::make_unique<CallMetrics>(std::vector<std::string>{
+          "rof.v1.Control", "rof.v1.Tenants", "rof.v1.Policy", "rof.v1.Regions", "rof.v1.Programs",
+          "rof.v1.Sessions", "rof.v1.Audit", "rof.v1.Metrics"})),
       started_(std::chrono::steady_clock::now()) {
     auto v = std::make_shared<View>();
     v->policy = std::make_shared<rof::policy::Policy>();
@@ -1221,6 +1224,10 @@ void Manager::quarantine(std::uint32_t tenant, std::uint32_t session, const std:
 namespace rofd {
 
 std::string Manager::metrics_text(const std::string& tenant) {
+    return render_metrics(metrics(tenant));
+}
+
+std::vector<prometheus::MetricFamily> Manager::metrics(const std::string& tenant) {
     const auto v = view();
     MetricsInput in;
     AuditCounters c = audit_->snapshot();
@@ -1257,7 +1264,13 @@ std::string Manager::metrics_text(const std::string& tenant) {
         in.reconcile_errors = v->reconcile_errors.size();
         in.connections_refused = connections_refused_.load();
     }
-    return render_metrics(in);
+    std::vector<prometheus::MetricFamily> out = collect_metrics(in);
+    if (tenant.empty()) {
+        for (prometheus::MetricFamily& f : calls_->collect()) {
+            out.push_back(std::move(f));
+        }
+    }
+    return out;
 }
 
 }  // namespace rofd

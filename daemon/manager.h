@@ -35,10 +35,15 @@
 #include "policy.h"
 #include "store.h"
 
+namespace prometheus {
+struct MetricFamily;
+}
+
 namespace rofd {
 
 class AuditDrain;
 class AuditHub;
+class CallMetrics;
 struct AuditConfig;
 
 struct ManagerOptions {
@@ -231,9 +236,12 @@ class Manager {
 
     AuditDrain& audit() noexcept { return *audit_; }
     AuditHub& audit_hub() noexcept { return *hub_; }
-    // The Prometheus text of @tenant's metrics, or of everything when
-    // @tenant is empty.
+    // @tenant's metric families, or everything's when @tenant is empty
+    // (the control calls' latency among them), and the same as text.
+    std::vector<prometheus::MetricFamily> metrics(const std::string& tenant);
     std::string metrics_text(const std::string& tenant);
+    // The control calls' latency, observed by the gRPC server.
+    CallMetrics& calls() noexcept { return *calls_; }
     // Closes @session for @reason (quarantine) and audits it.
     void quarantine(std::uint32_t tenant, std::uint32_t session, const std::string& reason);
 
@@ -280,6 +288,7 @@ class Manager {
     std::unique_ptr<Store> store_;
     std::unique_ptr<AuditHub> hub_;
     std::unique_ptr<AuditDrain> audit_;
+    std::unique_ptr<CallMetrics> calls_;
     std::chrono::steady_clock::time_point started_;
     std::atomic<bool> ready_{false};
     std::atomic<bool> sweep_queued_{false};

@@ -3,19 +3,23 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <concepts>
 #include <deque>
+#include <limits>
 #include <map>
+#include <sstream>
 #include <stdexcept>
-#include <system_error>
 #include <utility>
 
 #include "log.h"
@@ -23,95 +27,92 @@
 namespace rofd {
 namespace {
 
-// "le" of latency_bounds_ns, in seconds, as Prometheus clients write them.
-constexpr std::array<std::string_view, latency_bounds_ns.size()> latency_le = {
-    "1e-06", "5e-06", "1e-05", "5e-05", "0.0001", "0.0005", "0.001", "0.005", "0.01", "0.05", "0.1",
-};
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
 
-std::string seconds(std::uint64_t ns) {
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), static_cast<double>(ns) / 1e9);
-    return ec == std::errc() ? std::string(buf, end) : std::string("NaN");
-}
+constexpr double inf = std::numeric_limits<double>::infinity();
 
-std::string quota_value(std::uint64_t v, std::uint64_t unlimited) {
-    return v == unlimited ? std::string("+Inf") : std::to_string(v);
+double quota_value(std::uint64_t v, std::uint64_t unlimited) {
+    return v == unlimited ? inf : static_cast<double>(v);
 }
 
 using Labels = std::vector<std::pair<std::string_view, std::string>>;
 
-// One metric family: # HELP and # TYPE, then its samples.
+// One metric family being filled: its samples, one ClientMetric each.
 class Family {
   public:
-    Family(std::string_view name, std::string_view type, std::string_view help)
-        : name_(name), type_(type), help_(help) {}
-
-    void add(const Labels& labels, std::string_view value, std::string_view suffix = {}) {
-        samples_ += name_;
-        samples_ += suffix;
-        if (!labels.empty()) {
-            samples_ += '{';
-            bool first = true;
-            for (const auto& [k, v] : labels) {
-                if (!first) {
-                    samples_ += ',';
-                }
-                first = false;
-                samples_ += k;
-                samples_ += "=\"";
-                samples_ += escape_label_value(v);
-                samples_ += '"';
-            }
-            samples_ += '}';
-        }
-        samples_ += ' ';
-        samples_ += value;
-        samples_ += '\n';
+    Family(std::string_view name, MetricType type, std::string_view help) {
+        f_.name = name;
+        f_.type = type;
+        f_.help = help;
     }
-    void add(const Labels& labels, std::uint64_t value) { add(labels, std::to_string(value)); }
 
-    void write_to(std::string& out) const {
-        if (samples_.empty()) {
-            return;
+    // A counter's or gauge's sample.
+    void add(const Labels& labels, double value) {
+        ClientMetric& m = sample(labels);
+        if (f_.type == MetricType::Counter) {
+            m.counter.value = value;
+        } else {
+            m.gauge.value = value;
         }
-        out += "# HELP ";
-        out += name_;
-        out += ' ';
-        out += help_;  // fixed text here: no escaping needed
-        out += "\n# TYPE ";
-        out += name_;
-        out += ' ';
-        out += type_;
-        out += '\n';
-        out += samples_;
     }
+    template <std::integral T>
+    void add(const Labels& labels, T value) {
+        add(labels, static_cast<double>(value));
+    }
+    // A histogram's: @h's buckets, the last one +Inf.
+    void add(const Labels& labels, const LatencyHistogram& h) {
+        ClientMetric::Histogram& out = sample(labels).histogram;
+        std::uint64_t cum = 0;
+        for (std::size_t i = 0; i < h.buckets.size(); ++i) {
+            cum += h.buckets[i];
+            const double le = i < latency_bounds_ns.size()
+                                  ? static_cast<double>(latency_bounds_ns[i]) / 1e9
+                                  : inf;
+            out.bucket.push_back({cum, le});
+        }
+        out.sample_count = h.count;
+        out.sample_sum = static_cast<double>(h.sum_ns) / 1e9;
+    }
+
+    MetricFamily& family() { return f_; }
 
   private:
-    std::string_view name_, type_, help_;
-    std::string samples_;
+    ClientMetric& sample(const Labels& labels) {
+        ClientMetric& m = f_.metric.emplace_back();
+        for (const auto& [k, v] : labels) {
+            m.label.push_back({std::string(k), v});
+        }
+        return m;
+    }
+
+    MetricFamily f_;
 };
 
 class Exposition {
   public:
     Family& counter(std::string_view name, std::string_view help) {
-        return add(name, "counter", help);
+        return families_.emplace_back(name, MetricType::Counter, help);
     }
-    Family& gauge(std::string_view name, std::string_view help) { return add(name, "gauge", help); }
+    Family& gauge(std::string_view name, std::string_view help) {
+        return families_.emplace_back(name, MetricType::Gauge, help);
+    }
     Family& histogram(std::string_view name, std::string_view help) {
-        return add(name, "histogram", help);
+        return families_.emplace_back(name, MetricType::Histogram, help);
     }
-    std::string str() const {
-        std::string out;
-        for (const Family& f : families_) {
-            f.write_to(out);
+    // The families that have samples, in the order they were made.
+    std::vector<MetricFamily> take() {
+        std::vector<MetricFamily> out;
+        for (Family& f : families_) {
+            if (!f.family().metric.empty()) {
+                out.push_back(std::move(f.family()));
+            }
         }
         return out;
     }
 
   private:
-    Family& add(std::string_view name, std::string_view type, std::string_view help) {
-        return families_.emplace_back(name, type, help);
-    }
     std::deque<Family> families_;  // references stay valid as it grows
 };
 
@@ -151,14 +152,7 @@ void render_audit(Exposition& x, const AuditCounters& a,
         exec.add({{"tenant", tenant}, {"outcome", "fault"}}, t.exec_fault);
         bytes.add({{"tenant", tenant}}, t.bytes);
         insns.add({{"tenant", tenant}}, t.insns);
-        std::uint64_t cum = 0;
-        for (std::size_t i = 0; i < t.latency.buckets.size(); ++i) {
-            cum += t.latency.buckets[i];
-            std::string le = i < latency_le.size() ? std::string(latency_le[i]) : "+Inf";
-            lat.add({{"tenant", tenant}, {"le", le}}, std::to_string(cum), "_bucket");
-        }
-        lat.add({{"tenant", tenant}}, seconds(t.latency.sum_ns), "_sum");
-        lat.add({{"tenant", tenant}}, std::to_string(t.latency.count), "_count");
+        lat.add({{"tenant", tenant}}, t.latency);
         cerr.add({{"tenant", tenant}}, t.completion_errors);
         opened.add({{"tenant", tenant}}, t.sessions_opened);
         for (std::size_t i = 0; i < t.sessions_closed.size(); ++i) {
@@ -296,24 +290,7 @@ void render_sessions(Exposition& x, const std::vector<rof_session_info>& session
 
 }  // namespace
 
-std::string escape_label_value(std::string_view v) {
-    std::string out;
-    out.reserve(v.size());
-    for (char c : v) {
-        if (c == '\\') {
-            out += "\\\\";
-        } else if (c == '"') {
-            out += "\\\"";
-        } else if (c == '\n') {
-            out += "\\n";
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
-std::string render_metrics(const MetricsInput& in) {
+std::vector<MetricFamily> collect_metrics(const MetricsInput& in) {
     // Tenant names: the module's list first, then the audit config's.
     std::map<std::uint32_t, std::string> names;
     for (const TenantMetrics& t : in.tenants) {
@@ -355,299 +332,160 @@ std::string render_metrics(const MetricsInput& in) {
     }
     render_tenants(x, in.tenants);
     render_sessions(x, in.sessions, names);
-    return x.str();
+    return x.take();
 }
+
+std::string render_metrics(const std::vector<MetricFamily>& families) {
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, families);
+    return out.str();
+}
+
+std::string render_metrics(const MetricsInput& in) {
+    return render_metrics(collect_metrics(in));
+}
+
+// ---- control calls
+
+namespace {
+
+// Upper bounds of rof_control_call_duration_seconds: 100 us to 10 s.
+const prometheus::Histogram::BucketBoundaries call_buckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+}  // namespace
+
+CallMetrics::CallMetrics(const std::vector<std::string>& services)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      family_(&prometheus::BuildHistogram()
+                   .Name("rof_control_call_duration_seconds")
+                   .Help("Unary gRPC calls to rofd, received to status sent, by method.")
+                   .Register(*registry_)) {
+    const auto* pool = google::protobuf::DescriptorPool::generated_pool();
+    for (const std::string& name : services) {
+        const auto* service = pool->FindServiceByName(name);
+        if (service == nullptr) {
+            throw std::logic_error("CallMetrics: no service " + name + " linked in");
+        }
+        for (int i = 0; i < service->method_count(); ++i) {
+            const auto* m = service->method(i);
+            if (!m->client_streaming() && !m->server_streaming()) {
+                methods_.emplace(fmt::format("/{}/{}", service->full_name(), m->name()), nullptr);
+            }
+        }
+    }
+}
+
+prometheus::Histogram* CallMetrics::histogram(std::string_view method) {
+    const auto it = methods_.find(method);
+    if (it == methods_.end()) {
+        return nullptr;
+    }
+    const std::lock_guard lock(mutex_);
+    if (it->second == nullptr) {
+        it->second = &family_->Add({{"method", it->first}}, call_buckets);
+    }
+    return it->second;
+}
+
+std::vector<MetricFamily> CallMetrics::collect() const {
+    std::vector<MetricFamily> out = registry_->Collect();
+    std::erase_if(out, [](const MetricFamily& f) { return f.metric.empty(); });
+    return out;
+}
+
+// ---- the /metrics endpoint
 
 LoopbackAddress parse_loopback_address(const std::string& address) {
     auto refuse = [&](std::string_view why) {
         return std::invalid_argument(fmt::format("metrics address \"{}\": {}", address, why));
     };
-    LoopbackAddress out;
-    std::string_view port;
-    if (!address.empty() && address[0] == '[') {
-        std::size_t close = address.find("]:");
-        if (close == std::string::npos) {
-            throw refuse("expected [::1]:PORT");
-        }
-        out.family = AF_INET6;
-        out.host = address.substr(1, close - 1);
-        port = std::string_view(address).substr(close + 2);
-    } else {
-        std::size_t colon = address.rfind(':');
-        if (colon == std::string::npos) {
-            throw refuse("expected 127.0.0.1:PORT or [::1]:PORT");
-        }
-        out.family = AF_INET;
-        out.host = address.substr(0, colon);
-        port = std::string_view(address).substr(colon + 1);
+    const std::size_t colon = address.rfind(':');
+    if (colon == std::string::npos || address.starts_with('[')) {
+        throw refuse("expected 127.0.0.1:PORT (an IPv4 loopback address: the server has no IPv6)");
     }
+    LoopbackAddress out;
+    out.host = address.substr(0, colon);
+    const std::string_view port = std::string_view(address).substr(colon + 1);
     unsigned value = 0;
     auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
     if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
         throw refuse("bad port");
     }
     out.port = static_cast<std::uint16_t>(value);
-    if (out.family == AF_INET) {
-        in_addr a{};
-        if (::inet_pton(AF_INET, out.host.c_str(), &a) != 1) {
-            throw refuse("not a numeric IPv4 address (use 127.0.0.1:PORT or [::1]:PORT)");
-        }
-        if ((ntohl(a.s_addr) >> 24) != 127) {
-            throw refuse("not a loopback address; metrics are served on 127.0.0.0/8 or ::1 only");
-        }
-    } else {
-        in6_addr a{};
-        if (::inet_pton(AF_INET6, out.host.c_str(), &a) != 1) {
-            throw refuse("not a numeric IPv6 address");
-        }
-        if (!IN6_IS_ADDR_LOOPBACK(&a)) {
-            throw refuse("not a loopback address; metrics are served on 127.0.0.0/8 or ::1 only");
-        }
+    in_addr a{};
+    if (::inet_pton(AF_INET, out.host.c_str(), &a) != 1) {
+        throw refuse("not a numeric IPv4 address (use 127.0.0.1:PORT)");
+    }
+    if ((ntohl(a.s_addr) >> 24) != 127) {
+        throw refuse("not a loopback address; metrics are served on 127.0.0.0/8 only");
     }
     return out;
 }
 
-namespace {
+// What the exposer asks for at each scrape.  Collect() runs on civetweb's
+// threads, and an exception must not cross its C frames: a failed
+// collection is logged and counted (rof_metrics_collect_errors_total, the
+// only family such a scrape returns).
+class MetricsExposer::Source final : public prometheus::Collectable {
+  public:
+    explicit Source(MetricsExposer::Collect collect)
+        : collect_(std::move(collect)),
+          errors_(&prometheus::BuildCounter()
+                       .Name("rof_metrics_collect_errors_total")
+                       .Help("Scrapes of /metrics that could not read rofd's or rof.ko's figures.")
+                       .Register(registry_)
+                       .Add({})) {}
 
-std::string http_response(std::string_view status, std::string_view content_type,
-                          std::string_view body, bool head, std::string_view extra = {}) {
-    std::string r = fmt::format(
-        "HTTP/1.0 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
-        status, content_type, body.size(), extra);
-    if (!head) {
-        r += body;
+    std::vector<MetricFamily> Collect() const override {
+        std::vector<MetricFamily> out;
+        try {
+            out = collect_();
+        } catch (const std::exception& e) {
+            errors_->Increment();
+            log::warning("metrics: {}", e.what());
+            out.clear();
+        }
+        for (MetricFamily& f : registry_.Collect()) {
+            out.push_back(std::move(f));
+        }
+        return out;
     }
-    return r;
-}
 
-std::string plain(std::string_view status, bool head = false, std::string_view extra = {}) {
-    return http_response(status, "text/plain; charset=utf-8", fmt::format("{}\n", status), head,
-                         extra);
-}
-
-struct Conn {
-    enum class State { reading, writing, lingering };
-    UniqueFd fd;
-    std::chrono::steady_clock::time_point deadline;
-    State state = State::reading;
-    std::string in;
-    std::string out;
-    std::size_t sent = 0;
-    bool done = false;
+  private:
+    MetricsExposer::Collect collect_;
+    prometheus::Registry registry_;
+    prometheus::Counter* errors_;
 };
 
-// Where the header ends (after its blank line), or npos.
-std::size_t header_end(const std::string& in) {
-    std::size_t crlf = in.find("\r\n\r\n");
-    std::size_t lf = in.find("\n\n");
-    if (crlf != std::string::npos && (lf == std::string::npos || crlf + 2 <= lf)) {
-        return crlf + 4;
-    }
-    return lf == std::string::npos ? std::string::npos : lf + 2;
-}
+MetricsExposer::MetricsExposer(const std::string& address, Collect collect)
+    : MetricsExposer(address, std::move(collect), Options{}) {}
 
-}  // namespace
-
-MetricsHttpListener::MetricsHttpListener(const std::string& address, BodyFn body)
-    : MetricsHttpListener(address, std::move(body), Options{}) {}
-
-MetricsHttpListener::MetricsHttpListener(const std::string& address, BodyFn body, Options options)
-    : body_(std::move(body)), options_(options) {
-    LoopbackAddress a = parse_loopback_address(address);
-    sockaddr_storage ss{};
-    socklen_t len = 0;
-    if (a.family == AF_INET) {
-        auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons(a.port);
-        ::inet_pton(AF_INET, a.host.c_str(), &sin->sin_addr);
-        len = sizeof(*sin);
-    } else {
-        auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons(a.port);
-        ::inet_pton(AF_INET6, a.host.c_str(), &sin6->sin6_addr);
-        len = sizeof(*sin6);
-    }
-    auto fail = [&](const char* what) {
-        return std::system_error(errno, std::generic_category(),
-                                 fmt::format("metrics listener {}: {}", address, what));
+MetricsExposer::MetricsExposer(const std::string& address, Collect collect, Options options)
+    : source_(std::make_shared<Source>(std::move(collect))) {
+    const LoopbackAddress a = parse_loopback_address(address);
+    const std::string port = fmt::format("{}:{}", a.host, a.port);
+    // civetweb's options: a fixed pool of threads, each connection one
+    // request (no keep-alive) within request_timeout, a request header of
+    // max_request_bytes at most.
+    std::vector<std::string> civet = {
+        "listening_ports",    port,
+        "num_threads",        std::to_string(options.threads),
+        "request_timeout_ms", std::to_string(options.request_timeout.count()),
+        "max_request_size",   std::to_string(options.max_request_bytes),
+        "enable_keep_alive",  "no",
     };
-    listen_.reset(::socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!listen_) {
-        throw fail("socket");
+    try {
+        exposer_ = std::make_unique<prometheus::Exposer>(std::move(civet));
+    } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("metrics on {}: {}", address, e.what()));
     }
-    int one = 1;
-    ::setsockopt(listen_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(listen_.get(), reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
-        throw fail("bind");
-    }
-    if (::listen(listen_.get(), 64) != 0) {
-        throw fail("listen");
-    }
-    len = sizeof(ss);
-    if (::getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-        throw fail("getsockname");
-    }
-    port_ = ntohs(a.family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                      : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-    stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!stop_) {
-        throw fail("eventfd");
-    }
-    thread_ = std::thread([this] { run(); });
+    exposer_->RegisterCollectable(source_);
+    const std::vector<int> ports = exposer_->GetListeningPorts();
+    port_ = ports.empty() ? 0 : static_cast<std::uint16_t>(ports.front());
 }
 
-MetricsHttpListener::~MetricsHttpListener() {
-    stop();
-}
-
-void MetricsHttpListener::stop() {
-    if (!thread_.joinable()) {
-        return;
-    }
-    std::uint64_t one = 1;
-    ssize_t ignored = ::write(stop_.get(), &one, sizeof(one));
-    (void)ignored;
-    thread_.join();
-    listen_.reset();
-}
-
-void MetricsHttpListener::run() {
-    using Clock = std::chrono::steady_clock;
-    std::vector<Conn> conns;
-    std::vector<pollfd> fds;
-    char buf[4096];
-
-    auto respond = [&](Conn& c, std::string response) {
-        c.out = std::move(response);
-        c.sent = 0;
-        c.state = Conn::State::writing;
-    };
-    auto request = [&](Conn& c, std::size_t end) {
-        std::string_view head(c.in.data(), end);
-        std::string_view line = head.substr(0, head.find('\n'));
-        if (!line.empty() && line.back() == '\r') {
-            line.remove_suffix(1);
-        }
-        std::size_t sp1 = line.find(' ');
-        std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-        if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos ||
-            line.substr(sp2 + 1).substr(0, 5) != "HTTP/") {
-            return plain("400 Bad Request");
-        }
-        std::string_view method = line.substr(0, sp1);
-        std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-        bool head_only = method == "HEAD";
-        if (method != "GET" && !head_only) {
-            return plain("405 Method Not Allowed", false, "Allow: GET, HEAD\r\n");
-        }
-        std::string_view path = target.substr(0, target.find('?'));
-        if (path != "/metrics") {
-            return plain("404 Not Found", head_only);
-        }
-        try {
-            return http_response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body_(),
-                                 head_only);
-        } catch (const std::exception& e) {
-            log::error("metrics: {}", e.what());
-            return plain("500 Internal Server Error", head_only);
-        }
-    };
-
-    for (;;) {
-        auto now = Clock::now();
-        int timeout = -1;
-        for (const Conn& c : conns) {
-            auto left = std::chrono::ceil<std::chrono::milliseconds>(c.deadline - now).count();
-            int ms = static_cast<int>(std::clamp<long long>(left, 0, 60'000));
-            timeout = timeout < 0 ? ms : std::min(timeout, ms);
-        }
-        fds.clear();
-        fds.push_back({stop_.get(), POLLIN, 0});
-        bool accepting = conns.size() < options_.max_connections;
-        fds.push_back({accepting ? listen_.get() : -1, POLLIN, 0});
-        for (const Conn& c : conns) {
-            short ev = c.state == Conn::State::writing ? POLLOUT : POLLIN;
-            fds.push_back({c.fd.get(), ev, 0});
-        }
-        if (::poll(fds.data(), fds.size(), timeout) < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            log::error("metrics listener: poll: {}", std::generic_category().message(errno));
-            return;
-        }
-        if (fds[0].revents != 0) {
-            return;  // stop(): connections close with conns
-        }
-        now = Clock::now();
-        for (std::size_t i = 0; i < conns.size(); ++i) {
-            Conn& c = conns[i];
-            short rev = fds[i + 2].revents;
-            if (rev == 0) {
-                continue;
-            }
-            if (c.state == Conn::State::writing) {
-                if (rev & (POLLERR | POLLHUP)) {
-                    c.done = true;
-                    continue;
-                }
-                ssize_t n =
-                    ::send(c.fd.get(), c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
-                if (n < 0) {
-                    c.done = errno != EAGAIN && errno != EINTR;
-                    continue;
-                }
-                c.sent += static_cast<std::size_t>(n);
-                if (c.sent == c.out.size()) {
-                    // Read what the client still sends until it closes, so
-                    // that our close does not reset the response away.
-                    ::shutdown(c.fd.get(), SHUT_WR);
-                    c.state = Conn::State::lingering;
-                    c.out.clear();
-                }
-                continue;
-            }
-            ssize_t n = ::recv(c.fd.get(), buf, sizeof(buf), 0);
-            if (n < 0) {
-                c.done = errno != EAGAIN && errno != EINTR;
-                continue;
-            }
-            if (n == 0) {
-                c.done = true;  // closed, before a whole request or after our answer
-                continue;
-            }
-            if (c.state == Conn::State::lingering) {
-                continue;
-            }
-            c.in.append(buf, static_cast<std::size_t>(n));
-            std::size_t end = header_end(c.in);
-            if (end != std::string::npos && end <= options_.max_header_bytes) {
-                respond(c, request(c, end));
-            } else if (c.in.size() > options_.max_header_bytes) {
-                respond(c, plain("400 Bad Request"));
-            }
-        }
-        for (Conn& c : conns) {
-            if (c.deadline <= now) {
-                c.done = true;
-            }
-        }
-        std::erase_if(conns, [](const Conn& c) { return c.done; });
-        if (accepting && fds[1].revents != 0) {
-            while (conns.size() < options_.max_connections) {
-                int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd < 0) {
-                    break;  // EAGAIN, or a connection that went away
-                }
-                Conn c;
-                c.fd.reset(fd);
-                c.deadline = now + options_.read_timeout;
-                conns.push_back(std::move(c));
-            }
-        }
-    }
-}
+MetricsExposer::~MetricsExposer() = default;
 
 }  // namespace rofd

@@ -1,23 +1,35 @@
 // SPDX-License-Identifier: MIT
-// rofd's metrics: render_metrics() writes the Prometheus text exposition
-// format 0.0.4 from plain inputs (the AuditDrain's snapshot, what rof.ko
-// reports of tenants, sessions and the audit ring); MetricsHttpListener
-// serves it on a loopback address (policy: [metrics] listen).
+// rofd's metrics, on prometheus-cpp: collect_metrics() builds the metric
+// families from plain inputs (the AuditDrain's snapshot, what rof.ko
+// reports of tenants, sessions and the audit ring), CallMetrics times the
+// control calls, render_metrics() writes the text exposition format and
+// MetricsExposer serves it on a loopback address (policy: [metrics]
+// listen).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
+
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
 
 #include "audit_drain.h"
 #include "uapi/rof.h"
-#include "unique_fd.h"
+
+namespace prometheus {
+class Exposer;
+}
 
 namespace rofd {
 
@@ -48,65 +60,79 @@ struct MetricsInput {
     std::optional<std::uint64_t> connections_refused;
 };
 
-// The whole exposition, families in a fixed order, each with # HELP and
-// # TYPE once (families without samples are left out).  Per-tenant
-// invocation counts are given for every status; close and reject reasons
-// only once non-zero.  Unlimited quotas are +Inf.  Sessions are labelled
-// with their tenant's name (from @tenants, else the audit snapshot, else
-// the tenant id) and their id.
+// The metric families, in a fixed order, the empty ones left out.
+// Per-tenant invocation counts are given for every status; close and
+// reject reasons only once non-zero.  Unlimited quotas are +Inf.  Sessions
+// are labelled with their tenant's name (from @tenants, else the audit
+// snapshot, else "#" and the tenant id) and their id.
+std::vector<prometheus::MetricFamily> collect_metrics(const MetricsInput& in);
+
+// @families, or collect_metrics(@in), in the text exposition format 0.0.4
+// (prometheus-cpp's serializer: # HELP and # TYPE once per family, label
+// values escaped).
+std::string render_metrics(const std::vector<prometheus::MetricFamily>& families);
 std::string render_metrics(const MetricsInput& in);
 
-// A label value escaped for the text format: \ " and newline.
-std::string escape_label_value(std::string_view v);
+// rof_control_call_duration_seconds{method}: how long rofd takes over each
+// unary call of the given gRPC services, observed by the server's
+// interceptor.  Only those methods are counted (a client cannot add label
+// values by calling made-up ones); streaming calls are not (their length
+// is the caller's).
+class CallMetrics {
+  public:
+    // @services: full names ("rof.v1.Tenants"); each must be linked in.
+    explicit CallMetrics(const std::vector<std::string>& services);
 
-// A loopback socket address parsed from "127.0.0.1:9464" or "[::1]:9464"
-// (any 127.0.0.0/8 address, or ::1; numeric only).  Throws
-// std::invalid_argument naming the address otherwise.
+    // The histogram of @method ("/rof.v1.Tenants/ListTenants"), made on
+    // first use; nullptr when it is not counted.  Thread-safe.
+    prometheus::Histogram* histogram(std::string_view method);
+
+    std::vector<prometheus::MetricFamily> collect() const;
+
+  private:
+    std::shared_ptr<prometheus::Registry> registry_;
+    prometheus::Family<prometheus::Histogram>* family_;
+    std::mutex mutex_;  // guards the map's values
+    std::map<std::string, prometheus::Histogram*, std::less<>> methods_;
+};
+
+// A loopback socket address parsed from "127.0.0.1:9464" (any 127.0.0.0/8
+// address, numeric; no IPv6: Debian's civetweb is built without it).
+// Throws std::invalid_argument naming the address otherwise.
 struct LoopbackAddress {
-    int family = 0;
     std::string host;
     std::uint16_t port = 0;
 };
 LoopbackAddress parse_loopback_address(const std::string& address);
 
-// A tiny HTTP/1.0 server on one thread: GET (or HEAD) /metrics answers 200
-// with the body callback's text; other paths 404, other methods 405, a
-// request header over max_header_bytes or malformed 400, a body callback
-// that throws 500.  Every connection is closed after its response, or when
-// read_timeout passes first.  The body callback runs on the listener's
-// thread.
-class MetricsHttpListener {
+// GET /metrics on a loopback address (policy: [metrics] listen), served by
+// prometheus-cpp's exposer (civetweb) on a fixed pool of threads.  Each
+// scrape calls @collect on one of them.  Other paths are 404.
+class MetricsExposer {
   public:
-    using BodyFn = std::function<std::string()>;
+    using Collect = std::function<std::vector<prometheus::MetricFamily>()>;
     struct Options {
-        std::chrono::milliseconds read_timeout{5000};  // per connection, whole exchange
-        std::size_t max_header_bytes = 8192;
-        std::size_t max_connections = 16;  // more wait in the listen backlog
+        std::size_t threads = 2;                          // connections served at once; more wait
+        std::chrono::milliseconds request_timeout{5000};  // per connection
+        std::size_t max_request_bytes = 8192;             // request line and headers
     };
 
-    // Binds and listens (errors throw: std::invalid_argument for the
-    // address, std::system_error for the socket), then starts the thread.
-    // Port 0 binds an ephemeral port; port() tells which.
-    MetricsHttpListener(const std::string& address, BodyFn body);
-    MetricsHttpListener(const std::string& address, BodyFn body, Options options);
-    ~MetricsHttpListener();
-    MetricsHttpListener(const MetricsHttpListener&) = delete;
-    MetricsHttpListener& operator=(const MetricsHttpListener&) = delete;
+    // Binds and listens: std::invalid_argument for the address,
+    // std::runtime_error when it cannot listen there.  Port 0 binds an
+    // ephemeral port; port() tells which.
+    MetricsExposer(const std::string& address, Collect collect);
+    MetricsExposer(const std::string& address, Collect collect, Options options);
+    ~MetricsExposer();
+    MetricsExposer(const MetricsExposer&) = delete;
+    MetricsExposer& operator=(const MetricsExposer&) = delete;
 
     std::uint16_t port() const { return port_; }
 
-    // Stops the thread and closes every connection; idempotent.
-    void stop();
-
   private:
-    void run();
-
-    BodyFn body_;
-    Options options_;
-    UniqueFd listen_;
-    UniqueFd stop_;  // eventfd
+    class Source;
+    std::shared_ptr<Source> source_;
+    std::unique_ptr<prometheus::Exposer> exposer_;
     std::uint16_t port_ = 0;
-    std::thread thread_;
 };
 
 }  // namespace rofd

@@ -13,12 +13,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <system_error>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "log.h"
+#include "metrics.h"
 
 namespace rofd {
 namespace {
@@ -90,6 +92,40 @@ class MalformedRequestFactory final : public exp::ServerInterceptorFactoryInterf
         // gRPC owns the interceptor from here and deletes it with the call.
         return std::make_unique<MalformedRequest>(method).release();
     }
+};
+
+// rof_control_call_duration_seconds: from when gRPC matched the call to
+// when its status is sent.
+class CallTimer final : public exp::Interceptor {
+  public:
+    explicit CallTimer(prometheus::Histogram& h) : h_(h) {}
+
+    void Intercept(exp::InterceptorBatchMethods* m) override {
+        if (m->QueryInterceptionHookPoint(exp::InterceptionHookPoints::PRE_SEND_STATUS)) {
+            h_.Observe(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+        }
+        m->Proceed();
+    }
+
+  private:
+    prometheus::Histogram& h_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+class CallTimerFactory final : public exp::ServerInterceptorFactoryInterface {
+  public:
+    explicit CallTimerFactory(CallMetrics& calls) : calls_(calls) {}
+
+    exp::Interceptor* CreateServerInterceptor(exp::ServerRpcInfo* info) override {
+        prometheus::Histogram* h =
+            info->method() == nullptr ? nullptr : calls_.histogram(info->method());
+        // As above: gRPC owns it.
+        return h == nullptr ? nullptr : std::make_unique<CallTimer>(*h).release();
+    }
+
+  private:
+    CallMetrics& calls_;
 };
 
 // How long, in ms, a peer's pings must be apart while the server sends it
@@ -166,6 +202,7 @@ Server::Server(Manager& m)
         builder.AddListeningPort(d.tcp.address, grpc::SslServerCredentials(ssl), &tcp_port_);
     }
     std::vector<std::unique_ptr<exp::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(std::make_unique<CallTimerFactory>(m.calls()));
     interceptors.push_back(std::make_unique<MalformedRequestFactory>());
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
     for (grpc::Service* s :

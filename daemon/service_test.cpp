@@ -1047,6 +1047,16 @@ TEST_F(Service, MetricsAreRofFamilies) {
     EXPECT_TRUE(contains(resp.text(), "# TYPE rof_")) << resp.text();
     EXPECT_TRUE(contains(resp.text(), "tenant=\"kv\"")) << resp.text();
     EXPECT_TRUE(contains(resp.text(), "tenant=\"analytics\"")) << resp.text();
+    // The call before this one is timed (its status was sent before it
+    // answered).
+    st = rpc(*root->metrics, &v1::Metrics::Stub::GetMetrics, {}, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_TRUE(contains(resp.text(), "# TYPE rof_control_call_duration_seconds histogram"))
+        << resp.text();
+    EXPECT_TRUE(contains(resp.text(),
+                         "rof_control_call_duration_seconds_count{method=\"/"
+                         "rof.v1.Metrics/GetMetrics\"}"))
+        << resp.text();
 
     // A tenant sees its own series only.
     auto kv = h_.client(kv_user);
@@ -1055,6 +1065,7 @@ TEST_F(Service, MetricsAreRofFamilies) {
     EXPECT_TRUE(contains(resp.text(), "rof_")) << resp.text();
     EXPECT_TRUE(contains(resp.text(), "tenant=\"kv\"")) << resp.text();
     EXPECT_FALSE(contains(resp.text(), "tenant=\"analytics\"")) << resp.text();
+    EXPECT_FALSE(contains(resp.text(), "rof_control_call")) << resp.text();
 }
 
 TEST_F(Service, StatusNamesTheCaller) {

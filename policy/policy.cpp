@@ -196,19 +196,11 @@ std::optional<HostPort> split_host_port(std::string_view s, bool port_zero) {
     return hp;
 }
 
+// An IPv4 loopback literal, 127.0.0.0/8: what the metrics endpoint
+// (prometheus-cpp's civetweb, built without IPv6 in Debian) can listen on.
 bool is_loopback(const std::string& host) {
     in_addr a4{};
-    in6_addr a6{};
-    if (host == "localhost") {
-        return true;
-    }
-    if (inet_pton(AF_INET, host.c_str(), &a4) == 1) {
-        return (ntohl(a4.s_addr) >> 24) == 127;
-    }
-    if (inet_pton(AF_INET6, host.c_str(), &a6) == 1) {
-        return IN6_IS_ADDR_LOOPBACK(&a6);
-    }
-    return false;
+    return inet_pton(AF_INET, host.c_str(), &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
 
 bool is_ip(const std::string& host) {
@@ -232,13 +224,15 @@ std::optional<std::string> read_address(Reader& r, const toml::table& t, std::st
     auto hp = split_host_port(*s, port_zero);
     if (!hp) {
         r.error(p, join(path, key) + ": " + quote(*s) +
-                       R"( is not "host:port" (e.g. "127.0.0.1:9464" or "[::1]:9464"))");
+                       (loopback_only
+                            ? R"( is not "host:port" (e.g. "127.0.0.1:9464"))"
+                            : R"( is not "host:port" (e.g. "127.0.0.1:9464" or "[::1]:9464"))"));
         return std::nullopt;
     }
     if (loopback_only && !is_loopback(hp->host)) {
         r.error(p, join(path, key) + ": " + quote(*s) +
-                       " is not a loopback address; this endpoint has no authentication (use "
-                       "127.0.0.1, [::1] or localhost)");
+                       " is not an IPv4 loopback address (127.0.0.0/8); this endpoint has no "
+                       "authentication (use 127.0.0.1)");
         return std::nullopt;
     }
     return s;

@@ -122,7 +122,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(d.tcp.key, "/etc/rof/tls/rofd.key");
     EXPECT_EQ(d.tcp.client_ca, "/etc/rof/tls/ca.pem");
     EXPECT_TRUE(d.metrics.enabled);
-    EXPECT_EQ(d.metrics.address, "[::1]:9100");
+    EXPECT_EQ(d.metrics.address, "127.0.0.2:9100");
     EXPECT_EQ(d.state_dir, "/srv/rof");
     EXPECT_EQ(d.session_address, "192.0.2.7");
     EXPECT_EQ(d.ticket_ttl_s, 120U);
@@ -307,8 +307,9 @@ TEST(PolicyParse, AllErrorsSortedPerFile) {
     EXPECT_FALSE(r.policy);
     EXPECT_EQ(r.error_text(),
               "rofd.toml:2:16: sessions.ticket_ttl_s: 0 is out of range (1 .. 3600)\n"
-              "rofd.toml:4:11: metrics.address: \"10.0.0.1:1\" is not a loopback address; this "
-              "endpoint has no authentication (use 127.0.0.1, [::1] or localhost)\n"
+              "rofd.toml:4:11: metrics.address: \"10.0.0.1:1\" is not an IPv4 loopback address "
+              "(127.0.0.0/8); this "
+              "endpoint has no authentication (use 127.0.0.1)\n"
               "a.toml:1:8: name: \"x\" does not match the file name \"a.toml\" (tenant \"x\" "
               "belongs in x.toml)\n"
               "b.toml:2:9: quota: expected a table, not an integer\n"
@@ -327,7 +328,7 @@ TEST(PolicyParse, TcpAddressMayUsePortZero) {
     EXPECT_FALSE(r.policy);
     EXPECT_EQ(r.error_text(),
               "rofd.toml:2:11: metrics.address: \"127.0.0.1:0\" is not \"host:port\" (e.g. "
-              "\"127.0.0.1:9464\" or \"[::1]:9464\")\n");
+              "\"127.0.0.1:9464\")\n");
 }
 
 TEST(PolicyHelpers, Sizes) {
