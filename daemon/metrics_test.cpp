@@ -3,10 +3,10 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -14,8 +14,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
