@@ -229,11 +229,12 @@ TEST_F(Batch, RefusesWhatCannotRunInABatch) {
                      << "batch " << inner << "\n"
                      << "status --socket " << socket_ << "\n"
                      << "--timeout 5 health\n"
-                     << "tenant show 'kv\n";
+                     << "tenant show 'kv\n"
+                     << "top\n";
     const Result r = rofctl({"-j", "batch", "-f", f});
     EXPECT_EQ(r.rc, rofctl::exit_usage);
     const std::vector<Json> recs = json_lines(r.out);
-    ASSERT_EQ(recs.size(), 5U) << r.out;
+    ASSERT_EQ(recs.size(), 6U) << r.out;
     for (const Json& rec : recs) {
         EXPECT_EQ(rec["status"], rofctl::exit_usage) << rec;
         EXPECT_EQ(rec["code"], "USAGE") << rec;
@@ -246,6 +247,7 @@ TEST_F(Batch, RefusesWhatCannotRunInABatch) {
     EXPECT_TRUE(recs[3]["error"].get<std::string>().starts_with("--timeout: ")) << recs[3];
     EXPECT_EQ(recs[4]["error"], "unterminated ' quote");
     EXPECT_EQ(recs[4]["args"], Json::array());
+    EXPECT_EQ(recs[5]["error"], "top: runs until quit, not in a batch (give --once or -n N)");
 }
 
 TEST_F(Batch, UnreadableFileAndHelp) {

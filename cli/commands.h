@@ -96,6 +96,7 @@ void add_prog_commands(CLI::App& app, Handler& selected);
 void add_session_commands(CLI::App& app, Handler& selected);
 void add_audit_commands(CLI::App& app, Handler& selected);
 void add_status_commands(CLI::App& app, Handler& selected);  // status, health, stats
+void add_top_commands(CLI::App& app, Handler& selected);     // top (top.cpp)
 void add_batch_commands(CLI::App& app, Handler& selected);   // batch (batch.cpp)
 
 // Helpers shared by the object files.

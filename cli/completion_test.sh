@@ -47,7 +47,7 @@ check() {
 	fi
 }
 
-check "rofctl " tenant policy region prog session audit status health stats batch
+check "rofctl " tenant policy region prog session audit status health stats top batch
 check "rofctl batch -" --force --socket
 check "rofctl re" region
 check "rofctl s" session status stats
@@ -56,6 +56,7 @@ check "rofctl region create x --" --size --rights --tenant --freelist --json
 check "rofctl region create x --rights " r rw rwa
 check "rofctl --socket /nonexistent tenant " list show create delete destroy
 check "rofctl stats -o " prom
+check "rofctl top -" --once --iterations --delay --json
 check "rofctl tenant list -o " wide
 check "rofctl region list --" --tenant --output
 check "rofctl -" --socket --json --pretty

@@ -97,7 +97,9 @@ std::vector<std::string> expand_prefixes(const CLI::App& app, std::vector<std::s
                 found = {s};
                 break;
             }
-            if (s->get_name().starts_with(a)) {
+            // `top` is typed whole (three letters): no prefix expands to
+            // it, so `t` stays `tenant`, as it was before top existed.
+            if (s->get_name().starts_with(a) && s->get_name() != "top") {
                 found.push_back(s);
             }
         }
@@ -151,6 +153,7 @@ void build_app(CLI::App& app, Globals& g, Handler& selected) {
     add_session_commands(app, selected);
     add_audit_commands(app, selected);
     add_status_commands(app, selected);
+    add_top_commands(app, selected);
     add_batch_commands(app, selected);
 }
 

@@ -105,7 +105,7 @@ TEST(Usage, NoObjectOrVerbListsTheChoices) {
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err,
               "rofctl: no object given (objects: tenant, policy, region, prog, session, audit, "
-              "status, health, stats, batch)\nRun 'rofctl --help' for usage.\n");
+              "status, health, stats, top, batch)\nRun 'rofctl --help' for usage.\n");
     r = rofctl({"tenant"});
     EXPECT_EQ(r.rc, rofctl::exit_usage);
     EXPECT_EQ(r.err,
