@@ -5,12 +5,14 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "print.h"
 #include "rof/client.h"
 #include "rof/error.h"
+#include "rof/session.h"
 
 namespace rofctl {
 
@@ -46,16 +48,25 @@ rof::ClientOptions client_options(const Globals& g);
 
 // rofd's client, made on first use from @globals (so that commands that
 // need no rofd never connect), then kept: every command that runs on it,
-// all the lines of a `rofctl batch` among them, shares one channel.
+// all the lines of a `rofctl batch` among them, shares one channel.  So
+// do the data-path sessions of `prog run`, one per tenant.
 class Connection {
   public:
     explicit Connection(const Globals& globals) : globals_(globals) {}
 
     rof::Client& client();
 
+    // A data-path session of @tenant ("": the caller's own), opened on
+    // first use.  forget_session() drops it (it failed), so that the next
+    // use opens another.
+    rof::Session& session(const std::string& tenant);
+    void forget_session(const std::string& tenant);
+
   private:
     const Globals& globals_;
     std::unique_ptr<rof::Client> client_;
+    // After client_: closed before it.
+    std::map<std::string, rof::Session> sessions_;
 };
 
 class Context {

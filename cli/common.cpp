@@ -68,6 +68,22 @@ rof::Client& Connection::client() {
     return *client_;
 }
 
+rof::Session& Connection::session(const std::string& tenant) {
+    if (auto it = sessions_.find(tenant); it != sessions_.end()) {
+        return it->second;
+    }
+    rof::SessionOptions so;
+    so.tenant = tenant;
+    if (globals_.timeout_ms > 0) {
+        so.connect_timeout = so.op_timeout = std::chrono::milliseconds(globals_.timeout_ms);
+    }
+    return sessions_.emplace(tenant, rof::Session::open(client(), so)).first->second;
+}
+
+void Connection::forget_session(const std::string& tenant) {
+    sessions_.erase(tenant);
+}
+
 void add_output_option(CLI::App& verb, std::string& output) {
     verb.add_option("-o,--output", output, "wide: every column, not only those that matter")
         ->check(CLI::IsMember({"wide"}));

@@ -156,18 +156,21 @@ rof::v1::GetProgramRequest get_req(const ProgOpts& o) {
 
 // ---- prog run: one invocation over the data path ----
 
+// The lines of a batch share the session of their tenant (the Connection
+// keeps it), so a batch of runs pays one session setup.
 int run_remote(Context& ctx, const ProgOpts& o) {
     const std::string args = parse_bytes(o.args);
     const rof::v1::Program prog = ctx.client().get_program(get_req(o));
-    rof::SessionOptions so;
-    so.tenant = o.tenant;
-    if (ctx.globals.timeout_ms > 0) {
-        so.connect_timeout = so.op_timeout = std::chrono::milliseconds(ctx.globals.timeout_ms);
-    }
-    rof::Session s = rof::Session::open(ctx.client(), so);
+    rof::Session& s = ctx.connection.session(o.tenant);
     std::vector<std::byte> resp(std::max<std::uint32_t>(prog.resp_max(), 1));
-    const auto r =
-        s.invoke(prog.tag(), std::as_bytes(std::span(args.data(), args.size())), std::span(resp));
+    rof::InvokeResult r{};
+    try {
+        r = s.invoke(prog.tag(), std::as_bytes(std::span(args.data(), args.size())),
+                     std::span(resp));
+    } catch (const rof::Error&) {
+        ctx.connection.forget_session(o.tenant);
+        throw;
+    }
     ctx.printer.print(
         prog_run_tree(s.id(), prog, r.prog_status, r.insns,
                       std::string_view(reinterpret_cast<const char*>(resp.data()), r.len)));
