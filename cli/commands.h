@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "print.h"
@@ -134,6 +135,13 @@ std::string default_config_dir();
 
 namespace rofctl {
 
+// One sample line of Prometheus text: its name, what is between its
+// braces (empty without), its value as written; nullopt for a comment, a
+// blank line or a line without a value.
+struct SampleLine {
+    std::string name, labels, value;
+};
+std::optional<SampleLine> split_sample(const std::string& line);
 // `rofctl stats`: Prometheus text as {"samples": [{name, labels, value}]}.
 Json metric_samples(const std::string& text);
 // `rofctl stats -o prom`: the text as it is, or {"text": ...} with -j.

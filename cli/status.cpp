@@ -7,25 +7,31 @@
 
 namespace rofctl {
 
+std::optional<SampleLine> split_sample(const std::string& line) {
+    if (line.empty() || line[0] == '#') {
+        return std::nullopt;
+    }
+    const auto sp = line.rfind(' ');
+    if (sp == std::string::npos) {
+        return std::nullopt;
+    }
+    SampleLine s{line.substr(0, sp), {}, line.substr(sp + 1)};
+    if (const auto brace = s.name.find('{'); brace != std::string::npos) {
+        s.labels = s.name.substr(brace + 1, s.name.size() - brace - 2);
+        s.name.resize(brace);
+    }
+    return s;
+}
+
 // The samples of Prometheus text as a table: {"samples": [{"name",
 // "labels", "value"}]}; comments and blank lines left out.
 Json metric_samples(const std::string& text) {
     Json rows = Json::array();
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) {
-        if (line.empty() || line[0] == '#') {
-            continue;
+        if (auto s = split_sample(line)) {
+            rows.push_back({{"name", s->name}, {"labels", s->labels}, {"value", s->value}});
         }
-        const auto sp = line.rfind(' ');
-        if (sp == std::string::npos) {
-            continue;
-        }
-        std::string metric = line.substr(0, sp), labels;
-        if (const auto brace = metric.find('{'); brace != std::string::npos) {
-            labels = metric.substr(brace + 1, metric.size() - brace - 2);
-            metric.resize(brace);
-        }
-        rows.push_back({{"name", metric}, {"labels", labels}, {"value", line.substr(sp + 1)}});
     }
     return {{"samples", rows}};
 }

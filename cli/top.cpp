@@ -32,49 +32,31 @@ namespace rofctl {
 namespace top {
 namespace {
 
-// One sample line: name, labels, value.
-struct Line {
-    std::string name;
-    std::map<std::string, std::string> labels;
-    double value = 0;
-};
-
-bool parse_line(const std::string& s, Line& out) {
-    const auto sp = s.rfind(' ');
-    if (s.empty() || s[0] == '#' || sp == std::string::npos) {
-        return false;
-    }
-    out.labels.clear();
-    const auto brace = s.find('{');
-    out.name = s.substr(0, std::min(brace, sp));
-    if (brace != std::string::npos && brace < sp) {
-        // k="v",k2="v2": values escape \ " and newline.
-        std::size_t i = brace + 1;
-        while (i < sp && s[i] != '}') {
-            const auto eq = s.find("=\"", i);
-            if (eq == std::string::npos) {
-                return false;
-            }
-            std::string key = s.substr(i, eq - i), value;
-            for (i = eq + 2; i < s.size() && s[i] != '"'; i++) {
-                if (s[i] == '\\' && i + 1 < s.size()) {
-                    i++;
-                    value += s[i] == 'n' ? '\n' : s[i];
-                } else {
-                    value += s[i];
-                }
-            }
-            out.labels.emplace(std::move(key), std::move(value));
-            i++;  // the closing quote
-            if (i < s.size() && s[i] == ',') {
+// The labels of a sample (k="v",k2="v2"; values escape \ " and newline).
+std::map<std::string, std::string> parse_labels(const std::string& s) {
+    std::map<std::string, std::string> out;
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto eq = s.find("=\"", i);
+        if (eq == std::string::npos) {
+            break;
+        }
+        std::string key = s.substr(i, eq - i), value;
+        for (i = eq + 2; i < s.size() && s[i] != '"'; i++) {
+            if (s[i] == '\\' && i + 1 < s.size()) {
                 i++;
+                value += s[i] == 'n' ? '\n' : s[i];
+            } else {
+                value += s[i];
             }
         }
+        out.emplace(std::move(key), std::move(value));
+        i++;  // the closing quote
+        if (i < s.size() && s[i] == ',') {
+            i++;
+        }
     }
-    char* end = nullptr;
-    const std::string v = s.substr(sp + 1);
-    out.value = std::strtod(v.c_str(), &end);
-    return end != v.c_str();
+    return out;
 }
 
 double per_second(double before, double after, double seconds) {
@@ -128,50 +110,56 @@ std::vector<std::string> table(const std::vector<std::vector<std::string>>& rows
 Sample parse_sample(const std::string& text) {
     Sample s;
     std::istringstream in(text);
-    Line l;
     for (std::string line; std::getline(in, line);) {
-        if (!parse_line(line, l) || !l.name.starts_with("rof_")) {
+        const auto l = split_sample(line);
+        if (!l || !l->name.starts_with("rof_")) {
             continue;
         }
-        const auto tenant = l.labels.find("tenant");
-        if (tenant == l.labels.end()) {
+        const auto labels = parse_labels(l->labels);
+        const auto tenant = labels.find("tenant");
+        if (tenant == labels.end()) {
             continue;
         }
-        if (const auto id = l.labels.find("session"); id != l.labels.end()) {
+        char* end = nullptr;
+        const double value = std::strtod(l->value.c_str(), &end);
+        if (end == l->value.c_str()) {
+            continue;
+        }
+        if (const auto id = labels.find("session"); id != labels.end()) {
             SessionCounters& c = s.sessions[std::strtoull(id->second.c_str(), nullptr, 10)];
             c.tenant = tenant->second;
-            const std::string& n = l.name;
+            const std::string& n = l->name;
             if (n == "rof_session_requests_total") {
-                c.requests = l.value;
+                c.requests = value;
             } else if (n == "rof_session_request_bytes_total") {
-                c.bytes_in = l.value;
+                c.bytes_in = value;
             } else if (n == "rof_session_response_bytes_total") {
-                c.bytes_out = l.value;
+                c.bytes_out = value;
             } else if (n == "rof_session_bad_requests_total" ||
                        n == "rof_session_completion_errors_total") {
-                c.errors += l.value;
+                c.errors += value;
             } else if (n == "rof_session_deferred_total") {
-                c.throttled = l.value;
+                c.throttled = value;
             } else if (n == "rof_session_credits") {
-                c.credits = l.value;
+                c.credits = value;
             }
             continue;
         }
         // A tenant's series: a tenant is listed once rof.ko reports it.
-        const std::string& n = l.name;
+        const std::string& n = l->name;
         if (n == "rof_tenant_sessions") {
-            s.tenants[tenant->second].sessions = l.value;
+            s.tenants[tenant->second].sessions = value;
         } else if (n == "rof_tenant_invocations_total") {
-            s.tenants[tenant->second].invocations = l.value;
+            s.tenants[tenant->second].invocations = value;
         } else if (n == "rof_tenant_invoke_errors_total" ||
                    n == "rof_tenant_completion_errors_total") {
-            s.tenants[tenant->second].errors += l.value;
+            s.tenants[tenant->second].errors += value;
         } else if (n == "rof_tenant_invocation_bytes_total") {
-            s.tenants[tenant->second].bytes = l.value;
+            s.tenants[tenant->second].bytes = value;
         } else if (n == "rof_tenant_audit_dropped_total") {
-            s.tenants[tenant->second].audit_dropped = l.value;
+            s.tenants[tenant->second].audit_dropped = value;
         } else if (n == "rof_sessions_quarantined_total") {
-            s.tenants[tenant->second].quarantines = l.value;
+            s.tenants[tenant->second].quarantines = value;
         }
     }
     return s;
