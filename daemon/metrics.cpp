@@ -13,7 +13,6 @@
 #include <prometheus/text_serializer.h>
 
 #include <charconv>
-#include <cmath>
 #include <concepts>
 #include <deque>
 #include <limits>
