@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		3	/* 0.3: ROF_LIST_FROM (docs/kmod.md) */
+#define ROF_ABI_MINOR		4	/* 0.4: ROF_IOC_PROG_REPLACE (docs/kmod.md) */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -743,13 +743,38 @@ struct rof_prog_info {
 	__u64 invocations;	/* runs started */
 	__u64 faults;		/* runs the executor stopped */
 	__u64 insns;		/* instructions executed, all runs */
-	__u64 reserved[2];
+	__u32 aliases;		/* tags of replaced programs it serves */
+	__u32 reserved0;
+	__u64 reserved;
 };
+
+/*
+ * ROF_IOC_PROG_REPLACE: load @load's image as ROF_IOC_PROG_LOAD does and,
+ * in one step, make it serve every INVOKE that named the tenant's program
+ * @old_tag or a tag that program served for (up to ROF_PROG_ALIASES_MAX,
+ * the oldest let go first); then unload the old program once the runs
+ * under way in it have finished.  An INVOKE sees the old program or the
+ * new one, never neither.  The new program takes over the old one's
+ * charge against the tenant's program quota.  Only INVOKE follows a
+ * replaced tag: GET_PROG, PROG_UNLOAD and a second REPLACE name programs
+ * by their own tag.  -ENOENT: no program @old_tag of the tenant;
+ * -EEXIST: the tenant has a program with the new image's tag (the old
+ * one included); otherwise the errors of ROF_IOC_PROG_LOAD.
+ */
+struct rof_prog_replace {
+	struct rof_prog_load load;	/* in/out, as ROF_IOC_PROG_LOAD's */
+	__u64 old_tag;			/* in: the tenant's program to replace */
+	__u64 reserved;			/* in: must be 0 */
+};
+
+/* Tags one program answers INVOKEs for besides its own. */
+#define ROF_PROG_ALIASES_MAX	16
 
 #define ROF_IOC_PROG_LOAD	_IOWR(ROF_IOC_MAGIC, 0x70, struct rof_prog_load)
 #define ROF_IOC_PROG_UNLOAD	_IOW(ROF_IOC_MAGIC, 0x71, struct rof_prog_id)
 #define ROF_IOC_GET_PROG	_IOWR(ROF_IOC_MAGIC, 0x72, struct rof_prog_info)
 #define ROF_IOC_LIST_PROGS	_IOWR(ROF_IOC_MAGIC, 0x73, struct rof_list)
+#define ROF_IOC_PROG_REPLACE	_IOWR(ROF_IOC_MAGIC, 0x74, struct rof_prog_replace)
 
 /* End of programs. */
 
