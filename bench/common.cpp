@@ -97,37 +97,33 @@ std::uint64_t load_program(rof::Client& c, const std::string& tenant, const std:
     rof::v1::ProgramSource src;
     src.set_source(source);
     src.set_file(name + ".rofs");
-    rof::v1::VerifyProgramRequest v;
-    v.set_tenant(tenant);
-    *v.mutable_program() = src;
+    google::protobuf::RepeatedPtrField<rof::v1::Bind> bs;
     for (const auto& [slot, region] : binds) {
-        auto* b = v.add_binds();
+        auto* b = bs.Add();
         b->set_slot(slot);
         b->set_region(region);
     }
-    const auto vr = c.verify_program(v);
-    if (!vr.ok()) {
-        throw std::runtime_error(name + ": rejected: " + vr.error());
-    }
+    // A program of this name from an earlier run is replaced in one step
+    // (the same image is kept as it is); otherwise the program is loaded.
     rof::v1::ListProgramsRequest lr;
     lr.set_tenant(tenant);
     const rof::v1::ListProgramsResponse loaded = c.list_programs(lr);
     for (const auto& p : loaded.programs()) {
-        if (p.name() == name && p.tag() == vr.tag()) {
-            return p.tag();
-        }
         if (p.name() == name) {
-            rof::v1::UnloadProgramRequest u;
-            u.set_tenant(tenant);
-            u.set_tag(p.tag());
-            c.unload_program(u);
+            rof::v1::ReplaceProgramRequest r;
+            r.set_tenant(tenant);
+            r.set_name(name);
+            r.set_tag(p.tag());
+            *r.mutable_program() = src;
+            *r.mutable_binds() = bs;
+            return c.replace_program(r).tag();
         }
     }
     rof::v1::LoadProgramRequest l;
     l.set_tenant(tenant);
     l.set_name(name);
     *l.mutable_program() = src;
-    *l.mutable_binds() = v.binds();
+    *l.mutable_binds() = bs;
     return c.load_program(l).tag();
 }
 

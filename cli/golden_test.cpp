@@ -414,6 +414,13 @@ TEST(Golden, Prog) {
                              error: "bad.rofs:1:7: r16: no such register (r0 to r15)"
                          )pb")));
     steps.push_back(show("prog load get.rofs --name get", parse<rof::v1::Program>(get_program)));
+    auto replaced = parse<rof::v1::Program>(get_program);
+    replaced.set_tag(0x5d0e2b71c4a89f36);
+    replaced.set_invocations(0);
+    replaced.set_faults(0);
+    replaced.set_insns(0);
+    replaced.set_replaced(1);
+    steps.push_back(show("prog replace get get-v2.rofs", replaced));
     steps.push_back(list("prog list", programs));
     steps.push_back({"prog show inc", [inc](Printer& p) { p.print(inc); }});
     steps.push_back({"prog dump inc", [](Printer& p) {

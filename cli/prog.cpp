@@ -400,6 +400,28 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
         };
     });
 
+    auto* replace = obj->add_subcommand(
+        "replace",
+        "put a new image in a loaded program's place, in one step (like bpf_link update)");
+    replace->add_option("name", o->name, "the program to replace; the new one keeps the name")
+        ->required();
+    replace->add_option("file", o->file, file_help)->required()->check(CLI::ExistingFile);
+    replace->add_option("--tenant", o->tenant, tenant_help);
+    replace->add_option("--bind", o->binds, bind_help);
+    replace->callback([&selected, o] {
+        selected = [o](Context& ctx) {
+            rof::v1::ReplaceProgramRequest req;
+            req.set_tenant(o->tenant);
+            req.set_name(o->name);
+            *req.mutable_program() = program_source(o->file);
+            for (const std::string& b : o->binds) {
+                *req.add_binds() = parse_bind(b);
+            }
+            ctx.printer.print(ctx.client().replace_program(req));
+            return exit_ok;
+        };
+    });
+
     auto* list = obj->add_subcommand("list", "list loaded programs");
     list->add_option("--tenant", o->tenant, "only this tenant's");
     add_output_option(*list, o->output);

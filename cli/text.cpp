@@ -214,6 +214,7 @@ const std::vector<TableSpec>& table_specs() {
           {"FAULTS", "faults"},
           {"INSNS", "insns", {}, wide},
           {"REVOKED", "revoked"},
+          {"REPLACED", "replaced", {}, wide},
           {"BINDS", "binds", {}, wide}}},
         {"rof.v1.Session",
          {{"ID", "id"},

@@ -510,6 +510,46 @@ std::uint64_t FakeModule::prog_load(rof_prog_load& req, std::span<const std::uin
     std::lock_guard lock(mu_);
     enter(cmd);
 
+    rof_prog_info p = prog_checked_locked(req, image, true, cmd);
+    // 6. The tag, once per tenant.
+    if (progs_.count({req.tenant, p.tag}) != 0) {
+        fail(EEXIST, cmd);
+    }
+    progs_.emplace(ProgKey{req.tenant, p.tag}, p);
+    req.tag = p.tag;
+    return p.tag;
+}
+
+// As the module's REPLACE: the load's checks but the quota's, then (under
+// its lock) the old program and the new tag.  The new program serves the
+// old one's tag and every tag the old one served, up to the cap.
+std::uint64_t FakeModule::prog_replace(rof_prog_load& req, std::span<const std::uint8_t> image,
+                                       std::uint64_t old_tag) {
+    constexpr const char* cmd = "ROF_IOC_PROG_REPLACE";
+    std::lock_guard lock(mu_);
+    enter(cmd);
+
+    rof_prog_info p = prog_checked_locked(req, image, false, cmd);
+    const auto old = progs_.find({req.tenant, old_tag});
+    if (old == progs_.end()) {
+        fail(ENOENT, cmd);
+    }
+    if (progs_.count({req.tenant, p.tag}) != 0) {
+        fail(EEXIST, cmd);
+    }
+    p.aliases = std::min<std::uint32_t>(old->second.aliases + 1, ROF_PROG_ALIASES_MAX);
+    progs_.erase(old);
+    progs_.emplace(ProgKey{req.tenant, p.tag}, p);
+    req.tag = p.tag;
+    return p.tag;
+}
+
+// The checks of a load, in the module's order (docs/kmod.md 9.2), up to
+// the tag's: the program it would load.  @quota: whether the tenant's
+// program quota must have room (a replace takes the old one's place).
+rof_prog_info FakeModule::prog_checked_locked(rof_prog_load& req,
+                                              std::span<const std::uint8_t> image, bool quota,
+                                              const char* cmd) {
     req.image = reinterpret_cast<std::uintptr_t>(image.data());
     req.image_len = static_cast<std::uint32_t>(
         std::min<std::size_t>(image.size(), std::numeric_limits<std::uint32_t>::max()));
@@ -564,7 +604,7 @@ std::uint64_t FakeModule::prog_load(rof_prog_load& req, std::span<const std::uin
 
     // 4. The tenant and its quota.
     const rof_tenant_info t = tenant_info_locked(tenant_locked(req.tenant, cmd));
-    if (t.quota.programs != u32_unlimited && t.usage.programs >= t.quota.programs) {
+    if (quota && t.quota.programs != u32_unlimited && t.usage.programs >= t.quota.programs) {
         fail(EDQUOT, cmd);
     }
 
@@ -598,11 +638,6 @@ std::uint64_t FakeModule::prog_load(rof_prog_load& req, std::span<const std::uin
         }
     }
 
-    // 6. The tag, once per tenant.
-    if (progs_.count({req.tenant, hdr.tag}) != 0) {
-        fail(EEXIST, cmd);
-    }
-
     rof_prog_info p{};
     std::memcpy(p.name, req.name, sizeof(p.name));
     p.tag = hdr.tag;
@@ -617,9 +652,7 @@ std::uint64_t FakeModule::prog_load(rof_prog_load& req, std::span<const std::uin
     p.resp_max = hdr.resp_max;
     std::copy(req.bind, req.bind + ROF_ISA_MAX_SLOTS, p.bind);
     p.loaded_ns = now_ns();
-    progs_.emplace(ProgKey{req.tenant, hdr.tag}, p);
-    req.tag = hdr.tag;
-    return hdr.tag;
+    return p;
 }
 
 void FakeModule::prog_unload(std::uint32_t tenant, std::uint64_t tag) {

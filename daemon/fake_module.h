@@ -70,6 +70,8 @@ class FakeModule final : public Module {
     std::vector<rof_freelist_info> list_freelists() override;
 
     std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) override;
+    std::uint64_t prog_replace(rof_prog_load& req, std::span<const std::uint8_t> image,
+                               std::uint64_t old_tag) override;
     void prog_unload(std::uint32_t tenant, std::uint64_t tag) override;
     std::vector<rof_prog_info> list_progs() override;
     std::optional<rof_prog_info> get_prog(std::uint32_t tenant, std::uint64_t tag) override;
@@ -130,6 +132,8 @@ class FakeModule final : public Module {
     rof_region_info region_info_locked(const rof_region_info& r) const;
     bool session_live(const rof_session_info& s) const;
     void close_session_locked(std::uint32_t id, std::uint32_t reason);
+    rof_prog_info prog_checked_locked(rof_prog_load& req, std::span<const std::uint8_t> image,
+                                      bool quota, const char* cmd);
     void destroy_region_locked(std::uint32_t id, std::uint32_t reason);
     void audit_locked(rof_audit_record record);
     void flush_audit_locked();

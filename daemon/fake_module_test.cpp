@@ -462,6 +462,40 @@ TEST(FakeModule, ProgramsAreNamedByTenantAndTag) {
     EXPECT_EQ(errno_of([&] { m.prog_unload(kv, 0xfeed); }), ENOENT);
 }
 
+// REPLACE: the load's checks, then the old program (ENOENT) and the new
+// tag (EEXIST, the old one's included); the new program takes the old
+// one's place, in the quota too, and counts the tags it serves.
+TEST(FakeModule, ProgramReplace) {
+    FakeModule m;
+    const auto kv = m.tenant_create("kv", 0);
+    rof_tenant_quota q = m.get_tenant(kv)->quota;
+    q.programs = 2;
+    m.tenant_set_quota(kv, q);
+    load(m, kv, 1);
+    load(m, kv, 2);
+    EXPECT_EQ(errno_of([&] { load(m, kv, 3); }), EDQUOT);
+
+    const auto replace = [&](std::uint64_t old_tag, std::uint64_t tag) {
+        rof_prog_load req = load_req(kv);
+        const auto img = image(tag);
+        return m.prog_replace(req, img, old_tag);
+    };
+    EXPECT_EQ(replace(1, 3), 3U);  // at the quota
+    EXPECT_FALSE(m.get_prog(kv, 1));
+    EXPECT_EQ(m.get_prog(kv, 3)->aliases, 1U);
+    EXPECT_EQ(m.list_progs().size(), 2U);
+    EXPECT_EQ(errno_of([&] { replace(1, 4); }), ENOENT);
+    EXPECT_EQ(errno_of([&] { replace(3, 3); }), EEXIST);
+    EXPECT_EQ(errno_of([&] { replace(3, 2); }), EEXIST);
+    rof_prog_load req = load_req(kv);
+    const std::vector<std::uint8_t> tiny(16, 0);
+    EXPECT_EQ(errno_of([&] { m.prog_replace(req, tiny, 3); }), ENOEXEC);
+    for (std::uint64_t tag = 4; tag < 4 + ROF_PROG_ALIASES_MAX + 2; tag++) {
+        replace(tag - 1, tag);
+    }
+    EXPECT_EQ(m.get_prog(kv, 4 + ROF_PROG_ALIASES_MAX + 1)->aliases, ROF_PROG_ALIASES_MAX);
+}
+
 TEST(FakeModule, ProgramLoadChecks) {
     FakeModule m;
     const auto kv = m.tenant_create("kv", 0);

@@ -246,6 +246,30 @@ std::uint64_t Kmod::prog_load(rof_prog_load& req, std::span<const std::uint8_t> 
     return req.tag;
 }
 
+std::uint64_t Kmod::prog_replace(rof_prog_load& req, std::span<const std::uint8_t> image,
+                                 std::uint64_t old_tag) {
+    const auto cmd = ROFD_CMD(ROF_IOC_PROG_REPLACE);
+    struct rof_prog_replace r {};
+
+    if (image.size() > std::numeric_limits<std::uint32_t>::max()) {
+        fail(E2BIG, cmd, std::to_string(image.size()) + " byte image");
+    }
+    req.image = user_ptr(image.data());
+    req.image_len = static_cast<std::uint32_t>(image.size());
+    r.load = req;
+    r.old_tag = old_tag;
+    const int err = try_ioctl(cmd, &r);
+    req = r.load;  // the tag, or error_insn with ENOEXEC
+    if (err == ENOTTY) {
+        // A module loaded before the upgrade to ABI 0.4 keeps running.
+        fail(EOPNOTSUPP, cmd, "the loaded rof.ko predates program replace (ABI 0.4); reload it");
+    }
+    if (err != 0) {
+        fail(err, cmd);
+    }
+    return req.tag;
+}
+
 void Kmod::prog_unload(std::uint32_t tenant, std::uint64_t tag) {
     struct rof_prog_id req {};
 

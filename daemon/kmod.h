@@ -59,6 +59,8 @@ class Kmod final : public Module {
     std::vector<rof_freelist_info> list_freelists() override;
 
     std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) override;
+    std::uint64_t prog_replace(rof_prog_load& req, std::span<const std::uint8_t> image,
+                               std::uint64_t old_tag) override;
     void prog_unload(std::uint32_t tenant, std::uint64_t tag) override;
     std::vector<rof_prog_info> list_progs() override;
     std::optional<rof_prog_info> get_prog(std::uint32_t tenant, std::uint64_t tag) override;

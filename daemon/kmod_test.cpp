@@ -10,6 +10,7 @@
 
 #include "kmod.h"
 #include "kmod_list.h"
+#include "status_map.h"
 #include "test_util.h"
 
 namespace {
@@ -85,6 +86,28 @@ TEST(Kmod, EveryCommandNamesItself) {
     }
     EXPECT_EQ(load.image_len, image.size());
     EXPECT_EQ(load.image, reinterpret_cast<std::uintptr_t>(image.data()));
+}
+
+// A module older than ABI 0.4 has no ROF_IOC_PROG_REPLACE: the error says
+// so, and is the operator's to fix (FAILED_PRECONDITION), not rofd's.
+TEST(Kmod, ReplaceOnAModuleWithoutItSaysWhatToDo) {
+    rofd::test::TempDir dir;
+    const std::string path = dir.regular_file("rof");
+    rofd::Kmod kmod(path);
+    rof_prog_load load{};
+    const std::vector<std::uint8_t> image(64, 0);
+    try {
+        kmod.prog_replace(load, image, 0x1234);
+        FAIL() << "ROF_IOC_PROG_REPLACE succeeded on a regular file";
+    } catch (const rofd::KmodError& e) {
+        EXPECT_EQ(e.code().value(), EOPNOTSUPP);
+        EXPECT_EQ(std::string(e.what()), path +
+                                             ": ROF_IOC_PROG_REPLACE: the loaded rof.ko "
+                                             "predates program replace (ABI 0.4); reload it: "
+                                             "Operation not supported");
+        EXPECT_EQ(rofd::module_status_code(EOPNOTSUPP), grpc::StatusCode::FAILED_PRECONDITION);
+    }
+    EXPECT_EQ(load.image_len, image.size());
 }
 
 // A name the ABI cannot carry never reaches the module.

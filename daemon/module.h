@@ -86,6 +86,15 @@ class Module {
     // Programs.  @req.image/image_len point at @image; the tag is returned.
     // A verifier refusal is KmodError(ENOEXEC) with req.error_insn set.
     virtual std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) = 0;
+    // Loads @req's image in place of the tenant's program @old_tag, in one
+    // step (ROF_IOC_PROG_REPLACE): INVOKEs that named @old_tag, or a tag it
+    // had replaced, run the new program from then on; the old one is
+    // unloaded once its runs finish.  ENOENT: no program @old_tag; EEXIST:
+    // the tenant has the new tag loaded; EOPNOTSUPP: a module older than
+    // ABI 0.4.  Otherwise as prog_load, except that the new program takes
+    // the old one's place in the program quota.
+    virtual std::uint64_t prog_replace(rof_prog_load& req, std::span<const std::uint8_t> image,
+                                       std::uint64_t old_tag) = 0;
     virtual void prog_unload(std::uint32_t tenant, std::uint64_t tag) = 0;
     virtual std::vector<rof_prog_info> list_progs() = 0;
     virtual std::optional<rof_prog_info> get_prog(std::uint32_t tenant, std::uint64_t tag) = 0;

@@ -209,6 +209,7 @@ void fill_program(const View& v, const StoredProgram* stored, const rof_prog_inf
     out->set_faults(info.faults);
     out->set_insns(info.insns);
     out->set_revoked((info.flags & ROF_PROG_REVOKED) != 0);
+    out->set_replaced(info.aliases);
     out->set_origin(v1::ORIGIN_MODULE);
     if (stored == nullptr || stored->tenant != tenant || stored->tag != info.tag) {
         return;
@@ -227,11 +228,6 @@ void fill_program(const View& v, const StoredProgram* stored, const rof_prog_inf
     }
 }
 
-// The bytes Store::program_bytes() counts of @p.
-std::uint64_t stored_size(const StoredProgram& p) {
-    return p.source.size() + p.image.size() + p.disassembly.size();
-}
-
 // The program a request names by tag or by name.
 std::optional<rof_prog_info> find_program(Manager& m, std::uint32_t tid, std::uint64_t tag,
                                           const std::string& name) {
@@ -247,6 +243,143 @@ std::optional<rof_prog_info> find_program(Manager& m, std::uint32_t tid, std::ui
 std::string program_what(const std::string& tenant, std::uint64_t tag, const std::string& name) {
     return tag != 0 ? fmt::format("tenant {}: program tag {:x}", quoted(tenant), tag)
                     : object_name(tenant, "program", name);
+}
+
+// What the first step of a load or a replace hands the worker.
+struct Staged {
+    std::string tenant;
+    std::string what;
+    Prepared pr;
+};
+
+// The first step of LoadProgram and ReplaceProgram, on gRPC's thread:
+// assembling and verifying is the slow part, so one tenant's large
+// programs never hold up another tenant's state changes on the worker.
+// A std::nullopt: go on to the worker with @st filled.  @tag: the program
+// a replace names by tag (its @name may then be empty).
+std::optional<grpc::Status> stage(Manager& m, CallbackServerContext* ctx, const Principal& p,
+                                  const std::string& method, const google::protobuf::Message& req,
+                                  const std::string& req_tenant, const std::string& name,
+                                  const v1::ProgramSource& src,
+                                  const google::protobuf::RepeatedPtrField<v1::Bind>& binds,
+                                  const std::string& key, v1::Program* resp, Staged& st,
+                                  std::uint64_t tag = 0) {
+    const auto v = m.view();
+    st.tenant = m.tenant_of(*v, p, req_tenant);
+    if (tag == 0 || !name.empty()) {
+        check_name("name", name);
+    }
+    st.what = program_what(st.tenant, name.empty() ? tag : 0, name);
+    if (auto s = m.authorize(p, st.tenant, Right::write, st.what); !s.ok()) {
+        return s;
+    }
+    // A retry of a call that succeeded gets its answer, not a new verdict.
+    const auto id = Manager::idempotency(p, method, req, key, st.tenant);
+    if (auto s = m.replay(id, resp)) {
+        return *s;
+    }
+    st.pr = prepare(m, *v, st.tenant, src, binds, 1);
+    const Prepared& pr = st.pr;
+    if (!pr.error.empty() || !pr.result.ok) {
+        const std::string reason = !pr.error.empty() ? pr.error : pr.result.error;
+        if (!pr.result.log.empty()) {
+            ctx->AddTrailingMetadata("rof-verifier-log-bin", pr.result.log);
+        }
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, st.what + ": rejected: " + reason);
+    }
+    std::snprintf(st.pr.load.name, sizeof(st.pr.load.name), "%s", name.c_str());
+    return std::nullopt;
+}
+
+// On the worker, where reloads run too: the tenant may have left the
+// policy, or been made anew, since its program was verified.
+std::optional<grpc::Status> still_current(const View& v, const Staged& st) {
+    const auto tid = v.tenant_id.find(st.tenant);
+    if (v.tenant(st.tenant) == nullptr || tid == v.tenant_id.end() ||
+        tid->second != st.pr.load.tenant) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            st.what + ": the policy changed while it was verified; retry");
+    }
+    return std::nullopt;
+}
+
+// rofd's row of a program about to be loaded, in intent.
+StoredProgram new_row(const std::string& tenant, const std::string& name,
+                      const v1::ProgramSource& src, const Prepared& pr) {
+    StoredProgram row;
+    row.tenant = tenant;
+    row.name = name;
+    row.tag = pr.program.tag();
+    row.source = src.has_source() ? src.source() : "";
+    row.image = pr.image;
+    row.disassembly = prog::disassemble(pr.program);
+    row.binds = pr.binds;
+    row.budget = pr.load.budget;
+    row.byte_budget = pr.load.byte_budget;
+    row.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    row.state = RowState::intent;
+    return row;
+}
+
+// The bytes Store::program_bytes() counts of @p.
+std::uint64_t stored_size(const StoredProgram& p) {
+    return p.source.size() + p.image.size() + p.disassembly.size();
+}
+
+std::uint64_t stored_size(const std::optional<StoredProgram>& p) {
+    return p ? stored_size(*p) : 0;
+}
+
+// What rofd keeps of a tenant's programs is bounded: a source may be 1 MiB,
+// and a list reads the index of every row.  @previous: the row @row
+// overwrites; @leaving: the row a replace removes.
+std::optional<grpc::Status> check_stored_bytes(Manager& m, const View& v, const std::string& what,
+                                               const StoredProgram& row,
+                                               const std::optional<StoredProgram>& previous,
+                                               const std::optional<StoredProgram>& leaving) {
+    const std::uint64_t cap = v.tenant(row.tenant)->programs.stored_bytes;
+    const std::uint64_t adding = stored_size(row);
+    const std::uint64_t kept =
+        m.store().program_bytes(row.tenant) - stored_size(previous) - stored_size(leaving);
+    if (kept + adding > cap) {
+        return grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            fmt::format("{}: {} bytes of source, image and disassembly to keep; tenant {} "
+                        "keeps {} of at most {} (programs.stored_bytes)",
+                        what, adding, quoted(row.tenant), kept, cap));
+    }
+    return std::nullopt;
+}
+
+// A load the module refused: the row of @tag as it was before.
+void restore_row(Manager& m, const std::string& tenant, std::uint64_t tag,
+                 const std::optional<StoredProgram>& previous) {
+    if (previous) {
+        m.store().put_program(*previous);
+    } else {
+        m.store().delete_program(tenant, tag);
+    }
+}
+
+// The module took @row's program (in place of @replaced's): commits the
+// row, drops the replaced one's and records the call's answer.
+void commit_row(Manager& m, const View& v, const Manager::Idempotency& id, StoredProgram& row,
+                std::optional<std::uint64_t> replaced, v1::Program* resp) {
+    const auto tid = Manager::tenant_id(v, row.tenant);
+    const auto info = m.module().get_prog(tid, row.tag);
+    row.state = RowState::committed;
+    m.store().transaction([&] {
+        m.store().put_program(row);
+        if (replaced) {
+            m.store().delete_program(row.tenant, *replaced);
+        }
+        if (info) {
+            fill_program(v, &row, *info, resp, false);
+        }
+        m.record(id, *resp);
+    });
 }
 
 }  // namespace
@@ -286,63 +419,26 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
 ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                                 const v1::LoadProgramRequest* req,
                                                 v1::Program* resp) {
-    // Assembling and verifying is the slow part of a load: it runs first,
-    // on gRPC's thread, so that one tenant's large programs never hold up
-    // another tenant's state changes; only the store and the ioctl go to
-    // the worker.  The two steps share @staged.
-    struct Staged {
-        std::string tenant;
-        std::string what;
-        Prepared pr;
-    };
     auto staged = std::make_shared<Staged>();
     auto check = [this, ctx, req, resp, staged](const Principal& p) -> std::optional<grpc::Status> {
-        const auto v = m_.view();
-        staged->tenant = m_.tenant_of(*v, p, req->tenant());
-        check_name("name", req->name());
-        staged->what = object_name(staged->tenant, "program", req->name());
-        if (auto st = m_.authorize(p, staged->tenant, Right::write, staged->what); !st.ok()) {
-            return st;
-        }
-        // A retry of a load that succeeded gets its answer, not a new verdict.
-        const auto id =
-            Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key(), staged->tenant);
-        if (auto st = m_.replay(id, resp)) {
-            return *st;
-        }
-        staged->pr = prepare(m_, *v, staged->tenant, req->program(), req->binds(), 1);
-        const Prepared& pr = staged->pr;
-        if (!pr.error.empty() || !pr.result.ok) {
-            const std::string reason = !pr.error.empty() ? pr.error : pr.result.error;
-            if (!pr.result.log.empty()) {
-                ctx->AddTrailingMetadata("rof-verifier-log-bin", pr.result.log);
-            }
-            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                staged->what + ": rejected: " + reason);
-        }
-        return std::nullopt;
+        return stage(m_, ctx, p, "LoadProgram", *req, req->tenant(), req->name(), req->program(),
+                     req->binds(), req->idempotency_key(), resp, *staged);
     };
     return unary(
         m_, ctx, "LoadProgram", CallKind::write,
         [this, req, resp, staged](const Principal& p) {
-            // On the worker, where reloads run too: the tenant may have left
-            // the policy, or been made anew, since it was verified.
             const auto v = m_.view();
+            if (auto st = still_current(*v, *staged)) {
+                return *st;
+            }
             const std::string& tenant = staged->tenant;
             const std::string& what = staged->what;
-            const auto tid = v->tenant_id.find(tenant);
-            if (v->tenant(tenant) == nullptr || tid == v->tenant_id.end() ||
-                tid->second != staged->pr.load.tenant) {
-                return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                    what + ": the policy changed while it was verified; retry");
-            }
             const auto id =
                 Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key(), tenant);
             if (auto st = m_.replay(id, resp)) {
                 return *st;
             }
             Prepared& pr = staged->pr;
-            std::snprintf(pr.load.name, sizeof(pr.load.name), "%s", req->name().c_str());
             // The store keys programs by (tenant, tag): an intent row for an
             // image the module holds already would replace that program's
             // committed row, and the module's EEXIST would then delete it.
@@ -363,35 +459,12 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                     fmt::format("{}: tag {:x} is loaded already as {}", what,
                                                 loaded->tag, quoted(abi_name(loaded->name))));
             }
-            StoredProgram row;
-            row.tenant = tenant;
-            row.name = req->name();
-            row.tag = pr.program.tag();
-            row.source = req->program().has_source() ? req->program().source() : "";
-            row.image = pr.image;
-            row.disassembly = prog::disassemble(pr.program);
-            row.binds = pr.binds;
-            row.budget = pr.load.budget;
-            row.byte_budget = pr.load.byte_budget;
-            row.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-            row.state = RowState::intent;
+            StoredProgram row = new_row(tenant, req->name(), req->program(), pr);
             // A row of this tag the module does not hold (it lost it) is
             // replaced by the intent, and put back if the load fails.
             const auto previous = m_.store().program(tenant, row.tag);
-            // What rofd keeps of a tenant's programs is bounded: a source
-            // may be 1 MiB, and a list reads the index of every row.
-            const std::uint64_t cap = v->tenant(tenant)->programs.stored_bytes;
-            const std::uint64_t adding = stored_size(row);
-            const std::uint64_t kept =
-                m_.store().program_bytes(tenant) - (previous ? stored_size(*previous) : 0);
-            if (kept + adding > cap) {
-                return grpc::Status(
-                    grpc::StatusCode::RESOURCE_EXHAUSTED,
-                    fmt::format("{}: {} bytes of source, image and disassembly to keep; tenant {} "
-                                "keeps {} of at most {} (programs.stored_bytes)",
-                                what, adding, quoted(tenant), kept, cap));
+            if (auto st = check_stored_bytes(m_, *v, what, row, previous, std::nullopt)) {
+                return *st;
             }
             m_.store().transaction([&] {
                 m_.store().put_program(row);
@@ -400,11 +473,7 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
             try {
                 m_.module().prog_load(pr.load, pr.image);
             } catch (const KmodError& e) {
-                if (previous) {
-                    m_.store().put_program(*previous);
-                } else {
-                    m_.store().delete_program(tenant, row.tag);
-                }
+                restore_row(m_, tenant, row.tag, previous);
                 if (e.code().value() == EEXIST) {
                     return grpc::Status(
                         grpc::StatusCode::ALREADY_EXISTS,
@@ -412,15 +481,119 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                 }
                 return module_status(e, what);
             }
-            const auto info = m_.module().get_prog(pr.load.tenant, row.tag);
-            row.state = RowState::committed;
+            commit_row(m_, *v, id, row, std::nullopt, resp);
+            return grpc::Status::OK;
+        },
+        check);
+}
+
+ServerUnaryReactor* ProgramService::ReplaceProgram(CallbackServerContext* ctx,
+                                                   const v1::ReplaceProgramRequest* req,
+                                                   v1::Program* resp) {
+    auto staged = std::make_shared<Staged>();
+    auto check = [this, ctx, req, resp, staged](const Principal& p) -> std::optional<grpc::Status> {
+        return stage(m_, ctx, p, "ReplaceProgram", *req, req->tenant(), req->name(), req->program(),
+                     req->binds(), req->idempotency_key(), resp, *staged, req->tag());
+    };
+    return unary(
+        m_, ctx, "ReplaceProgram", CallKind::write,
+        [this, req, resp, staged](const Principal& p) {
+            const auto v = m_.view();
+            if (auto st = still_current(*v, *staged)) {
+                return *st;
+            }
+            const std::string& tenant = staged->tenant;
+            const std::string& what = staged->what;
+            const auto id =
+                Manager::idempotency(p, "ReplaceProgram", *req, req->idempotency_key(), tenant);
+            if (auto st = m_.replay(id, resp)) {
+                return *st;
+            }
+            Prepared& pr = staged->pr;
+            const std::uint32_t tid = pr.load.tenant;
+            std::optional<rof_prog_info> old;
+            if (req->tag() != 0) {
+                old = m_.module().get_prog(tid, req->tag());
+            } else {
+                std::size_t named = 0;
+                for (const auto& info : m_.module().list_progs()) {
+                    if (info.tenant == tid && abi_name(info.name) == req->name()) {
+                        named++;
+                        old = info;
+                    }
+                }
+                if (named > 1) {
+                    return grpc::Status(
+                        grpc::StatusCode::FAILED_PRECONDITION,
+                        fmt::format("{}: {} programs have this name; give the tag of the one "
+                                    "to replace",
+                                    what, named));
+                }
+            }
+            if (!old) {
+                // A retry by tag of a replace rofd died in after the swap.
+                const auto now = m_.module().get_prog(tid, pr.program.tag());
+                if (now && m_.interrupted(id)) {
+                    const auto stored = m_.store().program(tenant, now->tag);
+                    fill_program(*v, stored ? &*stored : nullptr, *now, resp, false);
+                    m_.store().transaction([&] { m_.record(id, *resp); });
+                    return grpc::Status::OK;
+                }
+                return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": not loaded");
+            }
+            const std::string name = req->name().empty() ? abi_name(old->name) : req->name();
+            const auto old_row = m_.store().program(tenant, old->tag);
+            // The same image: nothing to swap.  A retry of a replace rofd
+            // died in after the swap ends here too (reconciliation dropped
+            // the old row and committed the new one).
+            if (old->tag == pr.program.tag()) {
+                fill_program(*v, old_row ? &*old_row : nullptr, *old, resp, false);
+                m_.store().transaction([&] { m_.record(id, *resp); });
+                return grpc::Status::OK;
+            }
+            if (const auto loaded = m_.module().get_prog(tid, pr.program.tag())) {
+                return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
+                                    fmt::format("{}: tag {:x} is loaded already as {}", what,
+                                                loaded->tag, quoted(abi_name(loaded->name))));
+            }
+            std::snprintf(pr.load.name, sizeof(pr.load.name), "%s", name.c_str());
+            StoredProgram row = new_row(tenant, name, req->program(), pr);
+            const auto previous = m_.store().program(tenant, row.tag);
+            if (auto st = check_stored_bytes(m_, *v, what, row, previous, old_row)) {
+                return *st;
+            }
+            // Both rows in intent before the swap: reconciliation after a
+            // crash keeps whichever of the two the module holds.
             m_.store().transaction([&] {
                 m_.store().put_program(row);
-                if (info) {
-                    fill_program(*v, &row, *info, resp, false);
+                if (old_row) {
+                    StoredProgram o = *old_row;
+                    o.state = RowState::intent;
+                    m_.store().put_program(o);
                 }
-                m_.record(id, *resp);
+                m_.begin(id);
             });
+            try {
+                m_.module().prog_replace(pr.load, pr.image, old->tag);
+            } catch (const KmodError& e) {
+                restore_row(m_, tenant, row.tag, previous);
+                if (old_row) {
+                    m_.store().put_program(*old_row);
+                }
+                switch (e.code().value()) {
+                    case EEXIST:
+                        return grpc::Status(
+                            grpc::StatusCode::ALREADY_EXISTS,
+                            fmt::format("{}: tag {:x} is loaded already", what, row.tag));
+                    case ENOENT:
+                        return grpc::Status(
+                            grpc::StatusCode::NOT_FOUND,
+                            fmt::format("{}: tag {:x} was unloaded meanwhile", what, old->tag));
+                    default:
+                        return module_status(e, what);
+                }
+            }
+            commit_row(m_, *v, id, row, old->tag, resp);
             return grpc::Status::OK;
         },
         check);

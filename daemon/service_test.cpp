@@ -297,6 +297,17 @@ TEST_F(Service, AuthorizationMatrix) {
          },
          {OK, OK, PD, PD, PD},
          "tenant \"kv\": program \"p-other\""},
+        {"Programs.ReplaceProgram",
+         [&](Client& c, Role r) {
+             v1::ReplaceProgramRequest req;
+             req.set_tenant("kv");
+             req.set_name(allowed(r) ? "p-" + suffix(r) : "p-other");
+             *req.mutable_program() = source(r == as_admin ? "exit 3\n" : "exit 4\n");
+             v1::Program resp;
+             return rpc(*c.programs, &v1::Programs::Stub::ReplaceProgram, req, &resp);
+         },
+         {OK, OK, PD, PD, PD},
+         "tenant \"kv\": program \"p-other\""},
         {"Programs.UnloadProgram",
          [&](Client& c, Role r) {
              v1::UnloadProgramRequest req;
@@ -1344,6 +1355,170 @@ TEST_F(Service, ARetryAfterACrashGetsTheAnswerOfTheCallItInterrupted) {
     const auto rows = h_.manager().store().programs();
     ASSERT_EQ(rows.size(), 1U);
     EXPECT_EQ(rows[0].state, rofd::RowState::committed);
+}
+
+// ReplaceProgram puts a new image in the place of a loaded program: one
+// program of the name, the new tag, rofd's row of the new source only, the
+// module's count of replaced tags; errors name what is wrong.
+TEST_F(Service, ReplaceAProgramInPlace) {
+    auto c = h_.client(kv_user);
+    v1::LoadProgramRequest load;
+    load.set_name("answer");
+    *load.mutable_program() = source("exit 1\n");
+    v1::Program first;
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &first).ok());
+
+    v1::ReplaceProgramRequest rep;
+    rep.set_name("answer");
+    *rep.mutable_program() = source("exit 2\n");
+    v1::Program second;
+    auto st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &second);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(second.name(), "answer");
+    EXPECT_NE(second.tag(), first.tag());
+    EXPECT_EQ(second.replaced(), 1U);
+    EXPECT_EQ(second.origin(), v1::ORIGIN_API);
+    const auto progs = h_.fake().list_progs();
+    ASSERT_EQ(progs.size(), 1U);
+    EXPECT_EQ(progs[0].tag, second.tag());
+    const auto rows = h_.manager().store().programs();
+    ASSERT_EQ(rows.size(), 1U);
+    EXPECT_EQ(rows[0].tag, second.tag());
+    EXPECT_EQ(rows[0].source, "exit 2\n");
+    EXPECT_EQ(rows[0].state, rofd::RowState::committed);
+
+    // The same image again changes nothing.
+    v1::Program same;
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &same);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(same.tag(), second.tag());
+    EXPECT_EQ(same.replaced(), 1U);
+
+    // By tag, and a chain: the third serves both older tags.
+    rep.clear_name();
+    rep.set_tag(second.tag());
+    *rep.mutable_program() = source("exit 3\n");
+    v1::Program third;
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &third);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(third.name(), "answer");
+    EXPECT_EQ(third.replaced(), 2U);
+
+    // Errors.
+    v1::Program out;
+    rep.clear_tag();
+    rep.set_name("nope");
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
+    EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+    EXPECT_EQ(st.error_message(), "tenant \"kv\": program \"nope\": not loaded");
+    load.set_name("other");
+    *load.mutable_program() = source("exit 5\n");
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &out).ok());
+    rep.set_name("answer");  // to the image "other" runs
+    *rep.mutable_program() = source("exit 5\n");
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
+    EXPECT_EQ(st.error_code(), Code::ALREADY_EXISTS) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "is loaded already as \"other\"")) << describe(st);
+    load.set_name("answer");  // a second program of the name
+    *load.mutable_program() = source("exit 6\n");
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &out).ok());
+    *rep.mutable_program() = source("exit 7\n");
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
+    EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "2 programs have this name")) << describe(st);
+    *rep.mutable_program() = source("exit 8\nnope\n");
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
+    EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "tenant \"kv\": program \"answer\": rejected: "))
+        << describe(st);
+    EXPECT_EQ(h_.fake().list_progs().size(), 3U);
+}
+
+// A tenant at its program quota can still replace: the new program takes
+// the old one's place in it.
+TEST_F(Service, ReplaceWorksAtTheProgramQuota) {
+    auto c = h_.client(kv_user);
+    std::uint32_t quota = 0;
+    for (const auto& t : h_.fake().list_tenants()) {
+        if (rofd::abi_name(t.name) == "kv") {
+            quota = t.quota.programs;
+        }
+    }
+    ASSERT_GT(quota, 0U);
+    ASSERT_LT(quota, 100U);
+    v1::Program out;
+    for (std::uint32_t i = 0; i < quota; i++) {
+        v1::LoadProgramRequest load;
+        load.set_name("p" + std::to_string(i));
+        *load.mutable_program() = source("exit " + std::to_string(i + 10) + "\n");
+        ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &out).ok()) << i;
+    }
+    v1::LoadProgramRequest more;
+    more.set_name("more");
+    *more.mutable_program() = source("exit 99\n");
+    auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, more, &out);
+    EXPECT_EQ(st.error_code(), Code::RESOURCE_EXHAUSTED) << describe(st);
+    v1::ReplaceProgramRequest rep;
+    rep.set_name("p0");
+    *rep.mutable_program() = source("exit 99\n");
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
+    EXPECT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(h_.fake().list_progs().size(), quota);
+}
+
+// rofd dies around the swap.  Before it (the module never saw the call):
+// the old program stays, and the retry replaces it.  After it: the new
+// program is rofd's, the old row is gone, and the retry is answered.
+TEST_F(Service, AReplaceInterruptedByACrashSettlesEitherWay) {
+    v1::LoadProgramRequest load;
+    load.set_name("v");
+    *load.mutable_program() = source("exit 1\n");
+    v1::ReplaceProgramRequest rep;
+    rep.set_name("v");
+    *rep.mutable_program() = source("exit 2\n");
+    rep.set_idempotency_key("replace-v");
+    v1::Program loaded, out;
+    {
+        auto c = h_.client(kv_user);
+        ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &loaded).ok());
+        h_.module().crash_after("prog_replace");
+        const auto st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
+        EXPECT_TRUE(contains(st.error_message(), "rofd crashed after prog_replace"))
+            << describe(st);
+    }
+    h_.restart();
+    auto c = h_.client(kv_user);
+    const auto rows = h_.manager().store().programs();
+    ASSERT_EQ(rows.size(), 1U);
+    EXPECT_EQ(rows[0].source, "exit 2\n");
+    EXPECT_EQ(rows[0].state, rofd::RowState::committed);
+    v1::Program again;
+    auto st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &again);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_NE(again.tag(), loaded.tag());
+    EXPECT_EQ(again.name(), "v");
+    v1::Program replay;
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &replay);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(replay.SerializeAsString(), again.SerializeAsString());
+    // Named by tag, the retry finds the old tag gone and answers the new
+    // program.
+    load.set_name("w");
+    *load.mutable_program() = source("exit 4\n");
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &loaded).ok());
+    rep.clear_name();
+    rep.set_tag(loaded.tag());
+    rep.set_idempotency_key("replace-w-by-tag");
+    *rep.mutable_program() = source("exit 5\n");
+    h_.module().crash_after("prog_replace");
+    EXPECT_FALSE(rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out).ok());
+    h_.restart();
+    c = h_.client(kv_user);
+    st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &again);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(again.name(), "w");
+    EXPECT_NE(again.tag(), loaded.tag());
+    EXPECT_EQ(h_.manager().store().programs().size(), 2U);
 }
 
 // The same for the deletes: rofd dies after the module destroyed the

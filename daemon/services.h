@@ -86,6 +86,9 @@ class ProgramService final : public v1::Programs::CallbackService {
                                       v1::VerifyProgramResponse* resp) override;
     ServerUnaryReactor* LoadProgram(CallbackServerContext* ctx, const v1::LoadProgramRequest* req,
                                     v1::Program* resp) override;
+    ServerUnaryReactor* ReplaceProgram(CallbackServerContext* ctx,
+                                       const v1::ReplaceProgramRequest* req,
+                                       v1::Program* resp) override;
     ServerUnaryReactor* UnloadProgram(CallbackServerContext* ctx,
                                       const v1::UnloadProgramRequest* req,
                                       v1::UnloadProgramResponse* resp) override;

@@ -120,6 +120,10 @@ class SharedModule final : public Module {
     std::uint64_t prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) override {
         return done("prog_load", m_->prog_load(req, image));
     }
+    std::uint64_t prog_replace(rof_prog_load& req, std::span<const std::uint8_t> image,
+                               std::uint64_t old_tag) override {
+        return done("prog_replace", m_->prog_replace(req, image, old_tag));
+    }
     void prog_unload(std::uint32_t tenant, std::uint64_t tag) override {
         m_->prog_unload(tenant, tag);
         done("prog_unload");

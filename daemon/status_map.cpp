@@ -40,6 +40,8 @@ Entry lookup(int err) {
             return {C::FAILED_PRECONDITION, "overlaps another free list"};
         case ENOKEY:
             return {C::FAILED_PRECONDITION, "no ticket key set"};
+        case EOPNOTSUPP:  // Kmod: the loaded module's ABI lacks the command
+            return {C::FAILED_PRECONDITION, nullptr};
         case EINVAL:
             return {C::INVALID_ARGUMENT, "invalid argument"};
         case E2BIG:

@@ -130,6 +130,27 @@ enum rof_code rof_program_load(rof_client* client, const char* tenant, const cha
     });
 }
 
+enum rof_code rof_program_replace(rof_client* client, const char* tenant, const char* name,
+                                  const char* source, const char* file, uint64_t* tag,
+                                  struct rof_error* err) {
+    return guard(err, [&] {
+        if (client == nullptr || name == nullptr || source == nullptr) {
+            throw rof::Error(rof::Code::invalid_argument,
+                             "rof_program_replace: client, name or source is NULL");
+        }
+        rof::v1::ReplaceProgramRequest req;
+        req.set_tenant(str_or_empty(tenant));
+        req.set_name(name);
+        req.mutable_program()->set_source(source);
+        req.mutable_program()->set_file(file != nullptr ? std::string(file)
+                                                        : std::string(name) + ".rofs");
+        const rof::v1::Program p = client->client.replace_program(req);
+        if (tag != nullptr) {
+            *tag = p.tag();
+        }
+    });
+}
+
 enum rof_code rof_program_unload(rof_client* client, const char* tenant, const char* name,
                                  struct rof_error* err) {
     return guard(err, [&] {

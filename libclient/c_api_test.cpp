@@ -153,6 +153,8 @@ TEST(CApiNullArguments, ClientFunctions) {
     expect_invalid(rof_client_status(nullptr, &status, &err), err, "rof_client_status");
     expect_invalid(rof_program_load(nullptr, nullptr, "p", "exit 0\n", nullptr, &tag, &err), err,
                    "rof_program_load");
+    expect_invalid(rof_program_replace(nullptr, nullptr, "p", "exit 0\n", nullptr, &tag, &err), err,
+                   "rof_program_replace");
     expect_invalid(rof_program_unload(nullptr, nullptr, "p", &err), err, "rof_program_unload");
     expect_invalid(rof_program_tag(nullptr, nullptr, "p", &tag, &err), err, "rof_program_tag");
     EXPECT_STREQ(rof_client_target(nullptr), "");
@@ -167,6 +169,8 @@ TEST(CApiNullArguments, ClientFunctions) {
                    "rof_program_load");
     expect_invalid(rof_program_load(client, nullptr, "p", nullptr, nullptr, &tag, &err), err,
                    "rof_program_load");
+    expect_invalid(rof_program_replace(client, nullptr, "p", nullptr, nullptr, &tag, &err), err,
+                   "rof_program_replace");
     expect_invalid(rof_program_tag(client, nullptr, "p", nullptr, &err), err, "rof_program_tag");
     rof_client_close(client);
 }

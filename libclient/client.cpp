@@ -325,6 +325,11 @@ v1::Program Client::load_program(const v1::LoadProgramRequest& req) {
                          req);
 }
 
+v1::Program Client::replace_program(const v1::ReplaceProgramRequest& req) {
+    return impl_->mutate("ReplaceProgram", impl_->programs.get(),
+                         &v1::Programs::Stub::ReplaceProgram, req);
+}
+
 void Client::unload_program(const v1::UnloadProgramRequest& req) {
     impl_->mutate("UnloadProgram", impl_->programs.get(), &v1::Programs::Stub::UnloadProgram, req);
 }

@@ -110,6 +110,15 @@ TEST(ClientRofd, EveryServiceAnswers) {
     gp.set_tenant("kv");
     gp.set_name("zero");
     EXPECT_FALSE(c.get_program(gp).disassembly().empty());
+    v1::ReplaceProgramRequest rp;
+    rp.set_tenant("kv");
+    rp.set_name("zero");
+    rp.mutable_program()->set_source("exit 1\n");
+    const v1::Program replaced = c.replace_program(rp);
+    EXPECT_NE(replaced.tag(), p.tag());
+    EXPECT_EQ(replaced.name(), "zero");
+    EXPECT_EQ(replaced.replaced(), 1U);
+    EXPECT_EQ(c.list_programs(lp).programs_size(), 1);
 
     v1::OpenSessionRequest os;
     os.set_tenant("kv");

@@ -167,8 +167,9 @@ rof::v1::Bind bind(const std::string& slot, const std::string& region,
     return b;
 }
 
-// Loads @name for @g; an earlier program of that name with another tag is unloaded first, the
-// same program loaded already is fine.
+// Loads @name for @g.  A program of that name from an earlier start (the kvstore restarted,
+// or was upgraded) is replaced in one step: sessions that invoke its tag keep being served,
+// by the new image from then on.  The same image loaded already is kept as it is.
 void load_program(rof::Client& c, const std::string& tenant, const std::string& name,
                   const rofkv::Geometry& g) {
     std::vector<rof::v1::Bind> binds = {bind("kv_index", rofkv::kIndexRegion),
@@ -182,26 +183,21 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
     src.set_source(rofkv::program_source(name, g));
     src.set_file(name + ".rofs");
 
-    rof::v1::VerifyProgramRequest v;
-    v.set_tenant(tenant);
-    *v.mutable_program() = src;
-    for (const auto& b : binds) {
-        *v.add_binds() = b;
-    }
-    const rof::v1::VerifyProgramResponse vr = c.verify_program(v);
-    if (!vr.ok()) {
-        throw rof::Error(rof::Code::invalid_argument, name + ": rejected: " + vr.error());
-    }
-
     rof::v1::ListProgramsRequest lr;
     lr.set_tenant(tenant);
     const rof::v1::ListProgramsResponse loaded = c.list_programs(lr);
     for (const auto& p : loaded.programs()) {
-        if (p.name() == name && p.tag() != vr.tag()) {
-            rof::v1::UnloadProgramRequest u;
-            u.set_tenant(tenant);
-            u.set_tag(p.tag());
-            c.unload_program(u);
+        if (p.name() == name) {
+            rof::v1::ReplaceProgramRequest r;
+            r.set_tenant(tenant);
+            r.set_name(name);
+            r.set_tag(p.tag());
+            *r.mutable_program() = src;
+            for (const auto& b : binds) {
+                *r.add_binds() = b;
+            }
+            c.replace_program(r);
+            return;
         }
     }
     rof::v1::LoadProgramRequest l;
@@ -211,13 +207,7 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
     for (const auto& b : binds) {
         *l.add_binds() = b;
     }
-    try {
-        c.load_program(l);
-    } catch (const rof::Error& e) {
-        if (e.code() != rof::Code::already_exists) {
-            throw;
-        }
-    }
+    c.load_program(l);
 }
 
 // ---- memcached's text protocol ----------------------------------------------------------------

@@ -157,6 +157,13 @@ ROF_EXPORT enum rof_code rof_client_status(rof_client* client, struct rof_daemon
 ROF_EXPORT enum rof_code rof_program_load(rof_client* client, const char* tenant, const char* name,
                                           const char* source, const char* file, uint64_t* tag,
                                           struct rof_error* err);
+/* Programs.ReplaceProgram: the program called @name of @tenant replaced by
+ * the one in @source, in one step (no invoke of its tag fails meanwhile;
+ * they run the new program from then on).  The new tag in *@tag (may be
+ * NULL); @file as rof_program_load's.  ROF_NOT_FOUND: no program @name. */
+ROF_EXPORT enum rof_code rof_program_replace(rof_client* client, const char* tenant,
+                                             const char* name, const char* source, const char* file,
+                                             uint64_t* tag, struct rof_error* err);
 /* Programs.UnloadProgram by name. */
 ROF_EXPORT enum rof_code rof_program_unload(rof_client* client, const char* tenant,
                                             const char* name, struct rof_error* err);

@@ -125,6 +125,9 @@ class ROF_EXPORT Client {
     // program is ok() == false with the error and log, not an exception.
     v1::VerifyProgramResponse verify_program(const v1::VerifyProgramRequest& req);
     v1::Program load_program(const v1::LoadProgramRequest& req);
+    // Puts a new image in the place of a loaded program in one step: the
+    // tag a session invokes keeps working and runs the new image.
+    v1::Program replace_program(const v1::ReplaceProgramRequest& req);
     void unload_program(const v1::UnloadProgramRequest& req);
     v1::ListProgramsResponse list_programs(const v1::ListProgramsRequest& req = {});
     v1::Program get_program(const v1::GetProgramRequest& req);
