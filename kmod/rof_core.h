@@ -302,8 +302,9 @@ struct rof_run_budget {
 /*
  * One INVOKE: returns an enum rof_status, writes the response payload
  * (struct rof_invoke_result, then the program's response) into @out of
- * @out_cap bytes, fills @rec's insns and reason, and takes what the run
- * spent from @budget.  *@scratch is the session's, grown here on demand
+ * @out_cap bytes, fills @rec's insns, reason and program (the tag of the
+ * program found: a replacement's for a replaced tag), and takes what the
+ * run spent from @budget.  *@scratch is the session's, grown here on demand
  * in process context; in atomic context (@atomic) a run that would sleep,
  * or could spend more than @budget holds, returns ROF_PROG_DEFER and does
  * nothing.  rof_prog_scratch_free(NULL) is a no-op.

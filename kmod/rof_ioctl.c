@@ -72,6 +72,7 @@ long rof_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case ROF_IOC_PROG_UNLOAD:
 	case ROF_IOC_GET_PROG:
 	case ROF_IOC_LIST_PROGS:
+	case ROF_IOC_PROG_REPLACE:
 		return rof_prog_ioctl(cmd, uarg);
 	default:
 		return -ENOTTY;

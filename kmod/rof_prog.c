@@ -24,15 +24,29 @@
  * Before a program lets go of its regions it is stopped: ->stopped is
  * set and the runs under way (->active) are waited for, so no run ever
  * touches a region the program no longer holds.
+ *
+ * PROG_REPLACE swaps a new program in for an old one in one step under
+ * rof_progs_lock: the new one is linked, the old one unlinked, and the
+ * old one's own tag and the tags it served for become aliases of the new
+ * one (struct rof_prog_alias, on rof_prog_aliases, owned by the program
+ * they name), which INVOKE follows and nothing else does.  Then the old
+ * one is stopped and let go as an unload would, but its quota charge
+ * stays: the new one took it over (->charged).  For each (tenant, tag)
+ * there is at most one entry, an own tag or an alias; rof_progs_seq
+ * counts the swaps and loads that move a tag between the two tables, so
+ * that an INVOKE that missed both while one ran looks again.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
 #include <linux/hash.h>
 #include <linux/hashtable.h>
+#include <linux/list.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/rcupdate.h>
+#include <linux/seqlock.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -62,6 +76,21 @@ MODULE_PARM_DESC(prog_scratch_max, "largest scratch_size a program may declare (
 #define ROF_SLOT_HELD		0
 
 struct rof_prog;
+
+/*
+ * A tag a program answers INVOKEs for besides its own: that of a program
+ * it replaced, or one such a program served for.  On rof_prog_aliases
+ * and on its program's ->aliases, both under rof_progs_lock; read under
+ * RCU.  A replace moves it on (->p changes), an unload of ->p frees it.
+ */
+struct rof_prog_alias {
+	struct hlist_node hnode;	/* on rof_prog_aliases */
+	struct list_head node;		/* on ->p's ->aliases, oldest first */
+	struct rof_prog __rcu *p;
+	const struct rof_tenant *tenant;	/* ->p's: compared, never used */
+	u64 tag;
+	struct rcu_head rcu;
+};
 
 struct rof_prog_slot {
 	struct rof_prog *p;
@@ -93,6 +122,11 @@ struct rof_prog {
 	struct rof_prog_slot slots[ROF_ISA_MAX_SLOTS];
 	struct rof_exec_region xr[ROF_ISA_MAX_SLOTS];
 
+	struct list_head aliases;	/* rof_prog_alias.node; rof_progs_lock */
+	u32 naliases;			/* written under rof_progs_lock */
+	bool charged;			/* holds one of the tenant's program quota */
+	bool replaced;			/* unlinked by a replace; before ->stopped */
+
 	bool stopped;			/* no run starts any more */
 	bool revoked;			/* ... because a region was destroyed */
 	atomic_t active;		/* runs under way */
@@ -113,10 +147,20 @@ struct rof_prog_scratch {
 };
 
 static DEFINE_HASHTABLE(rof_progs, ROF_PROG_HASH_BITS);
+static DEFINE_HASHTABLE(rof_prog_aliases, ROF_PROG_HASH_BITS);
 /* Ids go round (xa_alloc_cyclic), so a page boundary rarely sees reuse. */
 static DEFINE_XARRAY_ALLOC1(rof_prog_ids);
 static u32 rof_prog_next_id;
 static DEFINE_MUTEX(rof_progs_lock);
+/*
+ * Write sections (under rof_progs_lock, preemption off): a load or a
+ * replace linking a program and moving tags between own and alias.
+ * INVOKE reads it with raw_seqcount_begin, never waiting for a writer
+ * (it may run in softirq on the writer's CPU): a write section under way
+ * makes its check fail and it looks again (rof_prog_enter).
+ */
+static seqcount_mutex_t rof_progs_seq =
+	SEQCNT_MUTEX_ZERO(rof_progs_seq, &rof_progs_lock);
 
 /*
  * Wide CAS is atomic only against wide CAS on the same region
@@ -153,9 +197,92 @@ static void rof_prog_put(struct rof_prog *p)
 /* No run starts after this returns, and none is under way. */
 static void rof_prog_stop(struct rof_prog *p)
 {
+	/* ->revoked, ->replaced before ->stopped; pairs with rof_prog_enter */
+	smp_wmb();
 	WRITE_ONCE(p->stopped, true);
-	smp_mb();	/* ->stopped before ->active; pairs with rof_prog_run */
+	smp_mb();	/* ->stopped before ->active; pairs with rof_prog_enter */
 	wait_event(p->idle_wq, !atomic_read(&p->active));
+}
+
+/* ---- aliases (under rof_progs_lock) ------------------------------------ */
+
+static struct rof_prog *rof_prog_alias_target(struct rof_prog_alias *a)
+{
+	return rcu_dereference_protected(a->p,
+					 lockdep_is_held(&rof_progs_lock));
+}
+
+/* The linked program (@t, @tag) by its own tag, or NULL. */
+static struct rof_prog *rof_prog_find(struct rof_tenant *t, u64 tag)
+{
+	u32 tid = rof_tenant_id(t);
+	struct rof_prog *p;
+
+	lockdep_assert_held(&rof_progs_lock);
+	hash_for_each_possible(rof_progs, p, hnode, rof_prog_key(tid, tag))
+		if (p->tenant == t && p->tag == tag)
+			return p;
+	return NULL;
+}
+
+static struct rof_prog_alias *rof_prog_alias_find(struct rof_tenant *t,
+						  u64 tag)
+{
+	u32 tid = rof_tenant_id(t);
+	struct rof_prog_alias *a;
+
+	lockdep_assert_held(&rof_progs_lock);
+	hash_for_each_possible(rof_prog_aliases, a, hnode,
+			       rof_prog_key(tid, tag))
+		if (a->tenant == t && a->tag == tag)
+			return a;
+	return NULL;
+}
+
+/* call_rcu, not kfree_rcu: rcu_barrier() waits for it (debugfs quiesce). */
+static void rof_prog_alias_free_rcu(struct rcu_head *rcu)
+{
+	kfree(container_of(rcu, struct rof_prog_alias, rcu));
+}
+
+/* Let go of @a; an INVOKE that found it may still read it (RCU). */
+static void rof_prog_alias_del(struct rof_prog_alias *a)
+{
+	struct rof_prog *p = rof_prog_alias_target(a);
+
+	hash_del_rcu(&a->hnode);
+	list_del(&a->node);
+	WRITE_ONCE(p->naliases, p->naliases - 1);
+	call_rcu(&a->rcu, rof_prog_alias_free_rcu);
+}
+
+/* Make @a, unused, the newest alias of @p. */
+static void rof_prog_alias_add(struct rof_prog *p, struct rof_prog_alias *a,
+			       u64 tag)
+{
+	RCU_INIT_POINTER(a->p, p);
+	a->tenant = p->tenant;
+	a->tag = tag;
+	hash_add_rcu(rof_prog_aliases, &a->hnode,
+		     rof_prog_key(p->tenant_id, tag));
+	list_add_tail(&a->node, &p->aliases);
+	WRITE_ONCE(p->naliases, p->naliases + 1);
+}
+
+/*
+ * Off the tables, with its aliases: INVOKEs of its tags find nothing once
+ * the lock is dropped (those under way in it finish: rof_prog_stop).
+ */
+static void rof_prog_unlink(struct rof_prog *p)
+{
+	struct rof_prog_alias *a, *next;
+
+	lockdep_assert_held(&rof_progs_lock);
+	hash_del_rcu(&p->hnode);
+	xa_erase(&rof_prog_ids, p->id);
+	p->linked = false;
+	list_for_each_entry_safe(a, next, &p->aliases, node)
+		rof_prog_alias_del(a);
 }
 
 /* Exactly once per slot, by whoever clears HELD; may sleep. */
@@ -182,29 +309,37 @@ static void rof_prog_region_revoked(struct rof_attach *a,
 	rof_prog_slot_release(sl);
 }
 
-/* Unload: from an ioctl or a tenant's revoke; process context. */
-static void rof_prog_destroy(struct rof_prog *p)
+/*
+ * The rest of an unload or a replace, by whoever unlinked @p: stop it,
+ * let go of its regions and tenant, and drop the table's reference.  The
+ * quota charge goes too unless a replace passed it on.
+ */
+static void rof_prog_retire(struct rof_prog *p)
 {
 	u32 i;
-
-	mutex_lock(&rof_progs_lock);
-	if (!p->linked) {
-		/* Another unloader got here first and finishes the job. */
-		mutex_unlock(&rof_progs_lock);
-		return;
-	}
-	hash_del_rcu(&p->hnode);
-	xa_erase(&rof_prog_ids, p->id);
-	p->linked = false;
-	mutex_unlock(&rof_progs_lock);
 
 	rof_prog_stop(p);
 	for (i = 0; i < p->nslots; i++)
 		rof_prog_slot_release(&p->slots[i]);
 	if (p->tattached)
 		rof_tenant_detach(p->tenant, &p->tatt);
-	rof_tenant_uncharge_program(p->tenant);
+	if (p->charged)
+		rof_tenant_uncharge_program(p->tenant);
 	rof_prog_put(p);	/* the table's reference */
+}
+
+/* Unload: from an ioctl or a tenant's revoke; process context. */
+static void rof_prog_destroy(struct rof_prog *p)
+{
+	mutex_lock(&rof_progs_lock);
+	if (!p->linked) {
+		/* Another unloader (or a replace) got here first and finishes. */
+		mutex_unlock(&rof_progs_lock);
+		return;
+	}
+	rof_prog_unlink(p);
+	mutex_unlock(&rof_progs_lock);
+	rof_prog_retire(p);
 }
 
 static void rof_prog_tenant_revoked(struct rof_attach *a,
@@ -217,7 +352,10 @@ static void rof_prog_tenant_revoked(struct rof_attach *a,
 	rof_prog_destroy(p);
 }
 
-/* The program (tenant @t, @tag), +1 reference, or NULL.  Any context. */
+/*
+ * The program (tenant @t, @tag) by its own tag, +1 reference, or NULL:
+ * GET_PROG, PROG_UNLOAD.  Any context.
+ */
 static struct rof_prog *rof_prog_lookup(struct rof_tenant *t, u64 tag)
 {
 	u32 tid = rof_tenant_id(t);
@@ -235,7 +373,156 @@ static struct rof_prog *rof_prog_lookup(struct rof_tenant *t, u64 tag)
 	return found;
 }
 
+/*
+ * INVOKE's lookup: the program that serves (@t, @tag), by its own tag or
+ * an alias, +1 reference, or NULL.  Sets *@raced when it found an entry
+ * for @tag whose program was being released (an unload or a replace is
+ * under way): its memory is still there (freed after a grace period, and
+ * the entry was reachable inside this read section), its reference not.
+ */
+static struct rof_prog *rof_prog_lookup_invoke(struct rof_tenant *t, u64 tag,
+					       bool *raced)
+{
+	u32 key = rof_prog_key(rof_tenant_id(t), tag);
+	struct rof_prog_alias *a;
+	struct rof_prog *p, *found = NULL;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(rof_progs, p, hnode, key) {
+		if (p->tenant != t || p->tag != tag)
+			continue;
+		if (kref_get_unless_zero(&p->ref)) {
+			found = p;
+			goto out;
+		}
+		*raced = true;
+	}
+	hash_for_each_possible_rcu(rof_prog_aliases, a, hnode, key) {
+		if (a->tenant != t || a->tag != tag)
+			continue;
+		p = rcu_dereference(a->p);
+		if (kref_get_unless_zero(&p->ref)) {
+			found = p;
+			goto out;
+		}
+		*raced = true;
+	}
+out:
+	rcu_read_unlock();
+	return found;
+}
+
 /* ---- runs ------------------------------------------------------------ */
+
+/* The end of rof_prog_enter's hold on @p; any context. */
+static void rof_prog_leave(struct rof_prog *p)
+{
+	/* Full barrier: pairs with rof_prog_stop's smp_mb(). */
+	if (atomic_dec_and_test(&p->active) && READ_ONCE(p->stopped))
+		wake_up_all(&p->idle_wq);
+	rof_prog_put(p);
+}
+
+/*
+ * The lock-free tries kept losing races with writers: look under
+ * rof_progs_lock, where the tables hold still.  ->active goes up while
+ * the program is linked, so an unload or a replace, which unlinks it
+ * under the lock first, stops it only afterwards and waits for this run;
+ * only a region revoke can have stopped it already.  Process context.
+ */
+static struct rof_prog *rof_prog_enter_locked(struct rof_tenant *t, u64 tag,
+					      u32 *status)
+{
+	struct rof_prog_alias *a;
+	struct rof_prog *p;
+
+	mutex_lock(&rof_progs_lock);
+	p = rof_prog_find(t, tag);
+	if (!p) {
+		a = rof_prog_alias_find(t, tag);
+		p = a ? rof_prog_alias_target(a) : NULL;
+	}
+	if (p) {
+		kref_get(&p->ref);
+		atomic_inc(&p->active);
+	}
+	mutex_unlock(&rof_progs_lock);
+	if (!p) {
+		*status = ROF_ST_NO_PROGRAM;
+		return NULL;
+	}
+	smp_mb();	/* ->active before ->stopped; pairs with rof_prog_stop */
+	*status = ROF_ST_OK;
+	if (READ_ONCE(p->stopped)) {
+		smp_rmb();	/* pairs with rof_prog_stop's smp_wmb() */
+		if (READ_ONCE(p->revoked))
+			*status = ROF_ST_PROG_REVOKED;
+	}
+	return p;
+}
+
+/*
+ * Lock-free lookups an INVOKE tries before it falls back.  A try fails
+ * only when a writer ran under rof_progs_lock meanwhile: the seqcount
+ * moved, or the program found was replaced or being released.  Writers
+ * are ioctls that copy and check an image, far slower than a lookup, so
+ * the first retry nearly always succeeds; the bound is for a reader that
+ * writers keep overtaking (a preempted one), which then takes the lock
+ * (process context) or is retried from there (ROF_PROG_DEFER).
+ */
+#define ROF_PROG_LOOKUP_TRIES	4
+
+/*
+ * The program an INVOKE of (@t, @tag) runs: +1 reference and counted in
+ * ->active (rof_prog_leave ends both), with *@status ROF_ST_OK when it
+ * may run, or an answer (ROF_ST_PROG_REVOKED, ROF_ST_NO_PROGRAM: an
+ * unload under way) that it gives.  NULL with *@status NO_PROGRAM, or
+ * ROF_PROG_DEFER with @atomic.
+ *
+ * Across a replace an INVOKE finds the old program or the new one: the
+ * tables change in one write section of rof_progs_seq, a miss that
+ * overlapped one looks again, and so does a hit on a program the replace
+ * has stopped (->replaced, seen before ->stopped).
+ */
+static struct rof_prog *rof_prog_enter(struct rof_tenant *t, u64 tag,
+				       bool atomic, u32 *status)
+{
+	struct rof_prog *p;
+	unsigned int seq;
+	bool raced;
+	int i;
+
+	for (i = 0; i < ROF_PROG_LOOKUP_TRIES; i++) {
+		raced = false;
+		seq = raw_seqcount_begin(&rof_progs_seq);
+		p = rof_prog_lookup_invoke(t, tag, &raced);
+		if (!p) {
+			if (raced || read_seqcount_retry(&rof_progs_seq, seq))
+				continue;
+			*status = ROF_ST_NO_PROGRAM;
+			return NULL;
+		}
+		atomic_inc(&p->active);
+		smp_mb__after_atomic();	/* ->active before ->stopped */
+		if (!READ_ONCE(p->stopped)) {
+			*status = ROF_ST_OK;
+			return p;
+		}
+		smp_rmb();	/* pairs with rof_prog_stop's smp_wmb() */
+		if (!READ_ONCE(p->replaced)) {
+			*status = READ_ONCE(p->revoked) ? ROF_ST_PROG_REVOKED :
+							  ROF_ST_NO_PROGRAM;
+			return p;
+		}
+		/* Unlinked before it was stopped: the next try finds its heir. */
+		rof_prog_leave(p);
+	}
+	if (atomic) {
+		*status = ROF_PROG_DEFER;
+		return NULL;
+	}
+	return rof_prog_enter_locked(t, tag, status);
+}
 
 void rof_prog_scratch_free(struct rof_prog_scratch *sc)
 {
@@ -277,14 +564,16 @@ static void rof_put_result(u8 *out, u32 prog_status, int exec_status,
  * Run program @tag of tenant @t for one INVOKE of a session whose
  * scratch is *@scp.  Writes the response payload (struct
  * rof_invoke_result, then the program's response) into @out, which holds
- * @out_cap bytes, and returns an enum rof_status.  Fills @rec's insns and
- * reason (the executor status), and takes the instructions and bytes the
- * run spent from @budget.  Without @atomic: process context (the
- * session's poll work), which growing the scratch and a long run's
- * reschedule points need.  With it, any context but hardirq: a run that
- * could take more instructions or move more bytes than @budget holds,
- * reach a reschedule point, or grow the scratch returns ROF_PROG_DEFER at
- * once, with no effect, for the caller to retry in process context.
+ * @out_cap bytes, and returns an enum rof_status.  Fills @rec's insns,
+ * reason (the executor status) and program (the tag of the program that
+ * answered: a replacement's when @tag is an alias), and takes the
+ * instructions and bytes the run spent from @budget.  Without @atomic:
+ * process context (the session's poll work), which growing the scratch,
+ * a long run's reschedule points and a contended lookup need.  With it,
+ * any context but hardirq: a run that could take more instructions or
+ * move more bytes than @budget holds, reach a reschedule point, grow the
+ * scratch or take rof_progs_lock returns ROF_PROG_DEFER at once, with no
+ * effect, for the caller to retry in process context.
  */
 u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 		    u64 tag, const u8 *args, u32 args_len, u8 *out,
@@ -298,16 +587,14 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 	int st;
 
 	*out_len = 0;
-	p = t ? rof_prog_lookup(t, tag) : NULL;
-	if (!p)
+	if (!t)
 		return ROF_ST_NO_PROGRAM;
-	atomic_inc(&p->active);
-	smp_mb__after_atomic();	/* ->active before ->stopped */
-	if (READ_ONCE(p->stopped)) {
-		status = READ_ONCE(p->revoked) ? ROF_ST_PROG_REVOKED :
-						 ROF_ST_NO_PROGRAM;
+	p = rof_prog_enter(t, tag, atomic, &status);
+	if (!p)
+		return status;
+	rec->program = p->tag;
+	if (status != ROF_ST_OK)
 		goto out;
-	}
 	h = p->hdr;
 	if (atomic &&
 	    (p->budget > budget->insns || p->budget >= ROF_EXEC_YIELD_EVERY ||
@@ -366,10 +653,7 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 		status = ROF_ST_PROG_FAULT;
 	}
 out:
-	/* Full barrier: pairs with rof_prog_stop's smp_mb(). */
-	if (atomic_dec_and_test(&p->active) && READ_ONCE(p->stopped))
-		wake_up_all(&p->idle_wq);
-	rof_prog_put(p);
+	rof_prog_leave(p);
 	return status;
 }
 
@@ -478,58 +762,64 @@ static int rof_prog_check_hdr(const struct rof_isa_hdr *h)
 	return 0;
 }
 
-static bool rof_prog_exists(struct rof_tenant *t, u64 tag)
+/*
+ * Undo rof_prog_prepare: @p was never linked (nor attached to its
+ * tenant).  Process context.
+ */
+static void rof_prog_abandon(struct rof_prog *p)
 {
-	u32 tid = rof_tenant_id(t);
-	struct rof_prog *p;
+	u32 i;
 
-	lockdep_assert_held(&rof_progs_lock);
-	hash_for_each_possible(rof_progs, p, hnode, rof_prog_key(tid, tag))
-		if (p->tenant == t && p->tag == tag)
-			return true;
-	return false;
+	for (i = 0; i < p->nslots; i++)
+		rof_prog_slot_release(&p->slots[i]);
+	if (p->charged)
+		rof_tenant_uncharge_program(p->tenant);
+	if (p->tenant)
+		rof_tenant_put(p->tenant);
+	kvfree(p->image);
+	kfree(p);
 }
 
-static long rof_prog_load(void __user *uarg)
+/*
+ * What PROG_LOAD and PROG_REPLACE share: @req checked, the image copied
+ * in and checked (with -ENOEXEC or -EBADMSG, error_insn goes back to
+ * @uarg, which starts with a struct rof_prog_load), the tenant taken,
+ * charged one program when @charge, and the slots bound.  Not linked
+ * yet: rof_prog_abandon undoes it.  The program or an ERR_PTR.
+ */
+static struct rof_prog *rof_prog_prepare(struct rof_prog_load *req,
+					 void __user *uarg, bool charge)
 {
-	struct rof_prog_load *req;
 	const struct rof_isa_slot *islots;
 	struct rof_tenant *t;
 	struct rof_prog *p;
 	u32 i, bad = ~0U;
-	long ret;
+	int ret;
 
-	req = kmalloc(sizeof(*req), GFP_KERNEL);
-	if (!req)
-		return -ENOMEM;
-	if (copy_from_user(req, uarg, sizeof(*req))) {
-		ret = -EFAULT;
-		goto out_req;
-	}
 	ret = rof_prog_check_req(req);
 	if (ret)
-		goto out_req;
+		return ERR_PTR(ret);
 
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
-	if (!p) {
-		ret = -ENOMEM;
-		goto out_req;
-	}
+	if (!p)
+		return ERR_PTR(-ENOMEM);
 	kref_init(&p->ref);
+	INIT_LIST_HEAD(&p->aliases);
 	atomic_set(&p->active, 0);
 	init_waitqueue_head(&p->idle_wq);
 	atomic64_set(&p->invocations, 0);
 	atomic64_set(&p->faults, 0);
 	atomic64_set(&p->insns_run, 0);
+	p->tatt.revoke = rof_prog_tenant_revoked;
 	p->image = kvmalloc(req->image_len, GFP_KERNEL);
 	if (!p->image) {
 		ret = -ENOMEM;
-		goto err_free;
+		goto err;
 	}
 	if (copy_from_user(p->image, u64_to_user_ptr(req->image),
 			   req->image_len)) {
 		ret = -EFAULT;
-		goto err_free;
+		goto err;
 	}
 	ret = rof_exec_check_image(p->image, req->image_len, &bad);
 	if (ret) {
@@ -539,18 +829,18 @@ static long rof_prog_load(void __user *uarg)
 		req->error_insn = bad;
 		if (copy_to_user(uarg, req, sizeof(*req)))
 			ret = -EFAULT;
-		goto err_free;
+		goto err;
 	}
 	p->hdr = p->image;
 	islots = p->image + sizeof(*p->hdr);
 	p->insns = (const void *)(islots + p->hdr->slot_cnt);
 	if (p->hdr->slot_cnt != req->nbind) {
 		ret = -EINVAL;
-		goto err_free;
+		goto err;
 	}
 	ret = rof_prog_check_hdr(p->hdr);
 	if (ret)
-		goto err_free;
+		goto err;
 	p->tag = p->hdr->tag;
 	p->nslots = p->hdr->slot_cnt;
 	p->budget = req->budget;
@@ -561,42 +851,100 @@ static long rof_prog_load(void __user *uarg)
 	t = rof_tenant_get(req->tenant);
 	if (!t) {
 		ret = -ENOENT;
-		goto err_free;
+		goto err;
 	}
 	p->tenant = t;
 	p->tenant_id = req->tenant;
-	ret = rof_tenant_charge_program(t);	/* -EDQUOT, or -ENOENT: dying */
-	if (ret)
-		goto err_tenant;
+	if (charge) {
+		ret = rof_tenant_charge_program(t); /* -EDQUOT, -ENOENT: dying */
+		if (ret)
+			goto err;
+		p->charged = true;
+	}
 	for (i = 0; i < p->nslots; i++) {
 		ret = rof_prog_bind_slot(p, i, &islots[i], &req->bind[i]);
 		if (ret)
-			goto err_slots;
+			goto err;
 	}
-	/*
-	 * Attach to the tenant and link in one step under rof_progs_lock:
-	 * a tenant revoke that sees the attachment also finds the program
-	 * linked, and one that started earlier makes the attach fail.
-	 */
-	p->tatt.revoke = rof_prog_tenant_revoked;
-	mutex_lock(&rof_progs_lock);
-	if (rof_prog_exists(t, p->tag))
-		ret = -EEXIST;
-	else
-		ret = xa_alloc_cyclic(&rof_prog_ids, &p->id, p, xa_limit_31b,
-				      &rof_prog_next_id, GFP_KERNEL);
-	if (ret >= 0) {
-		ret = rof_tenant_attach(t, &p->tatt);	/* -ENOENT: dying */
-		if (ret)
-			xa_erase(&rof_prog_ids, p->id);
-	}
+	return p;
+
+err:
+	rof_prog_abandon(p);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Under rof_progs_lock, what linking @p takes that can fail: an id, and
+ * the attachment to its tenant.  The caller links @p before it drops the
+ * lock, so a tenant revoke that sees the attachment also finds the
+ * program linked, and one that started earlier makes the attach fail.
+ */
+static int rof_prog_reserve(struct rof_prog *p)
+{
+	int ret;
+
+	lockdep_assert_held(&rof_progs_lock);
+	ret = xa_alloc_cyclic(&rof_prog_ids, &p->id, p, xa_limit_31b,
+			      &rof_prog_next_id, GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+	ret = rof_tenant_attach(p->tenant, &p->tatt);	/* -ENOENT: dying */
 	if (ret) {
-		mutex_unlock(&rof_progs_lock);
-		goto err_slots;
+		xa_erase(&rof_prog_ids, p->id);
+		return ret;
 	}
 	p->tattached = true;
+	return 0;
+}
+
+/* Under rof_progs_lock and rof_progs_seq, after rof_prog_reserve. */
+static void rof_prog_link(struct rof_prog *p)
+{
+	struct rof_prog_alias *a;
+
 	hash_add_rcu(rof_progs, &p->hnode, rof_prog_key(p->tenant_id, p->tag));
 	p->linked = true;
+	/*
+	 * An own tag shadows an alias (INVOKE looks at own tags first): drop
+	 * the alias, so that no program counts a tag it does not serve.
+	 */
+	a = rof_prog_alias_find(p->tenant, p->tag);
+	if (a)
+		rof_prog_alias_del(a);
+}
+
+static long rof_prog_load(void __user *uarg)
+{
+	struct rof_prog_load *req;
+	struct rof_prog *p;
+	long ret;
+
+	req = kmalloc(sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return -ENOMEM;
+	if (copy_from_user(req, uarg, sizeof(*req))) {
+		ret = -EFAULT;
+		goto out_req;
+	}
+	p = rof_prog_prepare(req, uarg, true);
+	if (IS_ERR(p)) {
+		ret = PTR_ERR(p);
+		goto out_req;
+	}
+
+	mutex_lock(&rof_progs_lock);
+	if (rof_prog_find(p->tenant, p->tag))
+		ret = -EEXIST;
+	else
+		ret = rof_prog_reserve(p);
+	if (ret) {
+		mutex_unlock(&rof_progs_lock);
+		rof_prog_abandon(p);
+		goto out_req;
+	}
+	write_seqcount_begin(&rof_progs_seq);
+	rof_prog_link(p);
+	write_seqcount_end(&rof_progs_seq);
 	/*
 	 * Published: an unload by (tenant, tag) or a tenant destroy may drop
 	 * the table's reference as soon as the lock is dropped.  Ours keeps
@@ -617,17 +965,107 @@ static long rof_prog_load(void __user *uarg)
 		ret = 0;
 	}
 	rof_prog_put(p);
-	goto out_req;
+out_req:
+	kfree(req);
+	return ret;
+}
 
-err_slots:
-	for (i = 0; i < p->nslots; i++)
-		rof_prog_slot_release(&p->slots[i]);
-	rof_tenant_uncharge_program(t);
-err_tenant:
-	rof_tenant_put(t);
-err_free:
-	kvfree(p->image);
-	kfree(p);
+/*
+ * Under rof_progs_lock and rof_progs_seq, after rof_prog_reserve(@p):
+ * @p takes @old's place.  @old's aliases move to @p (but the one @p's own
+ * tag now shadows), @old's tag becomes @p's newest alias (@na), the
+ * oldest go beyond ROF_PROG_ALIASES_MAX, and @p takes over @old's charge.
+ * The caller retires @old.
+ */
+static void rof_prog_swap(struct rof_prog *old, struct rof_prog *p,
+			  struct rof_prog_alias *na)
+{
+	struct rof_prog_alias *a;
+
+	rof_prog_link(p);
+	list_for_each_entry(a, &old->aliases, node)
+		rcu_assign_pointer(a->p, p);
+	list_splice_tail_init(&old->aliases, &p->aliases);
+	WRITE_ONCE(p->naliases, old->naliases);
+	WRITE_ONCE(old->naliases, 0);
+	rof_prog_alias_add(p, na, old->tag);
+	while (p->naliases > ROF_PROG_ALIASES_MAX)
+		rof_prog_alias_del(list_first_entry(&p->aliases,
+						    struct rof_prog_alias, node));
+	p->charged = old->charged;
+	old->charged = false;
+	/* Before ->stopped (rof_prog_stop): a run that sees both looks again. */
+	WRITE_ONCE(old->replaced, true);
+	rof_prog_unlink(old);
+}
+
+static long rof_prog_replace(void __user *uarg)
+{
+	struct rof_prog_replace *req;
+	struct rof_prog_alias *na;
+	struct rof_prog *p, *old;
+	long ret;
+
+	req = kmalloc(sizeof(*req), GFP_KERNEL);
+	if (!req)
+		return -ENOMEM;
+	if (copy_from_user(req, uarg, sizeof(*req))) {
+		ret = -EFAULT;
+		goto out_req;
+	}
+	if (req->reserved) {
+		ret = -EINVAL;
+		goto out_req;
+	}
+	na = kzalloc(sizeof(*na), GFP_KERNEL);
+	if (!na) {
+		ret = -ENOMEM;
+		goto out_req;
+	}
+	/* No charge: the old program's passes to it in the swap. */
+	p = rof_prog_prepare(&req->load, uarg, false);
+	if (IS_ERR(p)) {
+		ret = PTR_ERR(p);
+		goto out_alias;
+	}
+	/*
+	 * The tag goes out before the swap, so that once the swap is done
+	 * nothing fails: the caller learns of every replace that happened.
+	 */
+	req->load.tag = p->tag;
+	if (copy_to_user(uarg, req, sizeof(*req))) {
+		ret = -EFAULT;
+		goto out_prog;
+	}
+
+	mutex_lock(&rof_progs_lock);
+	old = rof_prog_find(p->tenant, req->old_tag);
+	if (!old)
+		ret = -ENOENT;
+	else if (rof_prog_find(p->tenant, p->tag))
+		ret = -EEXIST;	/* the old program's own tag included */
+	else
+		ret = rof_prog_reserve(p);
+	if (ret) {
+		mutex_unlock(&rof_progs_lock);
+		goto out_prog;
+	}
+	write_seqcount_begin(&rof_progs_seq);
+	rof_prog_swap(old, p, na);
+	write_seqcount_end(&rof_progs_seq);
+	pr_debug("program %016llx (%s) replaced %016llx for tenant %u\n",
+		 p->tag, p->name, old->tag, p->tenant_id);
+	mutex_unlock(&rof_progs_lock);
+
+	/* @old is ours alone: unlinked, with the table's reference. */
+	rof_prog_retire(old);
+	kfree(req);
+	return 0;
+
+out_prog:
+	rof_prog_abandon(p);
+out_alias:
+	kfree(na);
 out_req:
 	kfree(req);
 	return ret;
@@ -683,6 +1121,7 @@ static void rof_prog_fill(const struct rof_prog *p, struct rof_prog_info *pi)
 	pi->invocations = atomic64_read(&p->invocations);
 	pi->faults = atomic64_read(&p->faults);
 	pi->insns = atomic64_read(&p->insns_run);
+	pi->aliases = READ_ONCE(p->naliases);
 }
 
 static int rof_prog_get_fill(void *buf)
@@ -746,6 +1185,8 @@ long rof_prog_ioctl(unsigned int cmd, void __user *uarg)
 		return rof_prog_get(uarg);
 	case ROF_IOC_LIST_PROGS:
 		return rof_prog_list(uarg);
+	case ROF_IOC_PROG_REPLACE:
+		return rof_prog_replace(uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -760,10 +1201,14 @@ int rof_prog_init(void)
 	return 0;
 }
 
-/* Programs hold tenant references, tenants module references: none left. */
+/*
+ * Programs hold tenant references, tenants module references: none left,
+ * nor their aliases.
+ */
 void rof_prog_exit(void)
 {
 	WARN_ON(!hash_empty(rof_progs));
+	WARN_ON(!hash_empty(rof_prog_aliases));
 	WARN_ON(!xa_empty(&rof_prog_ids));
-	rcu_barrier();		/* call_rcu frees of unloaded programs */
+	rcu_barrier();		/* call_rcu frees of programs and aliases */
 }

@@ -9,6 +9,13 @@
 //                          unknown program, a revoked program, the audit
 //   kprog-check race       a region force-destroyed under a stream of
 //                          INVOKEs: right sums, then PROG_REVOKED only
+//   kprog-check replace    PROG_REPLACE with good and bad arguments, the
+//                          quota, chains of replaces and the aliases INVOKE
+//                          follows (capped, shadowed by a load), the audit
+//   kprog-check replace-race  20 replaces under a stream of INVOKEs by the
+//                          original tag: each answered by one image
+//   kprog-check replace-cycles N  N rounds of load, 20 replaces, unload;
+//                          then a tenant destroyed with aliases (slabs)
 //   kprog-check cycles N   N load/unload cycles, then a tenant destroyed
 //                          with programs loaded (the script compares slabs)
 //   kprog-check fair       tenant A floods maximal-budget INVOKEs from
@@ -29,8 +36,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -734,6 +743,351 @@ int cmd_race() {
     return failed ? 1 : 0;
 }
 
+// ---- replace: PROG_REPLACE, aliases, INVOKE across a replace ---------------
+
+// An image per constant @k: it loops a little (a run under way when a
+// replace stops it is likely), then answers @k as its program status and
+// as its 8-byte response.  Different @k, different tags.
+std::vector<uint8_t> const_image(uint64_t k) {
+    std::string text = ".args 0, 0\n.resp 8\n        mov64 r3, 0\ntop:    loop  r3, top, 50\n";
+    text += "        mov64 r2, " + std::to_string(k) + "\n        st64  resp[0], r2\n";
+    text += "        exit  " + std::to_string(k) + "\n";
+    return assemble(text, "const" + std::to_string(k) + ".rofs").encode();
+}
+
+uint64_t image_tag(const std::vector<uint8_t>& img) {
+    uint64_t t = 0;
+    std::memcpy(&t, img.data() + offsetof(rof_isa_hdr, tag), 8);
+    return t;
+}
+
+rof_prog_replace replace_req(uint32_t t, uint64_t old, const std::vector<uint8_t>& img,
+                             const std::vector<rof_prog_bind>& binds = {}) {
+    rof_prog_replace r{};
+    r.load = kprog::load_req(t, img, binds, 1000, 4096, "replaced");
+    r.old_tag = old;
+    return r;
+}
+
+// Replaces tenant @t's program @old by @img; the new tag.
+uint64_t replace(kprog::Dev& dev, uint32_t t, uint64_t old, const std::vector<uint8_t>& img) {
+    rof_prog_replace r = replace_req(t, old, img);
+    dev.must(ROF_IOC_PROG_REPLACE, &r, "replace");
+    return r.load.tag;
+}
+
+uint64_t load_const(kprog::Dev& dev, uint32_t t, const std::vector<uint8_t>& img) {
+    rof_prog_load l = kprog::load_req(t, img, {}, 1000, 4096, "const");
+    return dev.kmod().prog_load(l, img);
+}
+
+uint32_t aliases(kprog::Dev& dev, uint32_t t, uint64_t tag) {
+    std::optional<rof_prog_info> pi = dev.kmod().get_prog(t, tag);
+    return pi ? pi->aliases : ~0U;
+}
+
+// INVOKE by @tag is answered by the image of constant @k.
+void expect_served(kprog::Client& c, uint64_t tag, uint64_t k, const std::string& what) {
+    kprog::InvokeResult r = kprog::decode_invoke(c.invoke(tag, {}));
+    check(r.status == ROF_ST_OK && r.prog_status == k && r.resp == u64le({k}), what, describe(r));
+}
+
+void expect_no_program(kprog::Client& c, uint64_t tag, const std::string& what) {
+    kprog::InvokeResult r = kprog::decode_invoke(c.invoke(tag, {}));
+    check(r.status == ROF_ST_NO_PROGRAM, what, describe(r));
+}
+
+void set_program_quota(kprog::Dev& dev, uint32_t t, uint32_t programs) {
+    rof_tenant_quota q{};
+    q.region_bytes = ROF_QUOTA_UNLIMITED;
+    q.sessions = 0xffffffff;
+    q.programs = programs;
+    q.inflight = ROF_INFLIGHT_DEFAULT;
+    dev.kmod().tenant_set_quota(t, q);
+}
+
+uint32_t programs_used(kprog::Dev& dev, uint32_t t) {
+    return dev.kmod().get_tenant(t).value().usage.programs;
+}
+
+// The INVOKE records of tenant @t in the audit ring (@audit is
+// nonblocking), which this empties.
+std::vector<rof_audit_record> invoke_records(int audit, uint32_t t) {
+    std::vector<rof_audit_record> recs(256), out;
+    ssize_t n;
+    while ((n = read(audit, recs.data(), recs.size() * sizeof(recs[0]))) > 0)
+        for (ssize_t i = 0; i < n / static_cast<ssize_t>(sizeof(recs[0])); i++)
+            if (recs[i].kind == ROF_AUDIT_INVOKE && recs[i].tenant == t)
+                out.push_back(recs[i]);
+    return out;
+}
+
+// Bad requests first (nothing changes), then chains of replaces.
+void replace_ioctls(kprog::Dev& dev, uint32_t t, uint32_t t2) {
+    uint32_t rw = dev.region_create(t, "kprog-repl-rw-" + std::to_string(t), 4096,
+                                    ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+    const std::vector<uint8_t> img1 = const_image(1), img2 = const_image(2),
+                               img100 = const_image(100);
+    const uint64_t tag1 = load_const(dev, t, img1), tag100 = load_const(dev, t, img100);
+
+    rof_prog_replace r = replace_req(t, tag1, img2);
+    r.reserved = 1;
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, EINVAL, "replace reserved field");
+    r = replace_req(t, tag1, img2);
+    r.load.flags = 1;
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, EINVAL, "replace, load part: unknown flags");
+    r = replace_req(t, tag1, img2);
+    r.load.tag = 5;
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, EINVAL, "replace, load part: out field set");
+    r = replace_req(t, tag1 ^ 1, img2);
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, ENOENT, "replace an unknown old tag");
+    r = replace_req(t2, tag1, img2);
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, ENOENT, "replace another tenant's program");
+    r = replace_req(t, tag1, img1);
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, EEXIST, "replace by the same image (old tag)");
+    r = replace_req(t, tag1, img100);
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, EEXIST,
+                 "replace by the image of another loaded program");
+    {
+        std::vector<uint8_t> bad = assemble(kprog::kReadWordProgram, "small.rofs").encode();
+        bad[sizeof(rof_isa_hdr) + sizeof(rof_isa_slot) + 2 * sizeof(rof_insn)] = 0xff;
+        retag(bad);
+        r = replace_req(t, tag1, bad, {{rw, 0}});
+        expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, ENOEXEC, "replace by a bad image");
+        check(r.load.error_insn == 2, "... error_insn names the instruction",
+              std::to_string(r.load.error_insn));
+        std::vector<uint8_t> good = assemble(kprog::kReadWordProgram, "small.rofs").encode();
+        r = replace_req(t, tag1, good, {{0x7fffffff, 0}});
+        expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, ENXIO, "replace binding an unknown region");
+        r = replace_req(t, tag1, good);
+        expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, EINVAL, "replace, bindings != image slots");
+    }
+    r = replace_req(t, tag1, img2);
+    r.load.image = 16;
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, EFAULT, "replace unreadable image");
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, reinterpret_cast<void*>(16), EFAULT,
+                 "replace unreadable argument");
+    check(aliases(dev, t, tag1) == 0 && aliases(dev, t, tag100) == 0 && programs_used(dev, t) == 2,
+          "failed replaces changed nothing: both programs, no alias, usage 2");
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2] = {};
+        if (syscall(SYS_capset, &h, d))
+            _exit(2);
+        rof_prog_replace rr = replace_req(t, tag1, img2);
+        expect_errno(dev, ROF_IOC_PROG_REPLACE, &rr, EPERM, "no CAP_SYS_ADMIN: replace");
+        _exit(failed ? 1 : 0);
+    }
+    int status = 0;
+    check(
+        pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the unprivileged child saw EPERM");
+
+    // At its quota (2 programs), the tenant may still replace.
+    set_program_quota(dev, t, 2);
+    rof_prog_load l = kprog::load_req(t, img2, {}, 1000, 4096, "const");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EDQUOT, "a load at the program quota");
+    r = replace_req(t, tag1, img2);
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, 0, "a replace at the program quota");
+    const uint64_t tag2 = r.load.tag;
+    check(tag2 == image_tag(img2), "replace returns the new image's tag");
+    check(programs_used(dev, t) == 2, "the quota usage stays the same",
+          std::to_string(programs_used(dev, t)));
+    check(!dev.kmod().get_prog(t, tag1), "get of the old tag: ENOENT");
+    check(aliases(dev, t, tag2) == 1, "get of the new tag: aliases 1");
+    rof_prog_id id{};
+    id.tenant = t;
+    id.tag = tag1;
+    expect_errno(dev, ROF_IOC_PROG_UNLOAD, &id, ENOENT, "unload of the old tag: ENOENT");
+    const std::vector<uint8_t> img3 = const_image(3);
+    r = replace_req(t, tag1, img3);
+    expect_errno(dev, ROF_IOC_PROG_REPLACE, &r, ENOENT,
+                 "replace names the old program by its own tag, not an alias");
+    bool listed = false;
+    for (const rof_prog_info& p : dev.kmod().list_progs())
+        if (p.tenant == t && p.tag == tag2)
+            listed = p.aliases == 1;
+    check(listed, "list reports the aliases");
+    set_program_quota(dev, t, 0xffffffff);
+}
+
+int cmd_replace() {
+    kprog::Dev dev;
+    std::string name = "kprog-repl-" + std::to_string(getpid());
+    uint32_t t = dev.tenant_create(name);
+    uint32_t t2 = dev.tenant_create(name + "-2");
+    DestroyTenants cleanup{dev, {t, t2}};
+    rofd::UniqueFd audit = dev.kmod().audit_open(true);
+    invoke_records(audit.get(), t);  // what came before
+
+    replace_ioctls(dev, t, t2);
+
+    std::vector<std::vector<uint8_t>> img(20);
+    std::vector<uint64_t> tag(20);
+    for (uint64_t k = 1; k < img.size(); k++) {
+        img[k] = const_image(k);
+        tag[k] = image_tag(img[k]);
+    }
+    dev.set_random_key();
+    kprog::Client c(kprog::server_addr(), dev.prepare(t));
+
+    // 1 was replaced by 2 (replace_ioctls); then 2 by 3: a chain.
+    expect_served(c, tag[1], 2, "INVOKE by the replaced tag 1 runs 2");
+    replace(dev, t, tag[2], img[3]);
+    check(aliases(dev, t, tag[3]) == 2, "a chain 1 -> 2 -> 3: 3 has aliases 2",
+          std::to_string(aliases(dev, t, tag[3])));
+    invoke_records(audit.get(), t);
+    for (uint64_t k : {1, 2, 3})
+        expect_served(c, tag[k], 3, "INVOKE by tag " + std::to_string(k) + " runs 3");
+    {
+        std::vector<rof_audit_record> recs = invoke_records(audit.get(), t);
+        bool all3 = recs.size() == 3;
+        for (const rof_audit_record& a : recs)
+            all3 &= a.program == tag[3] && a.status == ROF_ST_OK;
+        check(all3, "audit: the INVOKEs by tags 1, 2 and 3 carry tag 3",
+              std::to_string(recs.size()) + " records");
+    }
+
+    // A load of tag 1 shadows the alias: 3 serves 2 only, and unloading
+    // 1 leaves nothing behind for tag 1.
+    const uint64_t again1 = load_const(dev, t, img[1]);
+    check(again1 == tag[1] && aliases(dev, t, tag[3]) == 1,
+          "a load of an aliased tag takes the alias away (3 has aliases 1)");
+    expect_served(c, tag[1], 1, "INVOKE by tag 1 runs the loaded 1");
+    expect_served(c, tag[2], 3, "INVOKE by tag 2 still runs 3");
+    dev.kmod().prog_unload(t, tag[1]);
+    expect_no_program(c, tag[1], "1 unloaded: INVOKE by tag 1 finds no program");
+
+    // Back to 1: 3 -> 1, and 1 serves 2 and 3.
+    replace(dev, t, tag[3], img[1]);
+    check(aliases(dev, t, tag[1]) == 2, "3 -> 1: 1 has aliases 2 (2, 3)",
+          std::to_string(aliases(dev, t, tag[1])));
+    for (uint64_t k : {1, 2, 3})
+        expect_served(c, tag[k], 1, "after 3 -> 1, INVOKE by tag " + std::to_string(k) + " runs 1");
+
+    // 1 -> 4 -> ... -> 19: aliases 2, 3, 1, 4, ... 18, oldest first; at
+    // most ROF_PROG_ALIASES_MAX stay, so 2 and 3 go.
+    uint64_t cur = tag[1];
+    for (uint64_t k = 4; k <= 19; k++)
+        cur = replace(dev, t, cur, img[k]);
+    check(cur == tag[19] && aliases(dev, t, tag[19]) == ROF_PROG_ALIASES_MAX,
+          "16 more replaces: aliases capped at ROF_PROG_ALIASES_MAX",
+          std::to_string(aliases(dev, t, tag[19])));
+    expect_no_program(c, tag[2], "the oldest alias (2) was dropped: NO_PROGRAM");
+    expect_no_program(c, tag[3], "the next oldest (3) too");
+    for (uint64_t k : {1, 4, 18, 19})
+        expect_served(c, tag[k], 19, "INVOKE by tag " + std::to_string(k) + " runs 19");
+    check(programs_used(dev, t) == 2, "usage: 2 programs (19 and 100) after 19 replaces",
+          std::to_string(programs_used(dev, t)));
+
+    // A tenant destroyed with aliases: everything goes (kprog-replace
+    // compares slabs around replace-cycles; kmemleak sees the rest).
+    dev.tenant_destroy(t);
+    check(!tenant_has_programs(dev, t), "forced tenant destroy unloaded the programs");
+    printf("%d unexpected results\n", failed);
+    return failed ? 1 : 0;
+}
+
+// One client invokes by the original tag in a loop while the program is
+// replaced 20 times, alternating two images: each answer is one image's,
+// never an error, and both served.
+int cmd_replace_race() {
+    constexpr int kReplaces = 20;
+    kprog::Dev dev;
+    std::string name = "kprog-rrace-" + std::to_string(getpid());
+    uint32_t t = dev.tenant_create(name);
+    DestroyTenants cleanup{dev, {t}};
+    const std::vector<uint8_t> a = const_image(1), b = const_image(2);
+    const uint64_t ta = load_const(dev, t, a);
+    dev.set_random_key();
+    kprog::Client c(kprog::server_addr(), dev.prepare(t));
+
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> answers{0}, by_a{0}, by_b{0}, wrong{0};
+    std::string first_wrong;
+    std::thread invoker([&] {
+        try {
+            while (!stop) {
+                kprog::InvokeResult r = kprog::decode_invoke(c.invoke(ta, {}));
+                if (r.status == ROF_ST_OK && r.prog_status == 1 && r.resp == u64le({1})) {
+                    by_a++;
+                } else if (r.status == ROF_ST_OK && r.prog_status == 2 && r.resp == u64le({2})) {
+                    by_b++;
+                } else {
+                    if (!wrong++)
+                        first_wrong = describe(r);
+                }
+                answers++;
+            }
+        } catch (const std::exception& e) {
+            if (!wrong++)
+                first_wrong = e.what();
+        }
+    });
+    // Each replace waits for two answers after the previous one: the
+    // second was asked after the replace returned, so it is the new
+    // image's.  The next replace races the stream of INVOKEs.
+    auto two_more = [&] {
+        uint64_t from = answers;
+        while (answers < from + 2 && !wrong)
+            usleep(1000);
+    };
+    two_more();
+    uint64_t cur = ta;
+    int done = 0, err = 0;
+    for (int i = 0; i < kReplaces && !wrong; i++) {
+        rof_prog_replace r = replace_req(t, cur, i % 2 ? a : b);
+        err = dev.ioc(ROF_IOC_PROG_REPLACE, &r);
+        if (err)
+            break;
+        cur = r.load.tag;
+        done++;
+        two_more();
+    }
+    stop = true;
+    invoker.join();
+    check(done == kReplaces, std::to_string(kReplaces) + " replaces under a stream of INVOKEs",
+          kprog::errno_name(err));
+    check(wrong == 0 && by_a > 0 && by_b > 0,
+          "every INVOKE by the original tag answered by one image, both served",
+          std::to_string(by_a) + " by 1, " + std::to_string(by_b) + " by 2, " +
+              std::to_string(wrong) + " failed" + (first_wrong.empty() ? "" : ": " + first_wrong));
+    size_t progs = 0;
+    for (const rof_prog_info& p : dev.kmod().list_progs())
+        progs += p.tenant == t;
+    check(progs == 1 && aliases(dev, t, cur) == 1,
+          "one program left, with one alias (the other image's tag)");
+    printf("%d unexpected results\n", failed);
+    return failed ? 1 : 0;
+}
+
+// @n rounds of a load, 20 replaces (aliases dropped past the cap) and an
+// unload; then the same left loaded and the tenant destroyed (the script
+// compares slabs).
+int cmd_replace_cycles(int n) {
+    kprog::Dev dev;
+    std::string name = "kprog-rcyc-" + std::to_string(getpid());
+    uint32_t t = dev.tenant_create(name);
+    std::vector<std::vector<uint8_t>> img;
+    for (uint64_t k = 1; k <= ROF_PROG_ALIASES_MAX + 4; k++)
+        img.push_back(const_image(k));
+    auto round = [&] {
+        uint64_t cur = load_const(dev, t, img[0]);
+        for (size_t k = 1; k < img.size(); k++)
+            cur = replace(dev, t, cur, img[k]);
+        return cur;
+    };
+    for (int i = 0; i < n; i++)
+        dev.kmod().prog_unload(t, round());
+    round();
+    dev.tenant_destroy(t);
+    check(!dev.kmod().get_tenant(t), "forced destroy removed the tenant with aliases");
+    printf("%d rounds of %zu replaces done\n", n, img.size() - 1);
+    return failed ? 1 : 0;
+}
+
 // ---- leave, drain: programs outlive their loader, block unload ------------
 
 // Loads a program for a new tenant and exits without cleaning up.
@@ -900,6 +1254,12 @@ int main(int argc, char** argv) {
             return cmd_invoke();
         if (cmd == "race")
             return cmd_race();
+        if (cmd == "replace")
+            return cmd_replace();
+        if (cmd == "replace-race")
+            return cmd_replace_race();
+        if (cmd == "replace-cycles" && argc == 3)
+            return cmd_replace_cycles(std::stoi(argv[2]));
         if (cmd == "fair")
             return cmd_fair();
         if (cmd == "leave" && argc == 3)
@@ -915,7 +1275,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     fprintf(stderr,
-            "usage: kprog-check ioctls | invoke | race | fair | cycles N | leave NAME | count | "
-            "drain\n");
+            "usage: kprog-check ioctls | invoke | race | replace | replace-race | "
+            "replace-cycles N | fair | cycles N | leave NAME | count | drain\n");
     return 2;
 }
