@@ -48,6 +48,7 @@
 #include <linux/rcupdate.h>
 #include <linux/seqlock.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
@@ -919,13 +920,9 @@ static long rof_prog_load(void __user *uarg)
 	struct rof_prog *p;
 	long ret;
 
-	req = kmalloc(sizeof(*req), GFP_KERNEL);
-	if (!req)
-		return -ENOMEM;
-	if (copy_from_user(req, uarg, sizeof(*req))) {
-		ret = -EFAULT;
-		goto out_req;
-	}
+	req = memdup_user(uarg, sizeof(*req));
+	if (IS_ERR(req))
+		return PTR_ERR(req);
 	p = rof_prog_prepare(req, uarg, true);
 	if (IS_ERR(p)) {
 		ret = PTR_ERR(p);
@@ -1006,13 +1003,9 @@ static long rof_prog_replace(void __user *uarg)
 	struct rof_prog *p, *old;
 	long ret;
 
-	req = kmalloc(sizeof(*req), GFP_KERNEL);
-	if (!req)
-		return -ENOMEM;
-	if (copy_from_user(req, uarg, sizeof(*req))) {
-		ret = -EFAULT;
-		goto out_req;
-	}
+	req = memdup_user(uarg, sizeof(*req));
+	if (IS_ERR(req))
+		return PTR_ERR(req);
 	if (req->reserved) {
 		ret = -EINVAL;
 		goto out_req;

@@ -109,7 +109,34 @@ const char* kFreelist = R"(
         exit  0
 )";
 
+// Runs @body in a child process without capabilities (a /dev/rof fd the
+// parent opened stays open); true when the child saw nothing unexpected.
+template <typename F>
+bool without_caps(F body) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct d[2] = {};
+        if (syscall(SYS_capset, &h, d))
+            _exit(2);
+        body();
+        _exit(failed ? 1 : 0);
+    }
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+}
+
 // ---- ioctls -------------------------------------------------------------
+
+void set_program_quota(kprog::Dev& dev, uint32_t t, uint32_t programs) {
+    rof_tenant_quota q{};
+    q.region_bytes = ROF_QUOTA_UNLIMITED;
+    q.sessions = 0xffffffff;
+    q.programs = programs;
+    q.inflight = ROF_INFLIGHT_DEFAULT;
+    dev.kmod().tenant_set_quota(t, q);
+}
 
 bool tenant_has_programs(kprog::Dev& dev, uint32_t t) {
     for (const rof_prog_info& p : dev.kmod().list_progs())
@@ -407,12 +434,7 @@ int cmd_ioctls() {
 
     // Quota: the free-list program counts; a quota of 1 refuses a second.
     {
-        rof_tenant_quota q{};
-        q.region_bytes = ROF_QUOTA_UNLIMITED;
-        q.sessions = 0xffffffff;
-        q.programs = 1;
-        q.inflight = ROF_INFLIGHT_DEFAULT;
-        dev.kmod().tenant_set_quota(t, q);
+        set_program_quota(dev, t, 1);
         l = req(good);
         expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EDQUOT, "load beyond the program quota");
         const rof_tenant_info ti = dev.kmod().get_tenant(t).value();
@@ -425,12 +447,7 @@ int cmd_ioctls() {
     }
 
     // Without CAP_SYS_ADMIN: EPERM for each (the fd is open already).
-    pid_t pid = fork();
-    if (pid == 0) {
-        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
-        __user_cap_data_struct d[2] = {};
-        if (syscall(SYS_capset, &h, d))
-            _exit(2);
+    bool eperm = without_caps([&] {
         rof_prog_load ll = req(good);
         expect_errno(dev, ROF_IOC_PROG_LOAD, &ll, EPERM, "no CAP_SYS_ADMIN: load");
         rof_prog_id ii{};
@@ -444,12 +461,8 @@ int cmd_ioctls() {
         rof_list li{};
         li.elem_size = sizeof(rof_prog_info);
         expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EPERM, "no CAP_SYS_ADMIN: list");
-        _exit(failed ? 1 : 0);
-    }
-    int status = 0;
-    check(
-        pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-        "the unprivileged child saw EPERM everywhere");
+    });
+    check(eperm, "the unprivileged child saw EPERM everywhere");
 
     // A forced tenant destroy unloads its programs.
     dev.tenant_destroy(t);
@@ -797,15 +810,6 @@ void expect_no_program(kprog::Client& c, uint64_t tag, const std::string& what) 
     check(r.status == ROF_ST_NO_PROGRAM, what, describe(r));
 }
 
-void set_program_quota(kprog::Dev& dev, uint32_t t, uint32_t programs) {
-    rof_tenant_quota q{};
-    q.region_bytes = ROF_QUOTA_UNLIMITED;
-    q.sessions = 0xffffffff;
-    q.programs = programs;
-    q.inflight = ROF_INFLIGHT_DEFAULT;
-    dev.kmod().tenant_set_quota(t, q);
-}
-
 uint32_t programs_used(kprog::Dev& dev, uint32_t t) {
     return dev.kmod().get_tenant(t).value().usage.programs;
 }
@@ -870,20 +874,11 @@ void replace_ioctls(kprog::Dev& dev, uint32_t t, uint32_t t2) {
     check(aliases(dev, t, tag1) == 0 && aliases(dev, t, tag100) == 0 && programs_used(dev, t) == 2,
           "failed replaces changed nothing: both programs, no alias, usage 2");
 
-    pid_t pid = fork();
-    if (pid == 0) {
-        __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
-        __user_cap_data_struct d[2] = {};
-        if (syscall(SYS_capset, &h, d))
-            _exit(2);
+    bool eperm = without_caps([&] {
         rof_prog_replace rr = replace_req(t, tag1, img2);
         expect_errno(dev, ROF_IOC_PROG_REPLACE, &rr, EPERM, "no CAP_SYS_ADMIN: replace");
-        _exit(failed ? 1 : 0);
-    }
-    int status = 0;
-    check(
-        pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-        "the unprivileged child saw EPERM");
+    });
+    check(eperm, "the unprivileged child saw EPERM");
 
     // At its quota (2 programs), the tenant may still replace.
     set_program_quota(dev, t, 2);
