@@ -237,6 +237,7 @@ void FakeModule::tenant_destroy(std::uint32_t id, bool force) {
         close_session_locked(sid, ROF_CLOSE_REVOKED);
     }
     std::erase_if(progs_, [&](const auto& kv) { return kv.first.first == id; });
+    std::erase_if(alias_tags_, [&](const auto& kv) { return kv.first.first == id; });
     ids.clear();
     for (const auto& [rid, r] : regions_) {
         if (r.tenant == id) {
@@ -515,9 +516,19 @@ std::uint64_t FakeModule::prog_load(rof_prog_load& req, std::span<const std::uin
     if (progs_.count({req.tenant, p.tag}) != 0) {
         fail(EEXIST, cmd);
     }
+    unalias_locked(req.tenant, p.tag);  // an own tag shadows an alias
     progs_.emplace(ProgKey{req.tenant, p.tag}, p);
     req.tag = p.tag;
     return p.tag;
+}
+
+// No program of @tenant serves @tag as an alias any more.
+void FakeModule::unalias_locked(std::uint32_t tenant, std::uint64_t tag) {
+    for (auto& [key, tags] : alias_tags_) {
+        if (key.first == tenant && std::erase(tags, tag) != 0) {
+            progs_.at(key).aliases = static_cast<std::uint32_t>(tags.size());
+        }
+    }
 }
 
 // As the module's REPLACE: the load's checks but the quota's, then (under
@@ -537,8 +548,17 @@ std::uint64_t FakeModule::prog_replace(rof_prog_load& req, std::span<const std::
     if (progs_.count({req.tenant, p.tag}) != 0) {
         fail(EEXIST, cmd);
     }
-    p.aliases = std::min<std::uint32_t>(old->second.aliases + 1, ROF_PROG_ALIASES_MAX);
+    std::vector<std::uint64_t> tags = std::move(alias_tags_[old->first]);
+    alias_tags_.erase(old->first);
     progs_.erase(old);
+    unalias_locked(req.tenant, p.tag);
+    std::erase(tags, p.tag);
+    tags.push_back(old_tag);
+    if (tags.size() > ROF_PROG_ALIASES_MAX) {
+        tags.erase(tags.begin(), tags.end() - ROF_PROG_ALIASES_MAX);
+    }
+    p.aliases = static_cast<std::uint32_t>(tags.size());
+    alias_tags_[{req.tenant, p.tag}] = std::move(tags);
     progs_.emplace(ProgKey{req.tenant, p.tag}, p);
     req.tag = p.tag;
     return p.tag;
@@ -660,6 +680,7 @@ void FakeModule::prog_unload(std::uint32_t tenant, std::uint64_t tag) {
     std::lock_guard lock(mu_);
     enter(cmd);
 
+    alias_tags_.erase({tenant, tag});
     if (progs_.erase({tenant, tag}) == 0) {
         fail(ENOENT, cmd);
     }
@@ -996,6 +1017,7 @@ void FakeModule::reload() {
     regions_.clear();
     freelists_.clear();
     progs_.clear();
+    alias_tags_.clear();
     sessions_.clear();
     last_tenant_ = last_region_ = last_freelist_ = last_session_ = 0;
     ticket_key_.reset();

@@ -134,6 +134,7 @@ class FakeModule final : public Module {
     void close_session_locked(std::uint32_t id, std::uint32_t reason);
     rof_prog_info prog_checked_locked(rof_prog_load& req, std::span<const std::uint8_t> image,
                                       bool quota, const char* cmd);
+    void unalias_locked(std::uint32_t tenant, std::uint64_t tag);
     void destroy_region_locked(std::uint32_t id, std::uint32_t reason);
     void audit_locked(rof_audit_record record);
     void flush_audit_locked();
@@ -148,6 +149,10 @@ class FakeModule final : public Module {
     std::map<std::uint32_t, rof_region_info> regions_;
     std::map<std::uint32_t, rof_freelist_info> freelists_;
     std::map<ProgKey, rof_prog_info> progs_;
+    // The tags each program serves besides its own, oldest first (ROF_IOC_PROG_REPLACE).
+    // The module lets go of the least recently invoked past the cap; nothing invokes
+    // here, so that is the oldest.
+    std::map<ProgKey, std::vector<std::uint64_t>> alias_tags_;
     std::map<std::uint32_t, rof_session_info> sessions_;
     std::uint32_t last_tenant_ = 0;
     std::uint32_t last_region_ = 0;

@@ -490,8 +490,16 @@ TEST(FakeModule, ProgramReplace) {
     rof_prog_load req = load_req(kv);
     const std::vector<std::uint8_t> tiny(16, 0);
     EXPECT_EQ(errno_of([&] { m.prog_replace(req, tiny, 3); }), ENOEXEC);
+    // 3 -> 1 again: 1 serves 3 only (its own tag is no alias).
+    EXPECT_EQ(replace(3, 1), 1U);
+    EXPECT_EQ(m.get_prog(kv, 1)->aliases, 1U);
+    // A load of an aliased tag takes the alias: 1 serves nothing else.
+    m.prog_unload(kv, 2);
+    load(m, kv, 3);
+    EXPECT_EQ(m.get_prog(kv, 1)->aliases, 0U);
+    m.prog_unload(kv, 3);
     for (std::uint64_t tag = 4; tag < 4 + ROF_PROG_ALIASES_MAX + 2; tag++) {
-        replace(tag - 1, tag);
+        replace(tag == 4 ? 1 : tag - 1, tag);
     }
     EXPECT_EQ(m.get_prog(kv, 4 + ROF_PROG_ALIASES_MAX + 1)->aliases, ROF_PROG_ALIASES_MAX);
 }

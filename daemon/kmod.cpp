@@ -259,7 +259,8 @@ std::uint64_t Kmod::prog_replace(rof_prog_load& req, std::span<const std::uint8_
     r.load = req;
     r.old_tag = old_tag;
     const int err = try_ioctl(cmd, &r);
-    req = r.load;  // the tag, or error_insn with ENOEXEC
+    req.tag = err == 0 ? r.load.tag : 0;
+    req.error_insn = r.load.error_insn;  // set with ENOEXEC
     if (err == ENOTTY) {
         // A module loaded before the upgrade to ABI 0.4 keeps running.
         fail(EOPNOTSUPP, cmd, "the loaded rof.ko predates program replace (ABI 0.4); reload it");

@@ -41,6 +41,7 @@
 #include <linux/capability.h>
 #include <linux/hash.h>
 #include <linux/hashtable.h>
+#include <linux/jiffies.h>
 #include <linux/list.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -83,6 +84,9 @@ struct rof_prog;
  * it replaced, or one such a program served for.  On rof_prog_aliases
  * and on its program's ->aliases, both under rof_progs_lock; read under
  * RCU.  A replace moves it on (->p changes), an unload of ->p frees it.
+ * Past ROF_PROG_ALIASES_MAX the one an INVOKE named longest ago goes
+ * (->used), so a client that keeps invoking an old tag keeps it through
+ * any number of replaces.
  */
 struct rof_prog_alias {
 	struct hlist_node hnode;	/* on rof_prog_aliases */
@@ -90,6 +94,7 @@ struct rof_prog_alias {
 	struct rof_prog __rcu *p;
 	const struct rof_tenant *tenant;	/* ->p's: compared, never used */
 	u64 tag;
+	unsigned long used;		/* jiffies: made, or last INVOKEd */
 	struct rcu_head rcu;
 };
 
@@ -264,10 +269,34 @@ static void rof_prog_alias_add(struct rof_prog *p, struct rof_prog_alias *a,
 	RCU_INIT_POINTER(a->p, p);
 	a->tenant = p->tenant;
 	a->tag = tag;
+	a->used = jiffies;
 	hash_add_rcu(rof_prog_aliases, &a->hnode,
 		     rof_prog_key(p->tenant_id, tag));
 	list_add_tail(&a->node, &p->aliases);
 	WRITE_ONCE(p->naliases, p->naliases + 1);
+}
+
+/* An INVOKE named @a: a store only when the jiffy changed. */
+static void rof_prog_alias_touch(struct rof_prog_alias *a)
+{
+	unsigned long now = jiffies;
+
+	if (READ_ONCE(a->used) != now)
+		WRITE_ONCE(a->used, now);
+}
+
+/*
+ * The alias of @p to let go past ROF_PROG_ALIASES_MAX: the one an INVOKE
+ * named longest ago; of those named in the same jiffy, the oldest.
+ */
+static struct rof_prog_alias *rof_prog_alias_lru(struct rof_prog *p)
+{
+	struct rof_prog_alias *a, *lru = NULL;
+
+	list_for_each_entry(a, &p->aliases, node)
+		if (!lru || time_before(READ_ONCE(a->used), READ_ONCE(lru->used)))
+			lru = a;
+	return lru;
 }
 
 /*
@@ -403,6 +432,7 @@ static struct rof_prog *rof_prog_lookup_invoke(struct rof_tenant *t, u64 tag,
 			continue;
 		p = rcu_dereference(a->p);
 		if (kref_get_unless_zero(&p->ref)) {
+			rof_prog_alias_touch(a);
 			found = p;
 			goto out;
 		}
@@ -442,6 +472,8 @@ static struct rof_prog *rof_prog_enter_locked(struct rof_tenant *t, u64 tag,
 	if (!p) {
 		a = rof_prog_alias_find(t, tag);
 		p = a ? rof_prog_alias_target(a) : NULL;
+		if (a)
+			rof_prog_alias_touch(a);
 	}
 	if (p) {
 		kref_get(&p->ref);
@@ -970,8 +1002,9 @@ out_req:
 /*
  * Under rof_progs_lock and rof_progs_seq, after rof_prog_reserve(@p):
  * @p takes @old's place.  @old's aliases move to @p (but the one @p's own
- * tag now shadows), @old's tag becomes @p's newest alias (@na), the
- * oldest go beyond ROF_PROG_ALIASES_MAX, and @p takes over @old's charge.
+ * tag now shadows), @old's tag becomes @p's newest alias (@na), the least
+ * recently used go beyond ROF_PROG_ALIASES_MAX, and @p takes over @old's
+ * charge.
  * The caller retires @old.
  */
 static void rof_prog_swap(struct rof_prog *old, struct rof_prog *p,
@@ -987,8 +1020,7 @@ static void rof_prog_swap(struct rof_prog *old, struct rof_prog *p,
 	WRITE_ONCE(old->naliases, 0);
 	rof_prog_alias_add(p, na, old->tag);
 	while (p->naliases > ROF_PROG_ALIASES_MAX)
-		rof_prog_alias_del(list_first_entry(&p->aliases,
-						    struct rof_prog_alias, node));
+		rof_prog_alias_del(rof_prog_alias_lru(p));
 	p->charged = old->charged;
 	old->charged = false;
 	/* Before ->stopped (rof_prog_stop): a run that sees both looks again. */

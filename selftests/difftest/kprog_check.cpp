@@ -963,7 +963,8 @@ int cmd_replace() {
         expect_served(c, tag[k], 1, "after 3 -> 1, INVOKE by tag " + std::to_string(k) + " runs 1");
 
     // 1 -> 4 -> ... -> 19: aliases 2, 3, 1, 4, ... 18, oldest first; at
-    // most ROF_PROG_ALIASES_MAX stay, so 2 and 3 go.
+    // most ROF_PROG_ALIASES_MAX stay, the least recently used go: 2 and 3,
+    // last invoked before any of the others was made.
     uint64_t cur = tag[1];
     for (uint64_t k = 4; k <= 19; k++)
         cur = replace(dev, t, cur, img[k]);

@@ -751,10 +751,11 @@ struct rof_prog_info {
 /*
  * ROF_IOC_PROG_REPLACE: load @load's image as ROF_IOC_PROG_LOAD does and,
  * in one step, make it serve every INVOKE that named the tenant's program
- * @old_tag or a tag that program served for (up to ROF_PROG_ALIASES_MAX,
- * the oldest let go first); then unload the old program once the runs
- * under way in it have finished.  An INVOKE sees the old program or the
- * new one, never neither.  The new program takes over the old one's
+ * @old_tag or a tag that program served for (up to ROF_PROG_ALIASES_MAX;
+ * past it, the tag an INVOKE named longest ago is let go first, so one in
+ * use stays through any number of replaces); then unload the old program
+ * once the runs under way in it have finished.  An INVOKE sees the old
+ * program or the new one, never neither.  The new program takes over the old one's
  * charge against the tenant's program quota.  Only INVOKE follows a
  * replaced tag: GET_PROG, PROG_UNLOAD and a second REPLACE name programs
  * by their own tag.  -ENOENT: no program @old_tag of the tenant;
