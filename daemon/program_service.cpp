@@ -250,6 +250,7 @@ struct Staged {
     std::string tenant;
     std::string what;
     Prepared pr;
+    Manager::Idempotency id;  // resume() fills it
 };
 
 // The first step of LoadProgram and ReplaceProgram, on gRPC's thread:
@@ -291,16 +292,21 @@ std::optional<grpc::Status> stage(Manager& m, CallbackServerContext* ctx, const 
     return std::nullopt;
 }
 
-// On the worker, where reloads run too: the tenant may have left the
-// policy, or been made anew, since its program was verified.
-std::optional<grpc::Status> still_current(const View& v, const Staged& st) {
+// The second step's start, on the worker, where reloads run too: the
+// tenant may have left the policy, or been made anew, since its program
+// was verified; and a retry of a call that succeeded meanwhile is
+// answered.  A std::nullopt: go on, with @st.id filled.
+std::optional<grpc::Status> resume(Manager& m, const View& v, const Principal& p,
+                                   const std::string& method, const google::protobuf::Message& req,
+                                   const std::string& key, Staged& st, v1::Program* resp) {
     const auto tid = v.tenant_id.find(st.tenant);
     if (v.tenant(st.tenant) == nullptr || tid == v.tenant_id.end() ||
         tid->second != st.pr.load.tenant) {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             st.what + ": the policy changed while it was verified; retry");
     }
-    return std::nullopt;
+    st.id = Manager::idempotency(p, method, req, key, st.tenant);
+    return m.replay(st.id, resp);
 }
 
 // rofd's row of a program about to be loaded, in intent.
@@ -428,16 +434,13 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
         m_, ctx, "LoadProgram", CallKind::write,
         [this, req, resp, staged](const Principal& p) {
             const auto v = m_.view();
-            if (auto st = still_current(*v, *staged)) {
+            if (auto st =
+                    resume(m_, *v, p, "LoadProgram", *req, req->idempotency_key(), *staged, resp)) {
                 return *st;
             }
             const std::string& tenant = staged->tenant;
             const std::string& what = staged->what;
-            const auto id =
-                Manager::idempotency(p, "LoadProgram", *req, req->idempotency_key(), tenant);
-            if (auto st = m_.replay(id, resp)) {
-                return *st;
-            }
+            const auto& id = staged->id;
             Prepared& pr = staged->pr;
             // The store keys programs by (tenant, tag): an intent row for an
             // image the module holds already would replace that program's
@@ -499,16 +502,13 @@ ServerUnaryReactor* ProgramService::ReplaceProgram(CallbackServerContext* ctx,
         m_, ctx, "ReplaceProgram", CallKind::write,
         [this, req, resp, staged](const Principal& p) {
             const auto v = m_.view();
-            if (auto st = still_current(*v, *staged)) {
+            if (auto st = resume(m_, *v, p, "ReplaceProgram", *req, req->idempotency_key(), *staged,
+                                 resp)) {
                 return *st;
             }
             const std::string& tenant = staged->tenant;
             const std::string& what = staged->what;
-            const auto id =
-                Manager::idempotency(p, "ReplaceProgram", *req, req->idempotency_key(), tenant);
-            if (auto st = m_.replay(id, resp)) {
-                return *st;
-            }
+            const auto& id = staged->id;
             Prepared& pr = staged->pr;
             const std::uint32_t tid = pr.load.tenant;
             std::optional<rof_prog_info> old;
