@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -606,10 +607,29 @@ rof_prog_info FakeModule::prog_checked_locked(rof_prog_load& req,
     }
     rof_isa_slot slots[ROF_ISA_MAX_SLOTS] = {};
     std::memcpy(slots, image.data() + sizeof(hdr), hdr.slot_cnt * sizeof(rof_isa_slot));
+    // The slots as rof_exec_check_image sees them: a C identifier for a
+    // name, unique; some rights and no unknown ones; a free list only in
+    // a slot with atomic rights (ALLOC and FREE are atomics).
+    const auto ident = [](const char* n, std::size_t max) {
+        const std::size_t len = strnlen(n, max);
+        if (len == 0 || len == max || std::isdigit(static_cast<unsigned char>(n[0])) != 0) {
+            return false;
+        }
+        return std::all_of(n, n + len, [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+        });
+    };
     for (std::uint32_t i = 0; i < hdr.slot_cnt; i++) {
-        if ((slots[i].rights & ~ROF_ACCESS_ALL) != 0 ||
-            (slots[i].flags & ~ROF_SLOT_FREELIST) != 0) {
+        const rof_isa_slot& sl = slots[i];
+        if (!ident(sl.name, sizeof(sl.name)) || sl.rights == 0 ||
+            (sl.rights & ~ROF_ACCESS_ALL) != 0 || (sl.flags & ~ROF_SLOT_FREELIST) != 0 ||
+            ((sl.flags & ROF_SLOT_FREELIST) != 0 && (sl.rights & ROF_ACCESS_ATOMIC) == 0)) {
             refuse_image();
+        }
+        for (std::uint32_t j = 0; j < i; j++) {
+            if (strncmp(sl.name, slots[j].name, sizeof(sl.name)) == 0) {
+                refuse_image();
+            }
         }
     }
 
@@ -748,7 +768,7 @@ void FakeModule::session_prepare(rof_session_prepare& req) {
     if (req.expires_ns <= now_ns()) {
         fail(ETIME, cmd);
     }
-    const rof_tenant_info t = tenant_info_locked(tenant_locked(req.tenant, cmd));
+    tenant_locked(req.tenant, cmd);  // ENOENT
     for (std::uint32_t i = 0; i < req.nregions; i++) {
         const rof_session_grant& g = req.regions[i];
         const auto rit = regions_.find(g.region);
@@ -775,8 +795,7 @@ void FakeModule::session_prepare(rof_session_prepare& req) {
     rof_session_info s{};
     s.id = id;
     s.tenant = req.tenant;
-    s.state = ROF_SESSION_PREPARED;
-    s.credits = std::min<std::uint32_t>(t.quota.inflight, ROF_SESSION_CREDITS_MAX);
+    s.state = ROF_SESSION_PREPARED;  // credits: 0 until it connects
     s.nregions = req.nregions;
     s.idle_timeout_ms = req.idle_timeout_ms != 0 ? req.idle_timeout_ms : idle_timeout_ms_;
     std::copy(req.regions, req.regions + ROF_SESSION_MAX_REGIONS, s.regions);
@@ -892,6 +911,7 @@ std::uint32_t FakeModule::connect_session(std::uint32_t id) {
     }
 
     s.state = ROF_SESSION_LIVE;
+    s.credits = std::min<std::uint32_t>(t.quota.inflight, ROF_SESSION_CREDITS_MAX);
     s.connected_ns = now_ns();
     set_name(s.device, "fake0");
     s.port_num = 1;

@@ -2037,7 +2037,14 @@ static void rof_session_fill(struct rof_session *s, struct rof_session_info *si)
 	memset(si, 0, sizeof(*si));
 	si->id = s->id;
 	si->tenant = s->tenant_id;
-	si->state = s->state;
+	/*
+	 * A close is asynchronous (the close work): from the moment one is
+	 * asked for (SESSION_CLOSE, a revoke by a destroy), the session is
+	 * listed as closing, so no list shows a destroyed tenant's session
+	 * as prepared or live.
+	 */
+	si->state = test_bit(ROF_SF_CLOSING, &s->flags) ? ROF_SESSION_CLOSING :
+							   s->state;
 	if (s->qp_paced)
 		si->flags |= ROF_SESSION_QP_PACED;
 	if (s->state != ROF_SESSION_PREPARED) {

@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: MIT
+#include "module_contract.h"
+
+#include <endian.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <optional>
+#include <stdexcept>
+
+#include "rof/prog/asm.h"
+
+namespace rofd::contract {
+namespace {
+
+// The errno @f throws as KmodError, 0 if it returns.
+template <typename F>
+int errno_of(F&& f) {
+    try {
+        f();
+    } catch (const KmodError& e) {
+        return e.code().value();
+    }
+    return 0;
+}
+
+std::uint64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+constexpr std::uint64_t page = 4096;
+
+// ---- programs ----------------------------------------------------------------
+
+// A program image assembled from @src: the module checks its tag against
+// its contents, so a test image must be a real one.
+struct Image {
+    std::vector<std::uint8_t> bytes;
+    std::uint64_t tag = 0;
+};
+
+Image assemble(const std::string& src) {
+    auto as = rof::prog::assemble(src, "contract.rofs");
+    if (!as.ok()) {
+        throw std::runtime_error("contract image does not assemble: " + as.error_text());
+    }
+    return Image{as.program->encode(), as.program->tag()};
+}
+
+// "exit N": a distinct image (and tag) for each N.
+Image exit_image(unsigned n) {
+    return assemble("\tmov64 r1, " + std::to_string(n) + "\n\texit 0\n");
+}
+
+// One slot "s" of @len bytes with @rights ("r", "rw", ...), a free-list
+// slot when @freelist.
+Image slot_image(const std::string& rights, std::uint64_t len, bool freelist = false) {
+    std::string src = ".region s, " + rights + ", " + std::to_string(len) +
+                      (freelist ? ", freelist" : "") + "\n\tmov64 r1, 0\n\texit 0\n";
+    return assemble(src);
+}
+
+rof_prog_load load_req(std::uint32_t tenant, std::vector<rof_prog_bind> binds = {}) {
+    rof_prog_load req{};
+    req.tenant = tenant;
+    req.budget = 100;
+    req.byte_budget = 100;
+    std::strcpy(req.name, "prog");
+    req.nbind = static_cast<std::uint32_t>(binds.size());
+    for (std::size_t i = 0; i < binds.size(); i++) {
+        req.bind[i] = binds[i];
+    }
+    return req;
+}
+
+std::uint64_t load(Module& m, std::uint32_t tenant, const Image& img,
+                   std::vector<rof_prog_bind> binds = {}) {
+    rof_prog_load req = load_req(tenant, std::move(binds));
+    return m.prog_load(req, img.bytes);
+}
+
+std::uint64_t replace(Module& m, std::uint32_t tenant, std::uint64_t old_tag, const Image& img) {
+    rof_prog_load req = load_req(tenant);
+    return m.prog_replace(req, img.bytes, old_tag);
+}
+
+// ---- lists, for the case's own objects ---------------------------------------
+
+std::vector<rof_region_info> regions_of(Module& m, std::uint32_t tenant) {
+    std::vector<rof_region_info> out;
+    for (const auto& r : m.list_regions()) {
+        if (r.tenant == tenant) {
+            out.push_back(r);
+        }
+    }
+    return out;
+}
+
+std::vector<rof_freelist_info> freelists_of(Module& m, std::uint32_t tenant) {
+    std::vector<rof_freelist_info> out;
+    for (const auto& f : m.list_freelists()) {
+        if (f.tenant == tenant) {
+            out.push_back(f);
+        }
+    }
+    return out;
+}
+
+std::size_t progs_of(Module& m, std::uint32_t tenant) {
+    const auto all = m.list_progs();
+    return static_cast<std::size_t>(
+        std::count_if(all.begin(), all.end(), [&](const auto& p) { return p.tenant == tenant; }));
+}
+
+// Whether each of @tenant's sessions is closing, or gone: a session a
+// destroy revoked closes in the module's close work, after the destroy
+// returns (docs/kmod.md 3.3).
+bool sessions_closing(Module& m, std::uint32_t tenant);
+
+std::vector<rof_session_info> sessions_of(Module& m, std::uint32_t tenant) {
+    std::vector<rof_session_info> out;
+    for (const auto& s : m.list_sessions()) {
+        if (s.tenant == tenant) {
+            out.push_back(s);
+        }
+    }
+    return out;
+}
+
+bool sessions_closing(Module& m, std::uint32_t tenant) {
+    const auto all = sessions_of(m, tenant);
+    return std::all_of(all.begin(), all.end(),
+                       [](const auto& s) { return s.state == ROF_SESSION_CLOSING; });
+}
+
+// A region id no region has: one made and destroyed.
+std::uint32_t gone_region(Module& m, std::uint32_t tenant) {
+    const auto r = m.region_create(tenant, "gone", 4096, ROF_ACCESS_READ);
+    m.region_destroy(r, false);
+    return r;
+}
+
+// ---- sessions ----------------------------------------------------------------
+
+TicketKey some_key() {
+    TicketKey key{};
+    key[0] = 1;
+    return key;
+}
+
+rof_session_prepare prepare_req(std::uint32_t tenant) {
+    rof_session_prepare req{};
+    req.tenant = tenant;
+    req.expires_ns = now_ns() + 60'000'000'000ULL;
+    return req;
+}
+
+void grant(rof_session_prepare& req, std::uint32_t region, std::uint32_t access) {
+    req.regions[req.nregions++] = rof_session_grant{region, access};
+}
+
+// ---- the cases ---------------------------------------------------------------
+
+// Names of tenants and regions: 1 .. 63 characters of [A-Za-z0-9._:-].
+void names_follow_the_rule(Module& m, Scope& s) {
+    for (const std::string& bad :
+         std::vector<std::string>{"", std::string(64, 'a'), "a b", "a/b", "caf\xc3\xa9"}) {
+        EXPECT_EQ(errno_of([&] { m.tenant_create(bad, 0); }), EINVAL) << bad;
+    }
+    std::string longest = s.name("long");
+    longest.resize(63, 'x');
+    s.adopt(m.tenant_create(longest, 0));
+    const auto t = s.tenant("Az09._:-");
+    EXPECT_EQ(errno_of([&] { m.region_create(t, "no space", 4096, ROF_ACCESS_READ); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.region_create(t, std::string(64, 'r'), 4096, ROF_ACCESS_READ); }),
+              EINVAL);
+}
+
+// Tenant names and ids are unique; an id may be asked for.
+void tenant_names_and_ids_are_unique(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    EXPECT_EQ(errno_of([&] { m.tenant_create(s.name("kv"), 0); }), EEXIST);
+    // An id near the top, where assigned ids rarely are.
+    const std::uint32_t want = ROF_TENANT_ID_MAX - 1 - static_cast<std::uint32_t>(kv % 1000);
+    EXPECT_EQ(s.tenant("fixed", want), want);
+    EXPECT_EQ(errno_of([&] { m.tenant_create(s.name("other"), want); }), EEXIST);
+    EXPECT_EQ(errno_of([&] { m.tenant_create(s.name("other"), kv); }), EEXIST);
+    EXPECT_EQ(errno_of([&] { m.tenant_create(s.name("other"), ROF_TENANT_ID_MAX + 1); }), EINVAL);
+    const auto info = m.get_tenant(kv);
+    ASSERT_TRUE(info);
+    EXPECT_EQ(abi_name(info->name), s.name("kv"));
+    EXPECT_EQ(info->id, kv);
+    EXPECT_FALSE(m.get_tenant(s.gone_tenant()));
+}
+
+// A region's size is whole pages up to ROF_REGION_SIZE_MAX; its name is
+// unique within its tenant; its rights are ROF_ACCESS_* bits.
+void region_size_and_names(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto other = s.tenant("other");
+
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "r", 0, ROF_ACCESS_READ); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "r", 4095, ROF_ACCESS_READ); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "r", ROF_REGION_SIZE_MAX + 4096, 0); }), E2BIG);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "r", 4096, 1U << 7); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.region_create(s.gone_tenant(), "r", 4096, ROF_ACCESS_READ); }),
+              ENOENT);
+
+    const auto r = m.region_create(kv, "table", 8192, ROF_ACCESS_ALL);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "table", 4096, ROF_ACCESS_READ); }), EEXIST);
+    EXPECT_NE(m.region_create(other, "table", 4096, ROF_ACCESS_READ), r);
+
+    const auto info = m.get_region(r);
+    ASSERT_TRUE(info);
+    EXPECT_EQ(abi_name(info->name), "table");
+    EXPECT_EQ(info->size, 8192U);
+    EXPECT_EQ(info->tenant, kv);
+    EXPECT_EQ(info->rights, static_cast<std::uint32_t>(ROF_ACCESS_ALL));
+    EXPECT_EQ(info->attachments, 0U);
+    EXPECT_FALSE(m.get_region(gone_region(m, kv)));
+    EXPECT_EQ(regions_of(m, kv).size(), 1U);
+    EXPECT_EQ(regions_of(m, other).size(), 1U);
+}
+
+// A new tenant is unlimited with the default inflight; quotas refuse with
+// EDQUOT.
+void quotas_refuse_with_edquot(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto fresh = m.get_tenant(kv);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(fresh->quota.region_bytes, ROF_QUOTA_UNLIMITED);
+    EXPECT_EQ(fresh->quota.programs, static_cast<std::uint32_t>(ROF_QUOTA_UNLIMITED));
+    EXPECT_EQ(fresh->quota.inflight, static_cast<std::uint32_t>(ROF_INFLIGHT_DEFAULT));
+
+    rof_tenant_quota q{};
+    q.region_bytes = 8192;
+    q.sessions = 1;
+    q.programs = 1;
+    q.inflight = 0;
+    EXPECT_EQ(errno_of([&] { m.tenant_set_quota(kv, q); }), EINVAL);
+    q.inflight = ROF_INFLIGHT_MAX + 1;
+    EXPECT_EQ(errno_of([&] { m.tenant_set_quota(kv, q); }), EINVAL);
+    q.inflight = 8;
+    EXPECT_EQ(errno_of([&] { m.tenant_set_quota(s.gone_tenant(), q); }), ENOENT);
+    m.tenant_set_quota(kv, q);
+    EXPECT_EQ(m.get_tenant(kv)->quota.inflight, 8U);
+
+    m.region_create(kv, "a", 4096, ROF_ACCESS_READ);
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "b", 8192, ROF_ACCESS_READ); }), EDQUOT);
+    m.region_create(kv, "b", 4096, ROF_ACCESS_READ);
+
+    load(m, kv, exit_image(1));
+    EXPECT_EQ(errno_of([&] { load(m, kv, exit_image(2)); }), EDQUOT);
+}
+
+// Usage counts every object; a prepared session is not charged until it
+// connects.
+void usage_follows_every_object(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto r = m.region_create(kv, "table", 3 * page, ROF_ACCESS_ALL);
+    m.region_create(kv, "log", 4096, ROF_ACCESS_READ);
+    m.freelist_create(r, 64, 0, 10);
+    const auto tag = load(m, kv, slot_image("r", 4096), {{r, 0}});
+    m.set_ticket_key(some_key());
+    auto p = prepare_req(kv);
+    m.session_prepare(p);
+
+    auto u = m.get_tenant(kv)->usage;
+    EXPECT_EQ(u.region_bytes, 4 * page);
+    EXPECT_EQ(u.regions, 2U);
+    EXPECT_EQ(u.freelists, 1U);
+    EXPECT_EQ(u.programs, 1U);
+    EXPECT_EQ(u.sessions, 0U);
+    EXPECT_EQ(m.get_region(r)->attachments, 1U);  // the program
+    EXPECT_EQ(m.get_region(r)->freelists, 1U);
+
+    m.session_close(p.session);
+    m.prog_unload(kv, tag);
+    EXPECT_EQ(m.get_region(r)->attachments, 0U);
+    m.region_destroy(r, false);
+    u = m.get_tenant(kv)->usage;
+    EXPECT_EQ(u.region_bytes, 4096U);
+    EXPECT_EQ(u.regions, 1U);
+    EXPECT_EQ(u.freelists, 0U);
+    EXPECT_EQ(u.programs, 0U);
+}
+
+// What is in use is destroyed only with force, which revokes its users.
+void busy_objects_need_force(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto r = m.region_create(kv, "table", 4 * page, ROF_ACCESS_ALL);
+    const auto fl = m.freelist_create(r, 64, 0, 10);
+    const auto tag = load(m, kv, slot_image("rwa", 4096, true), {{r, fl}});
+
+    EXPECT_EQ(m.get_region(r)->attachments, 1U);
+    EXPECT_EQ(errno_of([&] { m.region_destroy(r, false); }), EBUSY);
+    EXPECT_EQ(errno_of([&] { m.freelist_destroy(fl, false); }), EBUSY);
+    EXPECT_EQ(errno_of([&] { m.tenant_destroy(kv, false); }), ENOTEMPTY);
+
+    m.region_destroy(r, true);
+    EXPECT_FALSE(m.get_region(r));
+    EXPECT_TRUE(freelists_of(m, kv).empty());
+    const auto p = m.get_prog(kv, tag);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->flags & ROF_PROG_REVOKED, static_cast<std::uint32_t>(ROF_PROG_REVOKED));
+
+    EXPECT_EQ(errno_of([&] { m.region_destroy(r, true); }), ENOENT);
+    EXPECT_EQ(errno_of([&] { m.freelist_destroy(fl, true); }), ENOENT);
+}
+
+// A forced tenant destroy takes its regions, free lists, programs and
+// sessions (they close), and nothing of another tenant's; any destroy
+// closes prepared sessions.
+void tenant_destroy_takes_everything_with_it(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto other = s.tenant("other");
+    const auto r = m.region_create(kv, "table", 4 * page, ROF_ACCESS_ALL);
+    const auto keep = m.region_create(other, "table", 4096, ROF_ACCESS_ALL);
+    m.freelist_create(r, 64, 0, 10);
+    load(m, kv, slot_image("r", 4096), {{r, 0}});
+    m.set_ticket_key(some_key());
+    auto prepared = prepare_req(kv);
+    m.session_prepare(prepared);
+
+    m.tenant_destroy(kv, true);
+    EXPECT_FALSE(m.get_tenant(kv));
+    EXPECT_TRUE(regions_of(m, kv).empty());
+    EXPECT_TRUE(freelists_of(m, kv).empty());
+    EXPECT_EQ(progs_of(m, kv), 0U);
+    EXPECT_TRUE(sessions_closing(m, kv));
+    ASSERT_EQ(regions_of(m, other).size(), 1U);
+    EXPECT_EQ(regions_of(m, other)[0].id, keep);
+    EXPECT_TRUE(m.get_tenant(other));
+    EXPECT_EQ(errno_of([&] { m.tenant_destroy(kv, true); }), ENOENT);
+
+    // Without force: only prepared sessions, which any destroy drops.
+    auto p2 = prepare_req(other);
+    m.session_prepare(p2);
+    m.region_destroy(keep, false);
+    m.tenant_destroy(other, false);
+    EXPECT_TRUE(sessions_closing(m, other));
+    EXPECT_FALSE(m.get_tenant(other));
+}
+
+// A free list's blocks are 8-byte aligned, inside its region, and apart
+// from every other list of the region.
+void freelists_fit_their_region(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_ALL);
+
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 4, 0, 1); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 12, 0, 1); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 8, 4, 1); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 8, 0, 0); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 8, 0, ROF_FREELIST_BLOCKS_MAX + 1); }), E2BIG);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(gone_region(m, kv), 8, 0, 1); }), ENOENT);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 64, 0, 64); }), ERANGE);
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 8, ~0ULL - 7, 1); }), ERANGE);
+
+    const auto fl = m.freelist_create(r, 64, 0, 10);  // [0, 704)
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 64, 696, 1); }), EADDRINUSE);
+    m.freelist_create(r, 64, 704, 10);
+    const auto lists = freelists_of(m, kv);
+    ASSERT_EQ(lists.size(), 2U);
+    EXPECT_EQ(lists[0].id, fl);
+    EXPECT_EQ(lists[0].region, r);
+    EXPECT_EQ(lists[0].block_size, 64U);
+    EXPECT_EQ(lists[0].count, 10U);
+    EXPECT_EQ(lists[0].free, 10U);
+    EXPECT_EQ(m.get_region(r)->freelists, 2U);
+}
+
+// A prepare checks its tenant, grants, expiry, rate and flags.
+void prepare_checks_the_grants(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto other = s.tenant("other");
+    const auto ro = m.region_create(kv, "ro", 4096, ROF_ACCESS_READ);
+    const auto rw = m.region_create(kv, "rw", 4096, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+    const auto theirs = m.region_create(other, "theirs", 4096, ROF_ACCESS_ALL);
+    const auto gone = gone_region(m, kv);
+    const auto gone_tenant = s.gone_tenant();
+    EXPECT_EQ(errno_of([&] { m.set_ticket_key(TicketKey{}); }), EINVAL);
+    m.set_ticket_key(some_key());
+
+    const auto err = [&](auto edit) {
+        auto req = prepare_req(kv);
+        edit(req);
+        return errno_of([&] {
+            m.session_prepare(req);
+            m.session_close(req.session);
+        });
+    };
+    EXPECT_EQ(err([&](auto& r) { grant(r, theirs, ROF_ACCESS_READ); }), ENXIO);
+    EXPECT_EQ(err([&](auto& r) { grant(r, gone, ROF_ACCESS_READ); }), ENXIO);
+    EXPECT_EQ(err([&](auto& r) { grant(r, ro, ROF_ACCESS_WRITE); }), EACCES);
+    EXPECT_EQ(err([&](auto& r) { grant(r, ro, 0); }), EINVAL);
+    EXPECT_EQ(err([&](auto& r) { grant(r, ro, 1U << 5); }), EINVAL);
+    EXPECT_EQ(err([&](auto& r) {
+                  grant(r, ro, ROF_ACCESS_READ);
+                  grant(r, ro, ROF_ACCESS_READ);
+              }),
+              EEXIST);
+    EXPECT_EQ(err([&](auto& r) { r.nregions = ROF_SESSION_MAX_REGIONS + 1; }), E2BIG);
+    EXPECT_EQ(err([&](auto& r) { r.regions[3].region = ro; }), EINVAL);
+    EXPECT_EQ(err([&](auto& r) { r.expires_ns = now_ns() - 1; }), ETIME);
+    EXPECT_EQ(err([&](auto& r) { r.rate.ops_per_sec = ROF_RATE_MAX + 1; }), ERANGE);
+    EXPECT_EQ(err([&](auto& r) { r.tenant = gone_tenant; }), ENOENT);
+    EXPECT_EQ(err([&](auto& r) { r.flags = 1; }), EINVAL);
+    EXPECT_EQ(err([&](auto& r) {
+                  grant(r, ro, ROF_ACCESS_READ);
+                  grant(r, rw, ROF_ACCESS_READ | ROF_ACCESS_WRITE);
+              }),
+              0);
+    EXPECT_TRUE(sessions_of(m, kv).empty());
+}
+
+// A prepared session is listed with its grants and a ticket that names
+// it; session ids are never reused.
+void prepared_sessions_and_their_tickets(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_ALL);
+    m.set_ticket_key(some_key());
+
+    auto a = prepare_req(kv);
+    grant(a, r, ROF_ACCESS_READ);
+    auto b = prepare_req(kv);
+    m.session_prepare(a);
+    m.session_prepare(b);
+    EXPECT_NE(a.session, b.session);
+    EXPECT_EQ(a.ticket.version, ROF_TICKET_VERSION);
+    EXPECT_EQ(le32toh(a.ticket.tenant), kv);
+    EXPECT_EQ(le32toh(a.ticket.session), a.session);
+    EXPECT_EQ(le64toh(a.ticket.expires_ns), a.expires_ns);
+    EXPECT_NE(a.ticket.nonce, b.ticket.nonce);
+
+    const auto info = m.get_session(a.session);
+    ASSERT_TRUE(info);
+    EXPECT_EQ(info->state, static_cast<std::uint32_t>(ROF_SESSION_PREPARED));
+    EXPECT_EQ(info->tenant, kv);
+    EXPECT_EQ(info->nregions, 1U);
+    EXPECT_EQ(info->regions[0].region, r);
+    EXPECT_EQ(info->credits, 0U);  // set at connect, from the inflight quota
+    EXPECT_EQ(sessions_of(m, kv).size(), 2U);
+
+    m.session_close(a.session);
+    EXPECT_FALSE(m.get_session(a.session));
+    EXPECT_EQ(errno_of([&] { m.session_close(a.session); }), ENOENT);
+    auto c = prepare_req(kv);
+    m.session_prepare(c);
+    EXPECT_GT(c.session, b.session);  // never reused
+}
+
+// A program is named by (tenant, tag): the same image loads once per
+// tenant; GET and UNLOAD name it so.
+void programs_are_named_by_tenant_and_tag(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto other = s.tenant("other");
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_READ);
+    const auto theirs = m.region_create(other, "table", 4096, ROF_ACCESS_ALL);
+    const Image img = slot_image("r", 4096);
+
+    rof_prog_load req = load_req(kv, {{r, 0}});
+    EXPECT_EQ(m.prog_load(req, img.bytes), img.tag);
+    EXPECT_EQ(req.tag, img.tag);
+    EXPECT_EQ(errno_of([&] { load(m, kv, img, {{r, 0}}); }), EEXIST);
+    EXPECT_EQ(load(m, other, img, {{theirs, 0}}), img.tag);
+
+    const auto p = m.get_prog(kv, img.tag);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(abi_name(p->name), "prog");
+    EXPECT_EQ(p->tenant, kv);
+    EXPECT_EQ(p->nbind, 1U);
+    EXPECT_EQ(p->bind[0].region, r);
+    EXPECT_EQ(p->budget, 100U);
+    EXPECT_EQ(p->aliases, 0U);
+    EXPECT_EQ(progs_of(m, kv), 1U);
+    EXPECT_EQ(progs_of(m, other), 1U);
+
+    m.prog_unload(kv, img.tag);
+    EXPECT_FALSE(m.get_prog(kv, img.tag));
+    EXPECT_TRUE(m.get_prog(other, img.tag));
+    EXPECT_EQ(errno_of([&] { m.prog_unload(kv, img.tag); }), ENOENT);
+}
+
+// A load checks the request, the image's structure and the module's
+// limits, the tenant, and each binding (docs/kmod.md 9.2).
+void program_load_checks(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto other = s.tenant("other");
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_READ);
+    const auto r2 = m.region_create(kv, "table2", 4096, ROF_ACCESS_READ);
+    const auto theirs = m.region_create(other, "table", 4096, ROF_ACCESS_ALL);
+    const auto fl2 = m.freelist_create(r2, 8, 0, 1);
+
+    // Shorter than a header: a malformed image, error_insn ~0.
+    rof_prog_load req = load_req(kv);
+    const std::vector<std::uint8_t> tiny(16, 0);
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, tiny); }), ENOEXEC);
+    EXPECT_EQ(req.error_insn, 0xffffffffU);
+    req = load_req(kv);
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, {}); }), E2BIG);
+    Image bad_magic = exit_image(1);
+    bad_magic.bytes[0] ^= 1;
+    req = load_req(kv);
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, bad_magic.bytes); }), ENOEXEC);
+
+    const Image one = slot_image("r", 4096);
+    EXPECT_EQ(errno_of([&] { load(m, kv, one, {}); }), EINVAL);  // nbind
+    EXPECT_EQ(errno_of([&] { load(m, s.gone_tenant(), exit_image(1)); }), ENOENT);
+    EXPECT_EQ(errno_of([&] { load(m, kv, one, {{theirs, 0}}); }), ENXIO);
+    EXPECT_EQ(errno_of([&] { load(m, kv, slot_image("w", 4096), {{r, 0}}); }), EACCES);
+    EXPECT_EQ(errno_of([&] { load(m, kv, slot_image("r", 8192), {{r, 0}}); }), ERANGE);
+    const auto r3 = m.region_create(kv, "table3", 4096, ROF_ACCESS_ALL);
+    EXPECT_EQ(errno_of([&] { load(m, kv, slot_image("rwa", 4096, true), {{r3, 0}}); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { load(m, kv, slot_image("rwa", 4096, true), {{r3, fl2}}); }), EXDEV);
+    // The image's own rules: a free list only in a slot with atomic rights.
+    EXPECT_EQ(errno_of([&] { load(m, kv, slot_image("r", 4096, true), {{r3, fl2}}); }), ENOEXEC);
+
+    const Image img = exit_image(2);
+    req = load_req(kv);
+    req.budget = 0;
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, img.bytes); }), EINVAL);
+    req = load_req(kv);
+    req.name[0] = '\0';
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, img.bytes); }), EINVAL);
+    req = load_req(kv);
+    req.bind[3].region = r;
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, img.bytes); }), EINVAL);
+    req = load_req(kv);
+    req.flags = 1;
+    EXPECT_EQ(errno_of([&] { m.prog_load(req, img.bytes); }), EINVAL);
+    EXPECT_EQ(progs_of(m, kv), 0U);
+}
+
+// REPLACE: the load's checks, then the old program (ENOENT) and the new
+// tag (EEXIST, the old one's included).  The new program takes the old
+// one's place in the quota, and serves its tags: a chain counts them, an
+// own tag is no alias, a load takes an alias back, the cap holds.
+void program_replace(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    rof_tenant_quota q = m.get_tenant(kv)->quota;
+    q.programs = 2;
+    m.tenant_set_quota(kv, q);
+    std::vector<Image> img;
+    for (unsigned i = 0; i < ROF_PROG_ALIASES_MAX + 6; i++) {
+        img.push_back(exit_image(100 + i));
+    }
+    load(m, kv, img[1]);
+    load(m, kv, img[2]);
+    EXPECT_EQ(errno_of([&] { load(m, kv, img[3]); }), EDQUOT);
+
+    EXPECT_EQ(replace(m, kv, img[1].tag, img[3]), img[3].tag);  // at the quota
+    EXPECT_FALSE(m.get_prog(kv, img[1].tag));
+    EXPECT_EQ(m.get_prog(kv, img[3].tag)->aliases, 1U);
+    EXPECT_EQ(m.get_tenant(kv)->usage.programs, 2U);
+    EXPECT_EQ(errno_of([&] { replace(m, kv, img[1].tag, img[4]); }), ENOENT);
+    EXPECT_EQ(errno_of([&] { replace(m, kv, img[3].tag, img[3]); }), EEXIST);
+    EXPECT_EQ(errno_of([&] { replace(m, kv, img[3].tag, img[2]); }), EEXIST);
+    EXPECT_EQ(errno_of([&] { m.prog_unload(kv, img[1].tag); }), ENOENT);
+    rof_prog_load req = load_req(kv);
+    const std::vector<std::uint8_t> tiny(16, 0);
+    EXPECT_EQ(errno_of([&] { m.prog_replace(req, tiny, img[3].tag); }), ENOEXEC);
+
+    // 3 -> 1 again: 1 serves 3 only (its own tag is no alias).
+    EXPECT_EQ(replace(m, kv, img[3].tag, img[1]), img[1].tag);
+    EXPECT_EQ(m.get_prog(kv, img[1].tag)->aliases, 1U);
+    // A load of an aliased tag takes the alias: 1 serves nothing else.
+    m.prog_unload(kv, img[2].tag);
+    load(m, kv, img[3]);
+    EXPECT_EQ(m.get_prog(kv, img[1].tag)->aliases, 0U);
+    m.prog_unload(kv, img[3].tag);
+    std::uint64_t cur = img[1].tag;
+    for (std::size_t i = 4; i < img.size(); i++) {
+        cur = replace(m, kv, cur, img[i]);
+    }
+    EXPECT_EQ(cur, img.back().tag);
+    EXPECT_EQ(m.get_prog(kv, cur)->aliases, static_cast<std::uint32_t>(ROF_PROG_ALIASES_MAX));
+    EXPECT_EQ(progs_of(m, kv), 1U);
+    EXPECT_EQ(m.get_tenant(kv)->usage.programs, 1U);
+}
+
+}  // namespace
+
+Scope::~Scope() {
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
+        try {
+            m_.tenant_destroy(*it, true);
+        } catch (const KmodError&) {
+            // ENOENT: the case destroyed it itself.
+        }
+    }
+}
+
+std::uint32_t Scope::tenant(const std::string& suffix, std::uint32_t id) {
+    const auto t = m_.tenant_create(name(suffix), id);
+    made_.push_back(t);
+    return t;
+}
+
+std::uint32_t Scope::gone_tenant() {
+    const auto t = m_.tenant_create(name("gone"), 0);
+    m_.tenant_destroy(t, false);
+    return t;
+}
+
+const std::vector<Case>& cases() {
+    static const std::vector<Case> all = {
+        {"NamesFollowTheRule", names_follow_the_rule},
+        {"TenantNamesAndIdsAreUnique", tenant_names_and_ids_are_unique},
+        {"RegionSizeAndNames", region_size_and_names},
+        {"QuotasRefuseWithEdquot", quotas_refuse_with_edquot},
+        {"UsageFollowsEveryObject", usage_follows_every_object},
+        {"BusyObjectsNeedForce", busy_objects_need_force},
+        {"TenantDestroyTakesEverythingWithIt", tenant_destroy_takes_everything_with_it},
+        {"FreeListsFitTheirRegion", freelists_fit_their_region},
+        {"PrepareChecksTheGrants", prepare_checks_the_grants},
+        {"PreparedSessionsAndTheirTickets", prepared_sessions_and_their_tickets},
+        {"ProgramsAreNamedByTenantAndTag", programs_are_named_by_tenant_and_tag},
+        {"ProgramLoadChecks", program_load_checks},
+        {"ProgramReplace", program_replace},
+    };
+    return all;
+}
+
+}  // namespace rofd::contract
