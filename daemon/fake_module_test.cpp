@@ -4,6 +4,7 @@
 // (module_contract.cpp, run against both); these are the fake's own:
 // connects, id assignment, audit, fault injection, reload.
 #include "fake_module.h"
+#include "module_contract.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -21,40 +22,11 @@ namespace {
 using rofd::FakeModule;
 using rofd::KmodError;
 
-// The errno @f throws as KmodError, 0 if it returns.
-template <typename F>
-int errno_of(F&& f) {
-    try {
-        f();
-    } catch (const KmodError& e) {
-        return e.code().value();
-    }
-    return 0;
-}
-
-std::uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-rofd::TicketKey some_key() {
-    rofd::TicketKey key{};
-    key[0] = 1;
-    return key;
-}
-
-rof_session_prepare prepare_req(std::uint32_t tenant) {
-    rof_session_prepare req{};
-    req.tenant = tenant;
-    req.expires_ns = now_ns() + 60'000'000'000ULL;
-    return req;
-}
-
-void grant(rof_session_prepare& req, std::uint32_t region, std::uint32_t access) {
-    req.regions[req.nregions++] = rof_session_grant{region, access};
-}
+using rofd::contract::errno_of;
+using rofd::contract::grant;
+using rofd::contract::now_ns;
+using rofd::contract::prepare_req;
+using rofd::contract::some_key;
 
 struct Slot {
     std::uint32_t rights = ROF_ACCESS_READ;

@@ -16,24 +16,6 @@
 namespace rofd::contract {
 namespace {
 
-// The errno @f throws as KmodError, 0 if it returns.
-template <typename F>
-int errno_of(F&& f) {
-    try {
-        f();
-    } catch (const KmodError& e) {
-        return e.code().value();
-    }
-    return 0;
-}
-
-std::uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 constexpr std::uint64_t page = 4096;
 
 // ---- programs ----------------------------------------------------------------
@@ -144,25 +126,6 @@ std::uint32_t gone_region(Module& m, std::uint32_t tenant) {
     const auto r = m.region_create(tenant, "gone", 4096, ROF_ACCESS_READ);
     m.region_destroy(r, false);
     return r;
-}
-
-// ---- sessions ----------------------------------------------------------------
-
-TicketKey some_key() {
-    TicketKey key{};
-    key[0] = 1;
-    return key;
-}
-
-rof_session_prepare prepare_req(std::uint32_t tenant) {
-    rof_session_prepare req{};
-    req.tenant = tenant;
-    req.expires_ns = now_ns() + 60'000'000'000ULL;
-    return req;
-}
-
-void grant(rof_session_prepare& req, std::uint32_t region, std::uint32_t access) {
-    req.regions[req.nregions++] = rof_session_grant{region, access};
 }
 
 // ---- the cases ---------------------------------------------------------------
@@ -586,6 +549,30 @@ void program_replace(Module& m, Scope& s) {
 }
 
 }  // namespace
+
+std::uint64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+TicketKey some_key() {
+    TicketKey key{};
+    key[0] = 1;
+    return key;
+}
+
+rof_session_prepare prepare_req(std::uint32_t tenant) {
+    rof_session_prepare req{};
+    req.tenant = tenant;
+    req.expires_ns = now_ns() + 60'000'000'000ULL;
+    return req;
+}
+
+void grant(rof_session_prepare& req, std::uint32_t region, std::uint32_t access) {
+    req.regions[req.nregions++] = rof_session_grant{region, access};
+}
 
 Scope::~Scope() {
     for (auto it = made_.rbegin(); it != made_.rend(); ++it) {

@@ -43,6 +43,25 @@ class Scope {
     std::vector<std::uint32_t> made_;
 };
 
+// Helpers the cases use, for the fake's own tests too.
+
+// The errno @f throws as KmodError, 0 if it returns.
+template <typename F>
+int errno_of(F&& f) {
+    try {
+        f();
+    } catch (const KmodError& e) {
+        return e.code().value();
+    }
+    return 0;
+}
+
+std::uint64_t now_ns();  // CLOCK_REALTIME, as tickets count
+TicketKey some_key();    // a valid ticket key
+// A prepare of @tenant that expires in a minute, with no grants.
+rof_session_prepare prepare_req(std::uint32_t tenant);
+void grant(rof_session_prepare& req, std::uint32_t region, std::uint32_t access);
+
 struct Case {
     const char* name;
     void (*run)(Module& m, Scope& s);
