@@ -24,6 +24,7 @@ using rofd::KmodError;
 
 using rofd::contract::errno_of;
 using rofd::contract::grant;
+using rofd::contract::load_req;
 using rofd::contract::now_ns;
 using rofd::contract::prepare_req;
 using rofd::contract::some_key;
@@ -58,19 +59,6 @@ std::vector<std::uint8_t> image(std::uint64_t tag, const std::vector<Slot>& slot
         std::memcpy(img.data() + sizeof(hdr) + i * sizeof(s), &s, sizeof(s));
     }
     return img;
-}
-
-rof_prog_load load_req(std::uint32_t tenant, std::vector<rof_prog_bind> binds = {}) {
-    rof_prog_load req{};
-    req.tenant = tenant;
-    req.budget = 100;
-    req.byte_budget = 100;
-    std::strcpy(req.name, "prog");
-    req.nbind = static_cast<std::uint32_t>(binds.size());
-    for (std::size_t i = 0; i < binds.size(); i++) {
-        req.bind[i] = binds[i];
-    }
-    return req;
 }
 
 std::uint64_t load(FakeModule& m, std::uint32_t tenant, std::uint64_t tag,

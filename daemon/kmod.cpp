@@ -233,14 +233,19 @@ std::vector<rof_freelist_info> Kmod::list_freelists() {
     return list<rof_freelist_info>(ROFD_CMD(ROF_IOC_LIST_FREELISTS));
 }
 
-std::uint64_t Kmod::prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) {
-    const auto cmd = ROFD_CMD(ROF_IOC_PROG_LOAD);
-
+void Kmod::set_image(rof_prog_load& req, std::span<const std::uint8_t> image,
+                     const Command& cmd) const {
     if (image.size() > std::numeric_limits<std::uint32_t>::max()) {
         fail(E2BIG, cmd, std::to_string(image.size()) + " byte image");
     }
     req.image = user_ptr(image.data());
     req.image_len = static_cast<std::uint32_t>(image.size());
+}
+
+std::uint64_t Kmod::prog_load(rof_prog_load& req, std::span<const std::uint8_t> image) {
+    const auto cmd = ROFD_CMD(ROF_IOC_PROG_LOAD);
+
+    set_image(req, image, cmd);
     // With ENOEXEC the module has copied error_insn back into req.
     checked_ioctl(cmd, &req);
     return req.tag;
@@ -251,11 +256,7 @@ std::uint64_t Kmod::prog_replace(rof_prog_load& req, std::span<const std::uint8_
     const auto cmd = ROFD_CMD(ROF_IOC_PROG_REPLACE);
     struct rof_prog_replace r {};
 
-    if (image.size() > std::numeric_limits<std::uint32_t>::max()) {
-        fail(E2BIG, cmd, std::to_string(image.size()) + " byte image");
-    }
-    req.image = user_ptr(image.data());
-    req.image_len = static_cast<std::uint32_t>(image.size());
+    set_image(req, image, cmd);
     r.load = req;
     r.old_tag = old_tag;
     const int err = try_ioctl(cmd, &r);

@@ -96,6 +96,9 @@ class Kmod final : public Module {
     // Whether the module pages LISTs (ABI 0.3), asked once.
     bool list_paged();
     void set_name(char (&dst)[ROF_NAME_MAX], const std::string& name, const Command& cmd) const;
+    // @req's image and image_len from @image (E2BIG past 4 GiB).
+    void set_image(rof_prog_load& req, std::span<const std::uint8_t> image,
+                   const Command& cmd) const;
     void destroy(const Command& cmd, std::uint32_t id, bool force);
 
     std::string path_;

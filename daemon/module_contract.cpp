@@ -48,19 +48,6 @@ Image slot_image(const std::string& rights, std::uint64_t len, bool freelist = f
     return assemble(src);
 }
 
-rof_prog_load load_req(std::uint32_t tenant, std::vector<rof_prog_bind> binds = {}) {
-    rof_prog_load req{};
-    req.tenant = tenant;
-    req.budget = 100;
-    req.byte_budget = 100;
-    std::strcpy(req.name, "prog");
-    req.nbind = static_cast<std::uint32_t>(binds.size());
-    for (std::size_t i = 0; i < binds.size(); i++) {
-        req.bind[i] = binds[i];
-    }
-    return req;
-}
-
 std::uint64_t load(Module& m, std::uint32_t tenant, const Image& img,
                    std::vector<rof_prog_bind> binds = {}) {
     rof_prog_load req = load_req(tenant, std::move(binds));
@@ -74,47 +61,32 @@ std::uint64_t replace(Module& m, std::uint32_t tenant, std::uint64_t old_tag, co
 
 // ---- lists, for the case's own objects ---------------------------------------
 
+// The entries of a LIST that belong to @tenant.
+template <typename T>
+std::vector<T> of_tenant(std::vector<T> all, std::uint32_t tenant) {
+    std::erase_if(all, [&](const T& e) { return e.tenant != tenant; });
+    return all;
+}
+
 std::vector<rof_region_info> regions_of(Module& m, std::uint32_t tenant) {
-    std::vector<rof_region_info> out;
-    for (const auto& r : m.list_regions()) {
-        if (r.tenant == tenant) {
-            out.push_back(r);
-        }
-    }
-    return out;
+    return of_tenant(m.list_regions(), tenant);
 }
 
 std::vector<rof_freelist_info> freelists_of(Module& m, std::uint32_t tenant) {
-    std::vector<rof_freelist_info> out;
-    for (const auto& f : m.list_freelists()) {
-        if (f.tenant == tenant) {
-            out.push_back(f);
-        }
-    }
-    return out;
+    return of_tenant(m.list_freelists(), tenant);
 }
 
 std::size_t progs_of(Module& m, std::uint32_t tenant) {
-    const auto all = m.list_progs();
-    return static_cast<std::size_t>(
-        std::count_if(all.begin(), all.end(), [&](const auto& p) { return p.tenant == tenant; }));
+    return of_tenant(m.list_progs(), tenant).size();
+}
+
+std::vector<rof_session_info> sessions_of(Module& m, std::uint32_t tenant) {
+    return of_tenant(m.list_sessions(), tenant);
 }
 
 // Whether each of @tenant's sessions is closing, or gone: a session a
 // destroy revoked closes in the module's close work, after the destroy
 // returns (docs/kmod.md 3.3).
-bool sessions_closing(Module& m, std::uint32_t tenant);
-
-std::vector<rof_session_info> sessions_of(Module& m, std::uint32_t tenant) {
-    std::vector<rof_session_info> out;
-    for (const auto& s : m.list_sessions()) {
-        if (s.tenant == tenant) {
-            out.push_back(s);
-        }
-    }
-    return out;
-}
-
 bool sessions_closing(Module& m, std::uint32_t tenant) {
     const auto all = sessions_of(m, tenant);
     return std::all_of(all.begin(), all.end(),
@@ -572,6 +544,19 @@ rof_session_prepare prepare_req(std::uint32_t tenant) {
 
 void grant(rof_session_prepare& req, std::uint32_t region, std::uint32_t access) {
     req.regions[req.nregions++] = rof_session_grant{region, access};
+}
+
+rof_prog_load load_req(std::uint32_t tenant, std::vector<rof_prog_bind> binds) {
+    rof_prog_load req{};
+    req.tenant = tenant;
+    req.budget = 100;
+    req.byte_budget = 100;
+    std::strcpy(req.name, "prog");
+    req.nbind = static_cast<std::uint32_t>(binds.size());
+    for (std::size_t i = 0; i < binds.size(); i++) {
+        req.bind[i] = binds[i];
+    }
+    return req;
 }
 
 Scope::~Scope() {

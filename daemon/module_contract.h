@@ -61,6 +61,8 @@ TicketKey some_key();    // a valid ticket key
 // A prepare of @tenant that expires in a minute, with no grants.
 rof_session_prepare prepare_req(std::uint32_t tenant);
 void grant(rof_session_prepare& req, std::uint32_t region, std::uint32_t access);
+// A load of @tenant's program "prog" with budgets of 100 and @binds.
+rof_prog_load load_req(std::uint32_t tenant, std::vector<rof_prog_bind> binds = {});
 
 struct Case {
     const char* name;
