@@ -2,9 +2,10 @@
 /*
  * rof_ioctl.c - the /dev/rof ioctl dispatcher.
  *
- * Each command copies its fixed-size argument in, validates every field,
- * calls the object's file, and copies the result out.  Unknown commands
- * get -ENOTTY.
+ * Routes each command to the file of its object, which copies its
+ * fixed-size argument in, checks every field (flags and reserved fields
+ * included) and copies the result out; the few commands with no object
+ * (VERSION) are served here.  Unknown commands get -ENOTTY.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
