@@ -12,10 +12,14 @@
 
 #include "c_api_errors.h"
 #include "c_api_handles.h"
+#include "c_api_struct.h"
 #include "rof.h"
 #include "rof/client.h"
 
+using rof::capi::check_sz;
 using rof::capi::guard;
+using rof::capi::struct_in;
+using rof::capi::struct_out;
 
 namespace {
 
@@ -47,15 +51,16 @@ enum rof_code rof_client_open(const struct rof_client_options* options, rof_clie
         *client = nullptr;
         rof::ClientOptions o;
         if (options != nullptr) {
-            o.target = str_or_empty(options->target);
-            o.tls_ca = str_or_empty(options->tls_ca);
-            o.tls_cert = str_or_empty(options->tls_cert);
-            o.tls_key = str_or_empty(options->tls_key);
-            o.tls_server_name = str_or_empty(options->tls_server_name);
-            if (options->deadline_ms != 0) {
-                o.deadline = std::chrono::milliseconds(options->deadline_ms);
+            const rof_client_options in = struct_in(options, "rof_client_open: options");
+            o.target = str_or_empty(in.target);
+            o.tls_ca = str_or_empty(in.tls_ca);
+            o.tls_cert = str_or_empty(in.tls_cert);
+            o.tls_key = str_or_empty(in.tls_key);
+            o.tls_server_name = str_or_empty(in.tls_server_name);
+            if (in.deadline_ms != 0) {
+                o.deadline = std::chrono::milliseconds(in.deadline_ms);
             }
-            o.wait_for_ready = options->fail_fast == 0;
+            o.wait_for_ready = in.fail_fast == 0;
         }
         // The handle is the caller's until rof_client_close().
         *client = std::make_unique<rof_client>(rof_client{rof::Client(std::move(o))}).release();
@@ -96,16 +101,18 @@ enum rof_code rof_client_status(rof_client* client, struct rof_daemon_status* st
             throw rof::Error(rof::Code::invalid_argument,
                              "rof_client_status: client or status is NULL");
         }
+        check_sz(status, "rof_client_status: status", false);
         const rof::v1::GetStatusResponse r = client->client.get_status();
-        *status = rof_daemon_status{};
-        copy_str(status->module_version, sizeof(status->module_version), r.module().version());
-        status->abi_major = r.module().abi_major();
-        status->abi_minor = r.module().abi_minor();
-        copy_str(status->daemon_version, sizeof(status->daemon_version), r.daemon().version());
-        status->uptime_s = static_cast<std::uint64_t>(r.daemon().uptime().seconds());
-        status->policy_generation = r.policy_generation();
-        status->devices = static_cast<std::uint32_t>(r.devices_size());
-        copy_str(status->caller, sizeof(status->caller), r.caller());
+        rof_daemon_status s{};
+        copy_str(s.module_version, sizeof(s.module_version), r.module().version());
+        s.abi_major = r.module().abi_major();
+        s.abi_minor = r.module().abi_minor();
+        copy_str(s.daemon_version, sizeof(s.daemon_version), r.daemon().version());
+        s.uptime_s = static_cast<std::uint64_t>(r.daemon().uptime().seconds());
+        s.policy_generation = r.policy_generation();
+        s.devices = static_cast<std::uint32_t>(r.devices_size());
+        copy_str(s.caller, sizeof(s.caller), r.caller());
+        struct_out(status, s, "rof_client_status: status");
     });
 }
 

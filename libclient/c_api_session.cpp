@@ -14,10 +14,13 @@
 
 #include "c_api_errors.h"
 #include "c_api_handles.h"
+#include "c_api_struct.h"
 #include "rof.h"
 #include "rof/session.h"
 
 using rof::capi::guard;
+using rof::capi::struct_in;
+using rof::capi::struct_out;
 
 static_assert(static_cast<int>(rof::Verb::read) == ROF_VERB_READ);
 static_assert(static_cast<int>(rof::Verb::write) == ROF_VERB_WRITE);
@@ -61,11 +64,13 @@ std::span<const std::byte> in_bytes(const void* buf, std::size_t len, const char
     return {static_cast<const std::byte*>(buf), len};
 }
 
-void fill(rof_granted_region* out, const rof::GrantedRegion& r) {
-    out->name = r.name.c_str();
-    out->id = r.id;
-    out->access = r.access;
-    out->size = r.size;
+void fill(rof_granted_region* out, const rof::GrantedRegion& r, const char* what) {
+    rof_granted_region g{};
+    g.name = r.name.c_str();
+    g.id = r.id;
+    g.access = r.access;
+    g.size = r.size;
+    struct_out(out, g, what);
 }
 
 void fill(rof_invoke_reply* out, const rof::InvokeResult& r) {
@@ -92,18 +97,19 @@ enum rof_code rof_session_open(rof_client* client, const struct rof_session_opti
         if (client == nullptr || options == nullptr) {
             invalid("rof_session_open: client or options is NULL");
         }
-        if (options->nregions != 0 && options->regions == nullptr) {
+        const rof_session_options in = struct_in(options, "rof_session_open: options");
+        if (in.nregions != 0 && in.regions == nullptr) {
             invalid("rof_session_open: nregions is not 0 but regions is NULL");
         }
-        if (options->flags & ~ROF_SESSION_BUSY_POLL) {
+        if (in.flags & ~ROF_SESSION_BUSY_POLL) {
             invalid("rof_session_open: unknown flags");
         }
         rof::SessionOptions o;
-        if (options->tenant != nullptr) {
-            o.tenant = options->tenant;
+        if (in.tenant != nullptr) {
+            o.tenant = in.tenant;
         }
-        for (std::size_t i = 0; i < options->nregions; i++) {
-            const rof_region_request& r = options->regions[i];
+        for (std::size_t i = 0; i < in.nregions; i++) {
+            const rof_region_request& r = in.regions[i];
             if (r.name == nullptr) {
                 throw rof::Error(
                     rof::Code::invalid_argument,
@@ -111,19 +117,19 @@ enum rof_code rof_session_open(rof_client* client, const struct rof_session_opti
             }
             o.regions.push_back(rof::SessionRegionRequest{r.name, r.access});
         }
-        if (options->address != nullptr) {
-            o.address = options->address;
+        if (in.address != nullptr) {
+            o.address = in.address;
         }
-        o.idle_timeout_ms = options->idle_timeout_ms;
-        if (options->max_transfer != 0) {
-            o.max_transfer = options->max_transfer;
+        o.idle_timeout_ms = in.idle_timeout_ms;
+        if (in.max_transfer != 0) {
+            o.max_transfer = in.max_transfer;
         }
-        if (options->depth != 0) {
-            o.depth = options->depth;
+        if (in.depth != 0) {
+            o.depth = in.depth;
         }
-        o.connect_timeout = ms_or(options->connect_timeout_ms, o.connect_timeout);
-        o.op_timeout = ms_or(options->op_timeout_ms, o.op_timeout);
-        o.busy_poll = (options->flags & ROF_SESSION_BUSY_POLL) != 0;
+        o.connect_timeout = ms_or(in.connect_timeout_ms, o.connect_timeout);
+        o.op_timeout = ms_or(in.op_timeout_ms, o.op_timeout);
+        o.busy_poll = (in.flags & ROF_SESSION_BUSY_POLL) != 0;
         // The handle is the caller's until rof_session_close().
         *session = std::make_unique<rof_session>(
                        rof_session{rof::Session::open(client->client, o), {}, {}})
@@ -164,7 +170,7 @@ enum rof_code rof_session_region(const rof_session* session, size_t index,
                                  " out of range: the session has " +
                                  std::to_string(regions.size()) + " regions");
         }
-        fill(region, regions[index]);
+        fill(region, regions[index], "rof_session_region: region");
     });
 }
 
@@ -176,7 +182,7 @@ enum rof_code rof_session_region_find(const rof_session* session, const char* na
         }
         for (const auto& r : session->session.regions()) {
             if (r.name == name) {
-                fill(region, r);
+                fill(region, r, "rof_session_region_find: region");
                 return;
             }
         }

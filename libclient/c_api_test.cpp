@@ -18,6 +18,7 @@
 #include <system_error>
 
 #include "c_api_errors.h"
+#include "c_api_struct.h"
 #include "rof.h"
 #include "rof/error.h"
 #include "test_temp_dir.h"
@@ -144,7 +145,7 @@ void expect_invalid(rof_code code, const rof_error& err, const char* fn) {
 TEST(CApiNullArguments, ClientFunctions) {
     rof_error err = dirty_error();
     rof_client* client = reinterpret_cast<rof_client*>(0x1);  // must be reset to NULL
-    rof_daemon_status status;
+    rof_daemon_status status = ROF_STRUCT_INIT(rof_daemon_status);
     rof_health health;
     std::uint64_t tag;
 
@@ -180,7 +181,7 @@ TEST(CApiSessionOptions, UnknownFlagsAreRefusedBeforeAnyCall) {
     rof_client* client = nullptr;
     rof_session* session = reinterpret_cast<rof_session*>(0x1);
     ASSERT_EQ(rof_client_open(nullptr, &client, &err), ROF_OK) << err.message;
-    rof_session_options options{};
+    rof_session_options options = ROF_STRUCT_INIT(rof_session_options);
     options.flags = ROF_SESSION_BUSY_POLL | 0x80u;
     expect_invalid(rof_session_open(client, &options, &session, &err), err, "rof_session_open");
     EXPECT_NE(std::string(err.message).find("unknown flags"), std::string::npos) << err.message;
@@ -191,8 +192,8 @@ TEST(CApiSessionOptions, UnknownFlagsAreRefusedBeforeAnyCall) {
 TEST(CApiNullArguments, SessionFunctions) {
     rof_error err = dirty_error();
     rof_session* session = reinterpret_cast<rof_session*>(0x1);
-    rof_session_options options{};
-    rof_granted_region region;
+    rof_session_options options = ROF_STRUCT_INIT(rof_session_options);
+    rof_granted_region region = ROF_STRUCT_INIT(rof_granted_region);
     rof_completion completions[4];
     std::uint64_t v;
     char buf[8];
@@ -229,7 +230,7 @@ TEST(CApiNullArguments, SessionFunctions) {
 using rof::test::TempDir;
 
 rof_client* open_client(const std::string& target) {
-    rof_client_options options{};
+    rof_client_options options = ROF_STRUCT_INIT(rof_client_options);
     options.target = target.c_str();
     options.deadline_ms = 1000;
     rof_client* client = nullptr;
@@ -255,7 +256,7 @@ TEST(CApiClient, NoSocketIsUnavailableNamingTheSocket) {
     ASSERT_NE(client, nullptr);
 
     rof_error err = dirty_error();
-    rof_daemon_status status;
+    rof_daemon_status status = ROF_STRUCT_INIT(rof_daemon_status);
     EXPECT_EQ(rof_client_status(client, &status, &err), ROF_UNAVAILABLE) << err.message;
     EXPECT_EQ(err.code, ROF_UNAVAILABLE);
     EXPECT_NE(std::string(err.message).find(sock), std::string::npos) << err.message;
@@ -271,7 +272,7 @@ TEST(CApiClient, NoSocketIsUnavailableNamingTheSocket) {
     rof_client_close(client);
 
     // fail_fast: the same at once, not after the deadline.
-    rof_client_options options{};
+    rof_client_options options = ROF_STRUCT_INIT(rof_client_options);
     options.target = sock.c_str();
     options.deadline_ms = 60000;
     options.fail_fast = 1;
@@ -293,11 +294,71 @@ TEST(CApiClient, NobodyListeningIsUnavailableNamingTheSocket) {
     rof_client* client = open_client(sock);
     ASSERT_NE(client, nullptr);
     rof_error err = dirty_error();
-    rof_daemon_status status;
+    rof_daemon_status status = ROF_STRUCT_INIT(rof_daemon_status);
     EXPECT_EQ(rof_client_status(client, &status, &err), ROF_UNAVAILABLE) << err.message;
     EXPECT_NE(std::string(err.message).find(sock), std::string::npos) << err.message;
     rof_client_close(client);
     ::close(fd);
+}
+
+// Extensible structs (rof.h): sz as the caller's rof.h declared the struct.
+TEST(CApiStruct, AnSzBelowTheStructsFirstVersionIsRefusedSayingHow) {
+    rof_client_options options{};  // sz 0: forgotten
+    rof_client* client = nullptr;
+    rof_error err = dirty_error();
+    EXPECT_EQ(rof_client_open(&options, &client, &err), ROF_INVALID_ARGUMENT);
+    EXPECT_EQ(client, nullptr);
+    EXPECT_NE(std::string(err.message).find("rof_client_open: options: sz is 0"), std::string::npos)
+        << err.message;
+    EXPECT_NE(std::string(err.message).find("ROF_STRUCT_INIT"), std::string::npos) << err.message;
+    options.sz = sizeof(options) - 1;
+    EXPECT_EQ(rof_client_open(&options, &client, &err), ROF_INVALID_ARGUMENT);
+    options.sz = std::size_t{1} << 40;  // garbage: not read as a newer struct
+    EXPECT_EQ(rof_client_open(&options, &client, &err), ROF_INVALID_ARGUMENT);
+}
+
+// A newer rof.h's struct: this one's fields, then one this librof lacks.
+struct NewerClientOptions {
+    rof_client_options known;
+    std::uint64_t added;
+};
+
+TEST(CApiStruct, ANewerStructIsReadAsFarAsKnownIfTheRestIsUnset) {
+    NewerClientOptions newer{};
+    newer.known.sz = sizeof(newer);
+    newer.known.target = "/nonexistent/rofd.sock";
+    rof_client* client = nullptr;
+    rof_error err = dirty_error();
+    ASSERT_EQ(rof_client_open(&newer.known, &client, &err), ROF_OK) << err.message;
+    EXPECT_NE(std::string(rof_client_target(client)).find("/nonexistent/rofd.sock"),
+              std::string::npos);
+    rof_client_close(client);
+
+    newer.added = 1;  // a field this librof would ignore: refused instead
+    client = nullptr;
+    EXPECT_EQ(rof_client_open(&newer.known, &client, &err), ROF_INVALID_ARGUMENT);
+    EXPECT_EQ(client, nullptr);
+    EXPECT_NE(std::string(err.message).find("newer rof.h"), std::string::npos) << err.message;
+}
+
+TEST(CApiStruct, OutputsWriteTheFieldsLibrofKnowsAndKeepTheCallersSz) {
+    struct NewerStatus {
+        rof_daemon_status known;
+        std::uint64_t added;
+    } newer{};
+    newer.known.sz = sizeof(newer);
+    newer.added = 5;
+    rof_daemon_status s{};
+    s.abi_major = 7;
+    std::strcpy(s.caller, "tenant kv");
+    rof::capi::struct_out(&newer.known, s, "test");
+    EXPECT_EQ(newer.known.sz, sizeof(newer));
+    EXPECT_EQ(newer.known.abi_major, 7u);
+    EXPECT_STREQ(newer.known.caller, "tenant kv");
+    EXPECT_EQ(newer.added, 5u);  // not this librof's to write
+
+    rof_daemon_status old{};
+    EXPECT_THROW(rof::capi::struct_out(&old, s, "test"), rof::Error);  // sz 0
 }
 
 }  // namespace

@@ -18,21 +18,17 @@ static void check(int ok, const char* what) {
 
 int main(void) {
     struct rof_error err;
-    struct rof_client_options copts;
-    struct rof_session_options sopts;
+    struct rof_client_options copts = ROF_STRUCT_INIT(rof_client_options);
+    struct rof_session_options sopts = ROF_STRUCT_INIT(rof_session_options);
     struct rof_region_request req = {"table", ROF_ACCESS_ALL};
-    struct rof_granted_region region;
-    struct rof_daemon_status status;
+    struct rof_granted_region region = ROF_STRUCT_INIT(rof_granted_region);
+    struct rof_daemon_status status = ROF_STRUCT_INIT(rof_daemon_status);
     struct rof_invoke_reply reply;
     struct rof_completion completion;
     enum rof_health health = ROF_HEALTH_UNKNOWN;
     rof_client* client = NULL;
     rof_session* session = NULL;
 
-    memset(&copts, 0, sizeof(copts));
-    memset(&sopts, 0, sizeof(sopts));
-    memset(&region, 0, sizeof(region));
-    memset(&status, 0, sizeof(status));
     memset(&reply, 0, sizeof(reply));
     memset(&completion, 0, sizeof(completion));
     sopts.regions = &req;
@@ -45,6 +41,9 @@ int main(void) {
     check(ROF_ACCESS_ALL == 7, "ROF_ACCESS_ALL is 7");
     check(sizeof(err.message) == ROF_ERROR_MAX, "struct rof_error holds ROF_ERROR_MAX bytes");
 
+    check(copts.sz == sizeof(copts) && sopts.sz == sizeof(sopts) && region.sz == sizeof(region) &&
+              status.sz == sizeof(status) && copts.target == NULL && sopts.nregions == 1,
+          "ROF_STRUCT_INIT zeroes a struct and sets its sz");
     check(rof_client_open(&copts, NULL, &err) == ROF_INVALID_ARGUMENT &&
               err.code == ROF_INVALID_ARGUMENT && err.message[0] != '\0',
           "rof_client_open without an out pointer: ROF_INVALID_ARGUMENT and a message");

@@ -115,7 +115,7 @@ struct Session::Impl {
     std::string peer;
     std::vector<RegionEntry> regions;
     std::vector<GrantedRegion> granted;
-    std::vector<std::pair<std::string, std::uint64_t>> programs;
+    ProgramNames programs;
     bool connected = false;
 
     // Buffers inside mem.
@@ -1245,11 +1245,28 @@ Session Session::open(Client& client, const SessionOptions& options) {
         o.idle_timeout_ms = resp.idle_timeout_ms();
     }
     Session s = connect(resp, o);
-    try {
-        s.learn_programs(client);
-    } catch (const Error&) {
-        // Names are a convenience: invoke() by tag still works.
-    }
+    // Program names are looked up when first used, through a client of the
+    // same rofd made then (a session outlives the caller's client), not
+    // here: a name used later then works even if rofd was restarting now.
+    struct Lookup {
+        ClientOptions options;
+        std::string tenant;
+        std::mutex mu;
+        std::unique_ptr<Client> client;
+    };
+    auto l = std::make_shared<Lookup>();
+    l->options = client.options();
+    l->tenant = options.tenant;
+    s.impl_->programs.set_lookup([l](const std::string& name) {
+        std::lock_guard lk(l->mu);
+        if (!l->client) {
+            l->client = std::make_unique<Client>(l->options);
+        }
+        v1::GetProgramRequest req;
+        req.set_tenant(l->tenant);
+        req.set_name(name);
+        return l->client->get_program(req).tag();
+    });
     return s;
 }
 
@@ -1274,19 +1291,11 @@ void Session::learn_programs(Client& client) {
     for (const auto& prog : resp.programs()) {
         p.emplace_back(prog.name(), prog.tag());
     }
-    std::lock_guard lk(impl_->mu);
-    impl_->programs = std::move(p);
+    impl_->programs.learn(p);
 }
 
 std::uint64_t Session::program_tag(std::string_view name) const {
-    std::lock_guard lk(impl_->mu);
-    for (const auto& [n, tag] : impl_->programs) {
-        if (n == name) {
-            return tag;
-        }
-    }
-    impl_->fail(Code::not_found,
-                "no program '" + std::string(name) + "' known: load it, then learn_programs()");
+    return impl_->programs.tag(impl_->session, name);
 }
 
 void Session::read(std::string_view region, std::uint64_t offset, std::span<std::byte> out) {
@@ -1355,7 +1364,21 @@ std::uint64_t Session::faa(std::string_view region, std::uint64_t offset, std::u
 
 InvokeResult Session::invoke(std::string_view program, std::span<const std::byte> args,
                              std::span<std::byte> response) {
-    return invoke(program_tag(program), args, response);
+    const std::uint64_t tag = program_tag(program);
+    try {
+        return invoke(tag, args, response);
+    } catch (const Error& e) {
+        // The module knows no program of that tag (ROF_ST_NO_PROGRAM; it
+        // ran nothing): the name may be another program's now.
+        if (e.code() != Code::not_found) {
+            throw;
+        }
+        auto now = impl_->programs.relearn(program, tag);
+        if (!now) {
+            throw;
+        }
+        return invoke(*now, args, response);
+    }
 }
 
 InvokeResult Session::invoke(std::uint64_t tag, std::span<const std::byte> args,

@@ -7,6 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +96,36 @@ class SendQueue {
 
   private:
     std::uint32_t depth_ = 0, every_ = 1, used_ = 0, run_ = 0;
+};
+
+// A session's program names: name -> tag, looked up when a name is first
+// used and again when the module answers that a tag it gave is not loaded
+// (the program was replaced more often than its old tags are kept, or
+// unloaded and loaded again).  Thread-safe; the lookup, a call to rofd,
+// runs outside the lock.
+class ProgramNames {
+  public:
+    // The tag of the tenant's program called @name now (rofd's
+    // GetProgram); throws rof::Error (not_found: no such program).
+    using Lookup = std::function<std::uint64_t(const std::string& name)>;
+
+    // Without a lookup, names are only those learn() gave.
+    void set_lookup(Lookup lookup);
+    // Every name's tag, as listed: replaces what is known.
+    void learn(const std::vector<std::pair<std::string, std::uint64_t>>& programs);
+    // The known tag of @name, else the lookup's.  @session heads errors.
+    std::uint64_t tag(std::uint32_t session, std::string_view name);
+    // @stale, the tag of @name, was answered "no program": the tag of @name
+    // now if it is another, else nullopt (no lookup, or the same tag).
+    std::optional<std::uint64_t> relearn(std::string_view name, std::uint64_t stale);
+
+  private:
+    std::optional<std::uint64_t> known(std::string_view name) const;
+    std::uint64_t look_up(std::string_view name);
+
+    mutable std::mutex mu_;
+    Lookup lookup_;
+    std::map<std::string, std::uint64_t, std::less<>> tags_;
 };
 
 // Parses "198.18.0.1", "fd00::1", "[fd00::1]", "fe80::1%eth0"; the port

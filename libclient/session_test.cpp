@@ -4,7 +4,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "session_internal.h"
 #include "uapi/rof.h"
@@ -215,6 +218,100 @@ TEST(ParseAddress, NamesAreRefused) {
     EXPECT_FALSE(parse_address("localhost", 1, &a, &why));
     EXPECT_EQ(why, "'localhost' is not an IPv4 or IPv6 address");
     EXPECT_FALSE(parse_address("", 1, &a, &why));
+}
+
+// A lookup over a table the test changes, counting what it was asked.
+struct FakeRofd {
+    std::map<std::string, std::uint64_t> loaded;
+    std::vector<std::string> asked;
+    ProgramNames::Lookup lookup() {
+        return [this](const std::string& name) {
+            asked.push_back(name);
+            auto it = loaded.find(name);
+            if (it == loaded.end()) {
+                throw rof::Error(Code::not_found, "GetProgram: no program '" + name + "'");
+            }
+            return it->second;
+        };
+    }
+};
+
+TEST(ProgramNames, ANameIsLookedUpWhenFirstUsedThenKnown) {
+    FakeRofd rofd;
+    rofd.loaded = {{"kv-get", 0x11}, {"kv-put", 0x22}};
+    ProgramNames n;
+    n.set_lookup(rofd.lookup());
+    EXPECT_TRUE(rofd.asked.empty());  // nothing asked before a name is used
+    EXPECT_EQ(n.tag(1, "kv-get"), 0x11u);
+    EXPECT_EQ(n.tag(1, "kv-get"), 0x11u);
+    EXPECT_EQ(n.tag(1, "kv-put"), 0x22u);
+    EXPECT_EQ(rofd.asked, (std::vector<std::string>{"kv-get", "kv-put"}));
+}
+
+TEST(ProgramNames, AFailedLookupIsTheCallersErrorAndIsNotRemembered) {
+    FakeRofd rofd;
+    ProgramNames n;
+    n.set_lookup(rofd.lookup());
+    try {
+        n.tag(1, "kv-get");
+        FAIL() << "no error";
+    } catch (const rof::Error& e) {
+        EXPECT_EQ(e.code(), Code::not_found);
+        EXPECT_STREQ(e.what(), "GetProgram: no program 'kv-get'");
+    }
+    rofd.loaded["kv-get"] = 0x11;  // loaded afterwards (or rofd was restarting)
+    EXPECT_EQ(n.tag(1, "kv-get"), 0x11u);
+}
+
+TEST(ProgramNames, WithoutALookupOnlyLearnedNamesAreKnown) {
+    ProgramNames n;
+    n.learn({{"kv-get", 0x11}, {"kv-get", 0x99}, {"crc", 0x33}});
+    EXPECT_EQ(n.tag(7, "kv-get"), 0x11u);  // the first of a name, as rofd's GetProgram
+    EXPECT_EQ(n.tag(7, "crc"), 0x33u);
+    try {
+        n.tag(7, "kv-put");
+        FAIL() << "no error";
+    } catch (const rof::Error& e) {
+        EXPECT_EQ(e.code(), Code::not_found);
+        EXPECT_NE(std::string(e.what()).find("session 7: no program 'kv-put' known"),
+                  std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("learn_programs()"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(n.relearn("kv-get", 0x11), std::nullopt);  // no rofd to ask
+}
+
+TEST(ProgramNames, AStaleTagIsRelearnedOnceTheNameNamesAnotherProgram) {
+    FakeRofd rofd;
+    rofd.loaded = {{"kv-get", 0x11}};
+    ProgramNames n;
+    n.set_lookup(rofd.lookup());
+    ASSERT_EQ(n.tag(1, "kv-get"), 0x11u);
+    // Not replaced: the same tag, so the "no program" answer stands.
+    EXPECT_EQ(n.relearn("kv-get", 0x11), std::nullopt);
+    // Replaced: the name's tag now, remembered.
+    rofd.loaded["kv-get"] = 0x12;
+    EXPECT_EQ(n.relearn("kv-get", 0x11), std::optional<std::uint64_t>(0x12));
+    EXPECT_EQ(n.tag(1, "kv-get"), 0x12u);
+    // A second caller with the same stale tag takes the new one without asking.
+    const auto asked = rofd.asked.size();
+    EXPECT_EQ(n.relearn("kv-get", 0x11), std::optional<std::uint64_t>(0x12));
+    EXPECT_EQ(rofd.asked.size(), asked);
+    // Unloaded: the lookup's error is the caller's.
+    rofd.loaded.clear();
+    EXPECT_THROW(n.relearn("kv-get", 0x12), rof::Error);
+}
+
+TEST(ProgramNames, LearnReplacesWhatWasKnown) {
+    FakeRofd rofd;
+    rofd.loaded = {{"a", 1}, {"b", 2}};
+    ProgramNames n;
+    n.set_lookup(rofd.lookup());
+    EXPECT_EQ(n.tag(1, "a"), 1u);
+    n.learn({{"a", 5}});
+    EXPECT_EQ(n.tag(1, "a"), 5u);
+    EXPECT_EQ(n.tag(1, "b"), 2u);  // not listed: looked up
+    EXPECT_EQ(rofd.asked, (std::vector<std::string>{"a", "b"}));
 }
 
 }  // namespace

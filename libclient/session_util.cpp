@@ -184,6 +184,79 @@ Code check_access(std::uint32_t session, const RegionEntry& r, std::uint64_t off
     return Code::ok;
 }
 
+void ProgramNames::set_lookup(Lookup lookup) {
+    std::lock_guard lk(mu_);
+    lookup_ = std::move(lookup);
+}
+
+void ProgramNames::learn(const std::vector<std::pair<std::string, std::uint64_t>>& programs) {
+    std::map<std::string, std::uint64_t, std::less<>> tags;
+    for (const auto& [name, tag] : programs) {
+        tags.emplace(name, tag);  // the first of a name, as rofd's lookup by name
+    }
+    std::lock_guard lk(mu_);
+    tags_ = std::move(tags);
+}
+
+std::optional<std::uint64_t> ProgramNames::known(std::string_view name) const {
+    std::lock_guard lk(mu_);
+    auto it = tags_.find(name);
+    if (it == tags_.end()) {
+        return std::nullopt;
+    }
+    return it->second;
+}
+
+// The lookup's answer, remembered.  Two threads may look up one name at
+// once; both ask rofd, and the later answer stays.
+std::uint64_t ProgramNames::look_up(std::string_view name) {
+    Lookup lookup;
+    {
+        std::lock_guard lk(mu_);
+        lookup = lookup_;
+    }
+    const std::uint64_t tag = lookup(std::string(name));
+    std::lock_guard lk(mu_);
+    tags_.insert_or_assign(std::string(name), tag);
+    return tag;
+}
+
+std::uint64_t ProgramNames::tag(std::uint32_t session, std::string_view name) {
+    if (auto t = known(name)) {
+        return *t;
+    }
+    bool can_look_up = false;
+    {
+        std::lock_guard lk(mu_);
+        can_look_up = static_cast<bool>(lookup_);
+    }
+    if (!can_look_up) {
+        throw Error(Code::not_found, "session " + std::to_string(session) + ": no program '" +
+                                         std::string(name) +
+                                         "' known: the session was connected from a ticket; "
+                                         "learn_programs() first, or invoke by tag");
+    }
+    return look_up(name);
+}
+
+std::optional<std::uint64_t> ProgramNames::relearn(std::string_view name, std::uint64_t stale) {
+    {
+        std::lock_guard lk(mu_);
+        if (!lookup_) {
+            return std::nullopt;
+        }
+        auto it = tags_.find(name);
+        if (it != tags_.end() && it->second != stale) {
+            return it->second;  // another thread learned it meanwhile
+        }
+    }
+    const std::uint64_t now = look_up(name);
+    if (now == stale) {
+        return std::nullopt;
+    }
+    return now;
+}
+
 void SlotPool::reset(std::uint32_t n) {
     free_.resize(n);
     for (std::uint32_t i = 0; i < n; i++) {

@@ -92,11 +92,11 @@ static void usage(void) {
 }
 
 int main(int argc, char** argv) {
-    struct rof_client_options copts;
-    struct rof_session_options sopts;
+    struct rof_client_options copts = ROF_STRUCT_INIT(rof_client_options);
+    struct rof_session_options sopts = ROF_STRUCT_INIT(rof_session_options);
     struct rof_region_request want;
-    struct rof_granted_region region;
-    struct rof_daemon_status status;
+    struct rof_granted_region region = ROF_STRUCT_INIT(rof_granted_region);
+    struct rof_daemon_status status = ROF_STRUCT_INIT(rof_daemon_status);
     struct rof_invoke_reply reply;
     struct rof_completion done[8];
     struct rof_error err;
@@ -112,7 +112,6 @@ int main(int argc, char** argv) {
     char source[1024];
     int opt, i, n = 0, got;
 
-    memset(&copts, 0, sizeof(copts));
     while ((opt = getopt(argc, argv, "s:t:r:o:p:h")) != -1) {
         switch (opt) {
             case 's':
@@ -164,7 +163,6 @@ int main(int argc, char** argv) {
     printf("# program %s loaded, tag %" PRIu64 "\n", pname, tag);
 
     /* A session on the region. */
-    memset(&sopts, 0, sizeof(sopts));
     want.name = rname;
     want.access = ROF_ACCESS_ALL;
     sopts.tenant = tenant;

@@ -24,6 +24,21 @@
  * the library).  Strings returned by a handle stay valid until the handle
  * is closed, unless said otherwise.
  *
+ * Extensible structs.  The structs of the control calls, which a caller
+ * fills (struct rof_client_options, struct rof_session_options) or has
+ * filled (struct rof_daemon_status, struct rof_granted_region), begin with
+ * sz: the caller sets it to the struct's size as this header declares it,
+ * and ROF_STRUCT_INIT(type) gives such a struct zeroed with sz set.  A
+ * later librof reads and writes only the first sz bytes, so a program
+ * keeps working with the librof it was built for and every later one.
+ * librof refuses (ROF_INVALID_ARGUMENT) an sz smaller than the struct's
+ * first version, and a larger struct than it knows whose bytes past its
+ * end are not all zero (the program set fields of a newer rof.h than the
+ * installed librof).  The data path's structs (struct rof_invoke_reply,
+ * struct rof_completion, struct rof_region_request) and struct rof_error
+ * are fixed: they are passed per operation and in arrays, and as with
+ * ibverbs' struct ibv_wc, what they may gain comes with a new call.
+ *
  * The C API covers what a C data-path program needs: status, health, a
  * program's tag, loading a program from source, sessions and every verb.
  * For the other control calls (tenants, policy, regions, audit, metrics)
@@ -66,6 +81,16 @@ enum rof_code {
     ROF_UNAUTHENTICATED = 16
 };
 
+/* A struct of the kind above, zeroed, its sz set:
+ *     struct rof_client_options o = ROF_STRUCT_INIT(rof_client_options);
+ * (In C++, a function, so that -Wmissing-field-initializers stays quiet.) */
+#ifdef __cplusplus
+#define ROF_STRUCT_INIT(type) rof_struct_init<struct type>()
+#else
+#define ROF_STRUCT_INIT(type) \
+    { .sz = sizeof(struct type) }
+#endif
+
 /* Longest message kept, terminating NUL included; longer ones are cut. */
 #define ROF_ERROR_MAX 512
 
@@ -91,8 +116,9 @@ ROF_EXPORT const char* rof_code_name(enum rof_code code);
 
 typedef struct rof_client rof_client;
 
-/* Zero-initialize, then set what differs from the defaults. */
+/* ROF_STRUCT_INIT, then set what differs from the defaults. */
 struct rof_client_options {
+    size_t sz; /* sizeof(struct rof_client_options) */
     /* A unix socket path (absolute, or "unix:PATH"), or "HOST:PORT" /
      * "[V6ADDR]:PORT" for rofd's TLS listener.  NULL or "": $ROF_SOCKET,
      * else /run/rof/rofd.sock. */
@@ -136,6 +162,7 @@ ROF_EXPORT enum rof_code rof_client_health(rof_client* client, const char* servi
 
 /* Control.GetStatus, the parts a C program needs; strings are cut to fit. */
 struct rof_daemon_status {
+    size_t sz;                           /* set by the caller: sizeof(struct rof_daemon_status) */
     char module_version[ROF_STATUS_STR]; /* rof.ko's release */
     uint32_t abi_major;
     uint32_t abi_minor;
@@ -180,8 +207,9 @@ struct rof_region_request {
     uint32_t access; /* ROF_ACCESS_* bits; 0: everything the region allows */
 };
 
-/* Zero-initialize; 0 and NULL mean the default. */
+/* ROF_STRUCT_INIT; 0 and NULL mean the default. */
 struct rof_session_options {
+    size_t sz;          /* sizeof(struct rof_session_options) */
     const char* tenant; /* NULL or "": the caller's own */
     const struct rof_region_request* regions;
     size_t nregions;
@@ -204,6 +232,7 @@ struct rof_session_options {
 /* A region granted to the session.  @name stays valid until the session is
  * closed. */
 struct rof_granted_region {
+    size_t sz; /* set by the caller: sizeof(struct rof_granted_region) */
     const char* name;
     uint32_t id;     /* the module's region id */
     uint32_t access; /* ROF_ACCESS_* as granted */
@@ -232,11 +261,13 @@ ROF_EXPORT enum rof_code rof_session_region(const rof_session* session, size_t i
 ROF_EXPORT enum rof_code rof_session_region_find(const rof_session* session, const char* name,
                                                  struct rof_granted_region* region,
                                                  struct rof_error* err);
-/* The tag of the tenant's program @name as listed at open (or at the last
- * rof_session_learn_programs()), or ROF_NOT_FOUND. */
+/* The tag of the tenant's program @name, looked up in rofd when first asked
+ * for and remembered (or as the last rof_session_learn_programs() listed
+ * it), or ROF_NOT_FOUND. */
 ROF_EXPORT enum rof_code rof_session_program_tag(const rof_session* session, const char* name,
                                                  uint64_t* tag, struct rof_error* err);
-/* Lists the tenant's programs again through @client (after loading more). */
+/* Lists the tenant's programs through @client: what the session
+ * remembers is replaced (after a replace or reload). */
 ROF_EXPORT enum rof_code rof_session_learn_programs(rof_session* session, rof_client* client,
                                                     struct rof_error* err);
 
@@ -329,6 +360,14 @@ ROF_EXPORT size_t rof_outstanding(const rof_session* session);
 ROF_EXPORT int rof_completion_fd(const rof_session* session);
 
 #ifdef __cplusplus
+}
+
+/* ROF_STRUCT_INIT in C++. */
+template <typename T>
+inline T rof_struct_init() {
+    T v{};
+    v.sz = sizeof(T);
+    return v;
 }
 #endif
 

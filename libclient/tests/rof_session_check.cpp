@@ -13,6 +13,10 @@
 //   rof-session-check ipv6 --addr A6        connect over IPv6, NOP, READ
 //   rof-session-check closed [--addr A]     a session rofd/the admin closes
 //        reports unavailable; a used ticket and a forged one are refused
+//   rof-session-check names --socket S --region R   through rofd (the
+//        caller's tenant, its region R): Session::open, then programs
+//        invoked by name: looked up when first used, and again after the
+//        name's program was unloaded and another loaded under it
 //   rof-session-check invoke-until --prepared FILE --tag T --stop FILE
 //        [--addr A]   connects with an OpenSessionResponse (proto3 JSON, as
 //        rofd answered it) and INVOKEs program T without arguments, as many
@@ -25,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -543,11 +548,53 @@ int invoke_until(const std::string& prepared_file, const std::string& addr, std:
     return failed_n == 0 && answered > 0 ? 0 : 1;
 }
 
+// Program names through rofd: the session looks a name up when it is first
+// used, and again when the module no longer knows the tag it had.
+void names(const std::string& socket, const std::string& region) {
+    rof::ClientOptions co;
+    co.target = socket;
+    rof::Client c(co);
+    auto load = [&](const std::string& name, int status) {
+        rof::v1::LoadProgramRequest req;
+        req.set_name(name);
+        req.mutable_program()->set_source("exit " + std::to_string(status) + "\n");
+        req.mutable_program()->set_file(name + ".rofs");
+        return c.load_program(req).tag();
+    };
+    auto unload = [&](const std::string& name) {
+        rof::v1::UnloadProgramRequest req;
+        req.set_name(name);
+        c.unload_program(req);
+    };
+    rof::SessionOptions opt;
+    opt.regions = {{region, 0}};
+    rof::Session s = rof::Session::open(c, opt);
+    // Loaded after the session opened: open() listed nothing it must know.
+    const std::uint64_t first = load("names-check", 1);
+    std::array<std::byte, 8> resp{};
+    rof::InvokeResult r = s.invoke("names-check", {}, resp);
+    check(r.prog_status == 1 && s.program_tag("names-check") == first,
+          "a program loaded after open() is invoked by name",
+          "status " + std::to_string(r.prog_status));
+    unload("names-check");
+    const std::uint64_t second = load("names-check", 2);
+    r = s.invoke("names-check", {}, resp);
+    check(second != first && r.prog_status == 2 && s.program_tag("names-check") == second,
+          "after an unload and a load under the same name, invoke by name runs the new program",
+          "status " + std::to_string(r.prog_status));
+    unload("names-check");
+    expect_error("a name unloaded for good: not_found, naming it", rof::Code::not_found,
+                 "names-check", [&] { s.invoke("names-check", {}, resp); });
+    expect_error("a name never loaded: not_found", rof::Code::not_found, "no-such-program",
+                 [&] { s.invoke("no-such-program", {}, resp); });
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: rof-session-check verbs|keepalive|ipv6|closed [--addr A] "
                      "[--idle-ms N]\n"
+                     "       rof-session-check names --socket S --region R\n"
                      "       rof-session-check invoke-until --prepared FILE --tag T --stop FILE "
                      "[--addr A]\n");
         return 2;
@@ -555,7 +602,7 @@ int main(int argc, char** argv) {
     std::string cmd = argv[1];
     std::string addr = kprog::server_addr();
     std::uint32_t idle = 1500;
-    std::string prepared, stop;
+    std::string prepared, stop, socket, region;
     std::uint64_t tag = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         std::string a = argv[i];
@@ -569,6 +616,10 @@ int main(int argc, char** argv) {
             stop = argv[i + 1];
         } else if (a == "--tag") {
             tag = std::strtoull(argv[i + 1], nullptr, 0);
+        } else if (a == "--socket") {
+            socket = argv[i + 1];
+        } else if (a == "--region") {
+            region = argv[i + 1];
         }
     }
     try {
@@ -583,6 +634,8 @@ int main(int argc, char** argv) {
             ipv6(addr);
         } else if (cmd == "closed") {
             closed(addr);
+        } else if (cmd == "names") {
+            names(socket, region);
         } else {
             std::fprintf(stderr, "unknown command %s\n", cmd.c_str());
             return 2;

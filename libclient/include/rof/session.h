@@ -93,8 +93,9 @@ struct Completion {
 
 class ROF_EXPORT Session {
   public:
-    // OpenSession through @client, then connect.  The client is only used
-    // here (and to resolve program names): the session does not keep it.
+    // OpenSession through @client, then connect.  The session does not keep
+    // @client: program names are resolved through a client of its own,
+    // made with @client's options when a name is first used.
     static Session open(Client& client, const SessionOptions& options);
     // Connect with a ticket prepared elsewhere (e.g. handed over by a
     // process that called Client::open_session()).
@@ -110,8 +111,12 @@ class ROF_EXPORT Session {
     // The peer as connected: "192.0.2.1:18515" or "[fd00::1]:18515".
     const std::string& peer() const noexcept;
 
-    // Program names for invoke(): the tenant's programs as listed at
-    // open(); refresh with learn_programs() after loading more.
+    // Program names for invoke() and program_tag(): a name is looked up in
+    // rofd (GetProgram) when first used, and again when the module answers
+    // that its tag is not loaded (the program was replaced or reloaded
+    // since): invoke() by name then runs the program of that name now.  A
+    // session from connect() has no rofd to ask: learn_programs() lists
+    // the tenant's programs into it (also a refresh for open()'s).
     void learn_programs(Client& client);
     std::uint64_t program_tag(std::string_view name) const;
 
