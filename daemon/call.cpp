@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace rofd {
 
 std::string quoted(std::string_view s) {
@@ -20,13 +22,8 @@ void check_name(std::string_view field, const std::string& value) {
     } else if (value.size() >= ROF_NAME_MAX) {
         why = fmt::format("{} characters; at most {}", value.size(), ROF_NAME_MAX - 1);
     } else {
-        for (const char c : value) {
-            const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                            (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' || c == '-';
-            if (!ok) {
-                why = quoted(value) + " has a character outside [A-Za-z0-9._:-]";
-                break;
-            }
+        if (!std::all_of(value.begin(), value.end(), rof_name_char)) {
+            why = quoted(value) + " has a character outside " ROF_NAME_CHARSET;
         }
     }
     if (!why.empty()) {

@@ -134,7 +134,7 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
     return reactor;
 }
 
-// Names: 1 .. ROF_NAME_MAX - 1 characters of [A-Za-z0-9._:-].  Throws
+// Names: rof.h's rule, 1 .. ROF_NAME_MAX - 1 characters of ROF_NAME_CHARSET.  Throws
 // CallError(INVALID_ARGUMENT) naming @field.
 void check_name(std::string_view field, const std::string& value);
 

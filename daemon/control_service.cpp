@@ -9,7 +9,7 @@
 namespace rofd {
 
 namespace {
-constexpr std::int64_t max_grace_ms = 86400000;  // a day, as limits.tenant_removal_grace_ms
+using rof::policy::removal_grace_max_ms;
 }  // namespace
 
 rof::v1::PortState to_proto_port_state(std::uint32_t abi_state) {
@@ -221,10 +221,10 @@ ServerUnaryReactor* TenantService::DestroyTenant(CallbackServerContext* ctx,
             return m_.authorize(p, "", Right::write, "tenant " + quoted(req->name()));
         }
         check_name("name", req->name());
-        if (req->grace_ms() < 0 || req->grace_ms() > max_grace_ms) {
+        if (req->grace_ms() < 0 || req->grace_ms() > removal_grace_max_ms) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                 fmt::format("grace_ms: {} is out of range (0 .. {})",
-                                            req->grace_ms(), max_grace_ms));
+                                            req->grace_ms(), removal_grace_max_ms));
         }
         return std::nullopt;
     };

@@ -41,15 +41,10 @@ std::uint64_t random_u64() {
     return v;
 }
 
-bool name_char(char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == ':' || c == '-';
-}
-
-// The names rule of docs/kmod.md section 1.
+// The names rule of docs/kmod.md section 1 (rof.h's rof_name_char).
 bool valid_name(const std::string& name) {
     return !name.empty() && name.size() < ROF_NAME_MAX &&
-           std::all_of(name.begin(), name.end(), name_char);
+           std::all_of(name.begin(), name.end(), rof_name_char);
 }
 
 bool valid_name(const char (&name)[ROF_NAME_MAX]) {

@@ -14,7 +14,7 @@
 namespace rofd {
 namespace {
 
-constexpr std::uint32_t ticket_ttl_max_s = 3600;
+using rof::policy::ticket_ttl_max_s;
 
 std::string read_line(const std::string& path) {
     std::ifstream in(path);

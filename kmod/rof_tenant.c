@@ -17,7 +17,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
-#include <linux/ctype.h>
 #include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/rcupdate.h>
@@ -323,7 +322,10 @@ void rof_tenant_count_audit_drop(u32 tenant)
 	rcu_read_unlock();
 }
 
-/* Names: 1 .. ROF_NAME_MAX - 1 chars of [A-Za-z0-9._:-], NUL-terminated. */
+/*
+ * Names: the rule of rof.h (rof_name_char), NUL-terminated.  Not isalnum():
+ * the kernel's takes Latin-1 letters too, which no other checker does.
+ */
 int rof_name_check(const char *name)
 {
 	size_t len = strnlen(name, ROF_NAME_MAX);
@@ -331,12 +333,9 @@ int rof_name_check(const char *name)
 
 	if (!len || len == ROF_NAME_MAX)
 		return -EINVAL;
-	for (i = 0; i < len; i++) {
-		char c = name[i];
-
-		if (!isalnum(c) && c != '.' && c != '_' && c != ':' && c != '-')
+	for (i = 0; i < len; i++)
+		if (!rof_name_char(name[i]))
 			return -EINVAL;
-	}
 	return 0;
 }
 

@@ -42,7 +42,6 @@ constexpr std::uint64_t page_size = 4096;
 constexpr std::uint64_t freelist_header = 64;  // struct rof_isa_freelist
 constexpr std::uint64_t u32_max = UINT32_MAX;
 constexpr std::uint64_t i64_max = INT64_MAX;
-constexpr std::uint32_t ms_per_day = 86400000;
 constexpr std::uint32_t handshake_timeout_max_ms = 120000;  // gRPC's own default
 
 // ---- identities -----------------------------------------------------------
@@ -337,7 +336,7 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
                 d.session_address = *s;
             }
         }
-        set(d.ticket_ttl_s, r.integer(*t, "sessions", "ticket_ttl_s", 1, 3600));
+        set(d.ticket_ttl_s, r.integer(*t, "sessions", "ticket_ttl_s", 1, ticket_ttl_max_s));
         set(d.idle_timeout_ms, r.integer(*t, "sessions", "idle_timeout_ms", 0, ms_per_day));
     }
 
@@ -361,7 +360,7 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
             r.integer(*t, path, "refusals_journalled_per_s", 1, 100000));
         set(d.connections_per_uid, r.integer(*t, path, "connections_per_uid", 1, 65536));
         set(d.tenant_removal_grace_ms,
-            r.integer(*t, path, "tenant_removal_grace_ms", 0, ms_per_day));
+            r.integer(*t, path, "tenant_removal_grace_ms", 0, removal_grace_max_ms));
         set(d.handshake_timeout_ms,
             r.integer(*t, path, "handshake_timeout_ms", 1000, handshake_timeout_max_ms));
         set(d.keepalive_ms, r.integer(*t, path, "keepalive_ms", 1000, ms_per_day));
@@ -920,14 +919,7 @@ bool valid_name(std::string_view name) {
     if (name.empty() || name.size() > name_max) {
         return false;
     }
-    for (char c : name) {
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == ':' || c == '-';
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
+    return std::all_of(name.begin(), name.end(), rof_name_char);
 }
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <uapi/rof.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -38,10 +39,19 @@ struct Identity {
 
 inline constexpr std::uint64_t unlimited = ~0ULL;
 
-// Names of tenants and regions: 1 .. name_max characters of [A-Za-z0-9._:-]
-// (rof.h: ROF_NAME_MAX - 1).
-inline constexpr std::size_t name_max = 63;
+// Names of tenants and regions: rof.h's rule (rof_name_char), 1 .. name_max
+// characters of ROF_NAME_CHARSET.
+inline constexpr std::size_t name_max = ROF_NAME_MAX - 1;
 bool valid_name(std::string_view name);
+
+// Bounds the policy files, rofd's calls and rofctl's options share (the
+// module's are rof.h's).
+inline constexpr std::uint32_t ms_per_day = 86400000;
+// A ticket's lifetime: [sessions] ticket_ttl_s, OpenSession's ticket_ttl_s.
+inline constexpr std::uint32_t ticket_ttl_max_s = 3600;
+// A tenant's removal grace: [limits] tenant_removal_grace_ms, DestroyTenant's
+// grace_ms, rofctl tenant delete|destroy --grace.
+inline constexpr std::int64_t removal_grace_max_ms = ms_per_day;
 
 // A size as policy files write it: "4096", "4096B", "64KiB", "64 MiB",
 // "1GiB", "1TiB"; std::nullopt if malformed or above 2^64 - 1.

@@ -32,6 +32,21 @@
 #define ROF_VERSION_MAX		32
 #define ROF_MAX_PORTS		4	/* ports reported per device */
 
+/*
+ * The name rule, one for every named object (tenants, regions, free lists,
+ * programs, a program's region slots) and for everything that checks one:
+ * rof.ko, rofd, the policy files and rofctl.  A name is 1 .. ROF_NAME_MAX - 1
+ * characters, each one for which rof_name_char() is true: ROF_NAME_CHARSET.
+ */
+#define ROF_NAME_CHARSET	"[A-Za-z0-9._:-]"
+
+static __inline__ int rof_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
+	       c == '-';
+}
+
 /* Port states, numerically equal to the kernel's enum ib_port_state. */
 enum rof_port_state {
 	ROF_PORT_NOP		= 0,
@@ -242,8 +257,8 @@ struct rof_tenant_info {
 #define ROF_TENANT_CREATE_ID	(1U << 0)	/* use @id instead of assigning one */
 
 /*
- * Names of tenants, regions: 1 .. ROF_NAME_MAX - 1 characters of
- * [A-Za-z0-9._:-], NUL-terminated within the array.
+ * Names of tenants, regions: the name rule above, NUL-terminated within
+ * the array.
  */
 struct rof_tenant_create {
 	char name[ROF_NAME_MAX];	/* in, unique among tenants */
