@@ -51,7 +51,7 @@ void check_sz(const T* p, const char* what, bool in) {
 template <typename T>
 T struct_in(const T* p, const char* what) {
     check_sz(p, what, true);
-    T v;
+    T v{};
     std::memcpy(&v, p, sizeof(T));
     return v;
 }
