@@ -216,11 +216,14 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
             return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, what + ": exists");
         }
         const auto* pt = v->tenant(tenant);
-        std::uint32_t count = 0;
-        for (const auto& r : m_.module().list_regions()) {
-            count += r.tenant == tid ? 1 : 0;
+        // The module counts the tenant's regions (one GET, not a LIST of
+        // every tenant's); the quota on their number is rofd's.
+        const auto ti = m_.module().get_tenant(tid);
+        if (!ti) {
+            return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                what + ": its tenant is not in the module (yet); retry");
         }
-        if (count >= pt->quota.regions) {
+        if (ti->usage.regions >= pt->quota.regions) {
             return grpc::Status(
                 grpc::StatusCode::RESOURCE_EXHAUSTED,
                 fmt::format("{}: quota of {} regions reached", what, pt->quota.regions));
