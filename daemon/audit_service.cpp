@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// rof.v1.Audit and rof.v1.Metrics.
+// rof.v1.Audit: the audit stream and its counters.
 #include <algorithm>
 
 #include "audit_drain.h"
@@ -205,18 +205,6 @@ ServerUnaryReactor* AuditService::GetAuditStats(CallbackServerContext* ctx,
         const AuditCounters c = m_.audit().snapshot();
         resp->set_drained(c.records);
         resp->set_lost(c.lost);
-        return grpc::Status::OK;
-    });
-}
-
-ServerUnaryReactor* MetricsService::GetMetrics(CallbackServerContext* ctx,
-                                               const v1::GetMetricsRequest*,
-                                               v1::GetMetricsResponse* resp) {
-    return unary(m_, ctx, "GetMetrics", CallKind::read, [this, resp](const Principal& p) {
-        if (!p.admin() && p.role != Principal::Role::tenant) {
-            return m_.authorize(p, "", Right::read, "metrics");
-        }
-        resp->set_text(m_.metrics_text(p.admin() ? "" : p.tenant));
         return grpc::Status::OK;
     });
 }

@@ -7,6 +7,18 @@
 
 namespace rofd {
 
+void set_time(google::protobuf::Timestamp* out, std::chrono::system_clock::time_point t) {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    out->set_seconds(ns / 1000000000);
+    out->set_nanos(static_cast<std::int32_t>(ns % 1000000000));
+}
+
+void set_time(google::protobuf::Timestamp* out, std::uint64_t ns) {
+    out->set_seconds(static_cast<std::int64_t>(ns / 1000000000ULL));
+    out->set_nanos(static_cast<std::int32_t>(ns % 1000000000ULL));
+}
+
 std::string quoted(std::string_view s) {
     return "\"" + std::string(s) + "\"";
 }

@@ -5,6 +5,7 @@
 // the object and the reason.
 #pragma once
 
+#include <google/protobuf/timestamp.pb.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -133,6 +134,11 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
     run();
     return reactor;
 }
+
+// @t, or @ns since the epoch (CLOCK_REALTIME, as the module's times), as a
+// protobuf Timestamp.
+void set_time(google::protobuf::Timestamp* out, std::chrono::system_clock::time_point t);
+void set_time(google::protobuf::Timestamp* out, std::uint64_t ns);
 
 // Names: rof.h's rule, 1 .. ROF_NAME_MAX - 1 characters of ROF_NAME_CHARSET.  Throws
 // CallError(INVALID_ARGUMENT) naming @field.

@@ -88,11 +88,6 @@ v1::SessionState to_proto_state(std::uint32_t s) {
     }
 }
 
-void set_time(google::protobuf::Timestamp* t, std::uint64_t ns) {
-    t->set_seconds(static_cast<std::int64_t>(ns / 1000000000ULL));
-    t->set_nanos(static_cast<std::int32_t>(ns % 1000000000ULL));
-}
-
 std::string peer_string(const rof_session_info& s) {
     static constexpr std::uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     char buf[INET6_ADDRSTRLEN] = "";
