@@ -117,14 +117,19 @@ u32 rof_exec_insn_count(void)
 	[(op) ... (op) + (count) - 1] = ROF_INSN_##id + 1,
 static const u8 rof_op_row[256] = ROF_ISA_INSNS(ROF_INSN_OPS);
 
-const struct rof_exec_insn_info *rof_exec_insn_info(u8 op)
+static inline const struct rof_exec_insn_info *rof_row(u8 op)
 {
 	return rof_op_row[op] ? &rof_exec_insns[rof_op_row[op] - 1] : NULL;
 }
 
+const struct rof_exec_insn_info *rof_exec_insn_info(u8 op)
+{
+	return rof_row(op);
+}
+
 int rof_exec_insn_wide(u8 op)
 {
-	const struct rof_exec_insn_info *ii = rof_exec_insn_info(op);
+	const struct rof_exec_insn_info *ii = rof_row(op);
 
 	return ii && ii->slots == 2;
 }
@@ -200,19 +205,21 @@ static int rof_check_cas(const struct rof_insn_cas *c)
 	return 0;
 }
 
-int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
+/*
+ * rof_exec_check_insn() once @pc < @cnt, @ii is the row of its opcode and
+ * @form its form.  Inlined into each case of the run with @form a constant,
+ * so that a step's check costs its own few comparisons and no second
+ * dispatch on the form.
+ */
+static __always_inline int rof_check_form(const struct rof_insn *insns,
+					  u32 cnt, u32 pc,
+					  const struct rof_exec_insn_info *ii,
+					  u32 form)
 {
-	const struct rof_exec_insn_info *ii;
-	const struct rof_insn *in;
+	const struct rof_insn *in = &insns[pc];
 	u8 dst, src;
 	s64 target;
 
-	if (pc >= cnt)
-		return -EINVAL;
-	in = &insns[pc];
-	ii = rof_exec_insn_info(in->op);
-	if (!ii)
-		return -EINVAL;
 	dst = ROF_INSN_DST(in);
 	src = ROF_INSN_SRC(in);
 	if (ii->slots == 2 &&
@@ -220,7 +227,7 @@ int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
 		return -EINVAL;
 	target = (s64)pc + 1 + in->off;
 
-	switch (ii->form) {
+	switch (form) {
 	case ROF_FORM_LDIMM64:
 		if (src || in->off || insns[pc + 1].regs || insns[pc + 1].off)
 			return -EINVAL;
@@ -284,6 +291,27 @@ int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
 	default:
 		return -EINVAL;
 	}
+}
+
+int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
+{
+	const struct rof_exec_insn_info *ii;
+
+	if (pc >= cnt)
+		return -EINVAL;
+	ii = rof_row(insns[pc].op);
+	if (!ii)
+		return -EINVAL;
+	return rof_check_form(insns, cnt, pc, ii, ii->form);
+}
+
+/* The check of a step whose case of the run expects @form. */
+static __always_inline int rof_check_as(const struct rof_insn *insns, u32 cnt,
+					u32 pc,
+					const struct rof_exec_insn_info *ii,
+					u32 form)
+{
+	return ii->form != form || rof_check_form(insns, cnt, pc, ii, form);
 }
 
 static int rof_slot_name_ok(const char *name)
@@ -846,7 +874,7 @@ static int rof_do_free(struct rof_run *run, u32 slot, u64 off)
 	return ROF_ISA_ECONTENDED;
 }
 
-int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src)
+static __always_inline int rof_alu(u32 aop, int is32, u64 *dst, u64 src)
 {
 	u64 d = *dst;
 
@@ -908,7 +936,12 @@ int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src)
 	return 0;
 }
 
-int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
+int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src)
+{
+	return rof_alu(aop, is32, dst, src);
+}
+
+static __always_inline int rof_jmp(u32 jop, int is32, u64 a, u64 b)
 {
 	s64 sa = (s64)a, sb = (s64)b;
 
@@ -944,40 +977,61 @@ int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
 	}
 }
 
-static int rof_step(struct rof_run *run, u32 *pcp, int *done)
+int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
+{
+	return rof_jmp(jop, is32, a, b);
+}
+
+/*
+ * One instruction.  @insns, @cnt and @r are the run's, passed as values (not
+ * read from @run) so that, inlined into the loop, they stay in registers:
+ * every store to a program register could otherwise alias them.
+ */
+static __always_inline int rof_step(struct rof_run *run,
+				    const struct rof_insn *insns, u32 cnt,
+				    u64 *r, u32 *pcp, int *done)
 {
 	struct rof_exec_ctx *ctx = run->ctx;
+	const struct rof_exec_insn_info *ii;
 	const struct rof_insn *in;
-	u64 *r = run->r;
 	u32 pc = *pcp, next, size;
 	u8 op, dst, src;
 	u64 ea, v;
 	u8 *p;
 	int err;
 
-	if (rof_exec_check_insn(ctx->insns, ctx->insn_cnt, pc))
-		return ROF_ISA_EINSN;
-	in = &ctx->insns[pc];
+	in = &insns[pc];
 	op = in->op;
+	ii = rof_row(op);
+	if (!ii)
+		return ROF_ISA_EINSN;
 	dst = ROF_INSN_DST(in);
 	src = ROF_INSN_SRC(in);
-	next = pc + (rof_exec_insn_wide(op) ? 2 : 1);
+	next = pc + ii->slots;
 
 	switch (op) {
 	case ROF_OP_LDIMM64:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_LDIMM64))
+			return ROF_ISA_EINSN;
 		r[dst] = (u64)(u32)in->imm | ((u64)(u32)in[1].imm << 32);
 		break;
 	case ROF_OP_COPY:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_COPY))
+			return ROF_ISA_EINSN;
 		err = rof_do_copy(run, (const struct rof_insn_copy *)in);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_CAS:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_CAS))
+			return ROF_ISA_EINSN;
 		err = rof_do_cas(run, (const struct rof_insn_cas *)in);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_FAA:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_FAA))
+			return ROF_ISA_EINSN;
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[dst] : 0, in->off,
 			     &ea);
 		if (err)
@@ -993,6 +1047,8 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		break;
 	case ROF_OP_CRC64:
 	case ROF_OP_HASH:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_DIGEST))
+			return ROF_ISA_EINSN;
 		v = r[ROF_MEM_AUX(in->imm)];
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[src] : 0, in->off,
 			     &ea);
@@ -1013,23 +1069,36 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 			r[dst] = rof_exec_hash64(r[dst], p, v);
 		break;
 	case ROF_OP_ALLOC:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALLOC))
+			return ROF_ISA_EINSN;
 		err = rof_do_alloc(run, (u32)in->imm, &r[dst]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_FREE:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_FREE))
+			return ROF_ISA_EINSN;
 		err = rof_do_free(run, (u32)in->imm, r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_EXIT:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_EXIT))
+			return ROF_ISA_EINSN;
+		ctx->prog_status = (u32)in->imm;
+		ctx->resp_len = run->resp_hw;
+		*done = 1;
+		return 0;
 	case ROF_OP_EXIT_REG:
-		ctx->prog_status = op == ROF_OP_EXIT ? (u32)in->imm :
-						       (u32)r[src];
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_EXIT_REG))
+			return ROF_ISA_EINSN;
+		ctx->prog_status = (u32)r[src];
 		ctx->resp_len = run->resp_hw;
 		*done = 1;
 		return 0;
 	case ROF_OP_RESPOND:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_RESPOND))
+			return ROF_ISA_EINSN;
 		v = r[src];
 		if (v > ctx->resp_cap)
 			return ROF_ISA_ELEN;
@@ -1040,15 +1109,21 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		*done = 1;
 		return 0;
 	case ROF_OP_LOOP:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_LOOP))
+			return ROF_ISA_EINSN;
 		if (r[dst] < (u64)(u32)in->imm - 1) {
 			r[dst]++;
 			next = pc + 1 + in->off;
 		}
 		break;
 	case ROF_OP_JA:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JA))
+			return ROF_ISA_EINSN;
 		next = pc + 1 + in->off;
 		break;
 	case ROF_OP_LD ... ROF_OP_LD + 3:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_LD))
+			return ROF_ISA_EINSN;
 		size = 1U << (op - ROF_OP_LD);
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[src] : 0, in->off,
 			     &ea);
@@ -1061,6 +1136,8 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		r[dst] = rof_ld_le(p, size);
 		break;
 	case ROF_OP_ST ... ROF_OP_ST + 3:
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ST))
+			return ROF_ISA_EINSN;
 		size = 1U << (op - ROF_OP_ST);
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[dst] : 0, in->off,
 			     &ea);
@@ -1073,39 +1150,55 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		rof_st_le(p, r[src], size);
 		break;
 	case ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1:
-		err = rof_exec_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALU))
+			return ROF_ISA_EINSN;
+		err = rof_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1:
-		err = rof_exec_alu(op & 0xf, 0, &r[dst], r[src]);
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALU))
+			return ROF_ISA_EINSN;
+		err = rof_alu(op & 0xf, 0, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1:
-		err = rof_exec_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALU))
+			return ROF_ISA_EINSN;
+		err = rof_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1:
-		err = rof_exec_alu(op & 0xf, 1, &r[dst], r[src]);
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALU))
+			return ROF_ISA_EINSN;
+		err = rof_alu(op & 0xf, 1, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1:
-		if (rof_exec_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JMP))
+			return ROF_ISA_EINSN;
+		if (rof_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1:
-		if (rof_exec_jmp(op & 0xf, 0, r[dst], r[src]))
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JMP))
+			return ROF_ISA_EINSN;
+		if (rof_jmp(op & 0xf, 0, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1:
-		if (rof_exec_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JMP))
+			return ROF_ISA_EINSN;
+		if (rof_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1:
-		if (rof_exec_jmp(op & 0xf, 1, r[dst], r[src]))
+		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JMP))
+			return ROF_ISA_EINSN;
+		if (rof_jmp(op & 0xf, 1, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	default:
@@ -1117,8 +1210,11 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 
 int rof_exec_run(struct rof_exec_ctx *ctx)
 {
+	const struct rof_insn *insns;
 	struct rof_run run;
-	u32 pc = 0;
+	u64 regs[ROF_ISA_NREGS] = {};
+	u64 executed = 0, budget;
+	u32 pc = 0, cnt;
 	int done = 0, err = 0;
 
 	if (!ctx)
@@ -1138,27 +1234,37 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 	    ctx->region_cnt > ROF_ISA_MAX_SLOTS)
 		return ROF_ISA_EINVAL;
 
+	/*
+	 * The registers and the count live on the stack during the run, copied
+	 * out at its end: in @ctx, every store to a register could alias the
+	 * fields the loop reads.
+	 */
 	run.ctx = ctx;
-	run.r = ctx->regs;
+	run.r = regs;
 	run.resp_hw = 0;
-	ctx->regs[1] = ctx->args_len;
+	regs[1] = ctx->args_len;
+	insns = ctx->insns;
+	cnt = ctx->insn_cnt;
+	budget = ctx->budget;
 
 	while (!done) {
-		if (pc >= ctx->insn_cnt) {
+		if (pc >= cnt) {
 			err = ROF_ISA_EPC;
 			break;
 		}
-		if (ctx->executed >= ctx->budget) {
+		if (executed >= budget) {
 			err = ROF_ISA_EBUDGET;
 			break;
 		}
 		/* A reschedule point in a long run (the kernel's only). */
-		if (!(++ctx->executed & (ROF_EXEC_YIELD_EVERY - 1)))
+		if (!(++executed & (ROF_EXEC_YIELD_EVERY - 1)))
 			rof_exec_yield();
-		err = rof_step(&run, &pc, &done);
+		err = rof_step(&run, insns, cnt, regs, &pc, &done);
 		if (err)
 			break;
 	}
+	memcpy(ctx->regs, regs, sizeof(regs));
+	ctx->executed = executed;
 	if (err) {
 		ctx->fault_pc = pc;
 		ctx->resp_len = 0;
