@@ -107,6 +107,13 @@ const char *rof_exec_status_name(int status)
 	[ROF_INSN_##id] = { mn, ROF_INSN_##id, op, count, form, slots, flags },
 const struct rof_exec_insn_info rof_exec_insns[] = ROF_ISA_INSNS(ROF_INSN_ROW);
 
+/*
+ * The same rows, private: the run reads a row by its constant id, and a
+ * static table's entries fold into its code (the exported one may be
+ * interposed in a shared library, so the compiler cannot fold it there).
+ */
+static const struct rof_exec_insn_info rof_rows[] = ROF_ISA_INSNS(ROF_INSN_ROW);
+
 u32 rof_exec_insn_count(void)
 {
 	return ARRAY_SIZE(rof_exec_insns);
@@ -305,12 +312,17 @@ int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
 	return rof_check_form(insns, cnt, pc, ii, ii->form);
 }
 
-/* The check of a step whose case of the run expects @form. */
+/*
+ * The check of a step in the run's case for row @id (a constant) of form
+ * @form; sets *@next to the slot after the instruction.  Every opcode of a
+ * case is of the case's row, so no lookup of the row by opcode is needed.
+ */
 static __always_inline int rof_check_as(const struct rof_insn *insns, u32 cnt,
-					u32 pc,
-					const struct rof_exec_insn_info *ii,
-					u32 form)
+					u32 pc, u32 id, u32 form, u32 *next)
 {
+	const struct rof_exec_insn_info *ii = &rof_rows[id];
+
+	*next = pc + ii->slots;
 	return ii->form != form || rof_check_form(insns, cnt, pc, ii, form);
 }
 
@@ -992,7 +1004,6 @@ static __always_inline int rof_step(struct rof_run *run,
 				    u64 *r, u32 *pcp, int *done)
 {
 	struct rof_exec_ctx *ctx = run->ctx;
-	const struct rof_exec_insn_info *ii;
 	const struct rof_insn *in;
 	u32 pc = *pcp, next, size;
 	u8 op, dst, src;
@@ -1002,35 +1013,35 @@ static __always_inline int rof_step(struct rof_run *run,
 
 	in = &insns[pc];
 	op = in->op;
-	ii = rof_row(op);
-	if (!ii)
-		return ROF_ISA_EINSN;
 	dst = ROF_INSN_DST(in);
 	src = ROF_INSN_SRC(in);
-	next = pc + ii->slots;
 
 	switch (op) {
 	case ROF_OP_LDIMM64:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_LDIMM64))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_LDIMM64, ROF_FORM_LDIMM64,
+				 &next))
 			return ROF_ISA_EINSN;
 		r[dst] = (u64)(u32)in->imm | ((u64)(u32)in[1].imm << 32);
 		break;
 	case ROF_OP_COPY:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_COPY))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_COPY, ROF_FORM_COPY,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_do_copy(run, (const struct rof_insn_copy *)in);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_CAS:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_CAS))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_CAS, ROF_FORM_CAS,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_do_cas(run, (const struct rof_insn_cas *)in);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_FAA:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_FAA))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_FAA, ROF_FORM_FAA,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[dst] : 0, in->off,
 			     &ea);
@@ -1047,7 +1058,10 @@ static __always_inline int rof_step(struct rof_run *run,
 		break;
 	case ROF_OP_CRC64:
 	case ROF_OP_HASH:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_DIGEST))
+		if (rof_check_as(insns, cnt, pc,
+				 op == ROF_OP_CRC64 ? ROF_INSN_CRC64 :
+						      ROF_INSN_HASH,
+				 ROF_FORM_DIGEST, &next))
 			return ROF_ISA_EINSN;
 		v = r[ROF_MEM_AUX(in->imm)];
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[src] : 0, in->off,
@@ -1069,35 +1083,40 @@ static __always_inline int rof_step(struct rof_run *run,
 			r[dst] = rof_exec_hash64(r[dst], p, v);
 		break;
 	case ROF_OP_ALLOC:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALLOC))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALLOC, ROF_FORM_ALLOC,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_do_alloc(run, (u32)in->imm, &r[dst]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_FREE:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_FREE))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_FREE, ROF_FORM_FREE,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_do_free(run, (u32)in->imm, r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_EXIT:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_EXIT))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_EXIT, ROF_FORM_EXIT,
+				 &next))
 			return ROF_ISA_EINSN;
 		ctx->prog_status = (u32)in->imm;
 		ctx->resp_len = run->resp_hw;
 		*done = 1;
 		return 0;
 	case ROF_OP_EXIT_REG:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_EXIT_REG))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_EXIT_REG, ROF_FORM_EXIT_REG,
+				 &next))
 			return ROF_ISA_EINSN;
 		ctx->prog_status = (u32)r[src];
 		ctx->resp_len = run->resp_hw;
 		*done = 1;
 		return 0;
 	case ROF_OP_RESPOND:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_RESPOND))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_RESPOND, ROF_FORM_RESPOND,
+				 &next))
 			return ROF_ISA_EINSN;
 		v = r[src];
 		if (v > ctx->resp_cap)
@@ -1109,7 +1128,8 @@ static __always_inline int rof_step(struct rof_run *run,
 		*done = 1;
 		return 0;
 	case ROF_OP_LOOP:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_LOOP))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_LOOP, ROF_FORM_LOOP,
+				 &next))
 			return ROF_ISA_EINSN;
 		if (r[dst] < (u64)(u32)in->imm - 1) {
 			r[dst]++;
@@ -1117,12 +1137,14 @@ static __always_inline int rof_step(struct rof_run *run,
 		}
 		break;
 	case ROF_OP_JA:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JA))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JA, ROF_FORM_JA,
+				 &next))
 			return ROF_ISA_EINSN;
 		next = pc + 1 + in->off;
 		break;
 	case ROF_OP_LD ... ROF_OP_LD + 3:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_LD))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_LD, ROF_FORM_LD,
+				 &next))
 			return ROF_ISA_EINSN;
 		size = 1U << (op - ROF_OP_LD);
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[src] : 0, in->off,
@@ -1136,7 +1158,8 @@ static __always_inline int rof_step(struct rof_run *run,
 		r[dst] = rof_ld_le(p, size);
 		break;
 	case ROF_OP_ST ... ROF_OP_ST + 3:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ST))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ST, ROF_FORM_ST,
+				 &next))
 			return ROF_ISA_EINSN;
 		size = 1U << (op - ROF_OP_ST);
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[dst] : 0, in->off,
@@ -1150,53 +1173,61 @@ static __always_inline int rof_step(struct rof_run *run,
 		rof_st_le(p, r[src], size);
 		break;
 	case ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALU))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU64_IMM, ROF_FORM_ALU,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALU))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU64_REG, ROF_FORM_ALU,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_alu(op & 0xf, 0, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALU))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU32_IMM, ROF_FORM_ALU,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_ALU))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU32_REG, ROF_FORM_ALU,
+				 &next))
 			return ROF_ISA_EINSN;
 		err = rof_alu(op & 0xf, 1, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JMP))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP64_IMM, ROF_FORM_JMP,
+				 &next))
 			return ROF_ISA_EINSN;
 		if (rof_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JMP))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP64_REG, ROF_FORM_JMP,
+				 &next))
 			return ROF_ISA_EINSN;
 		if (rof_jmp(op & 0xf, 0, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JMP))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP32_IMM, ROF_FORM_JMP,
+				 &next))
 			return ROF_ISA_EINSN;
 		if (rof_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1:
-		if (rof_check_as(insns, cnt, pc, ii, ROF_FORM_JMP))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP32_REG, ROF_FORM_JMP,
+				 &next))
 			return ROF_ISA_EINSN;
 		if (rof_jmp(op & 0xf, 1, r[dst], r[src]))
 			next = pc + 1 + in->off;
