@@ -1250,7 +1250,6 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 
 	if (!ctx)
 		return ROF_ISA_EINVAL;
-	memset(ctx->regs, 0, sizeof(ctx->regs));
 	ctx->resp_len = 0;
 	ctx->prog_status = 0;
 	ctx->executed = 0;
@@ -1262,8 +1261,10 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 	    (!ctx->scratch && ctx->scratch_len) ||
 	    (!ctx->resp && ctx->resp_cap) ||
 	    (!ctx->regions && ctx->region_cnt) ||
-	    ctx->region_cnt > ROF_ISA_MAX_SLOTS)
+	    ctx->region_cnt > ROF_ISA_MAX_SLOTS) {
+		memset(ctx->regs, 0, sizeof(ctx->regs));
 		return ROF_ISA_EINVAL;
+	}
 
 	/*
 	 * The registers and the count live on the stack during the run, copied
