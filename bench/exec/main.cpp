@@ -3,7 +3,7 @@
 // On the build host, no VM: the userspace executor (rof_exec_user, kmod/rof_exec.c
 // as rof.ko runs it) runs kv-get, list-find and crc-read (programs/*.rofs,
 // assembled and verified as rofd loads them) over a warm table, against the same
-// lookups written in plain C compiled with -O2 (ref.c) over the same memory.  The
+// lookups written in plain C compiled with -O2 (ref/ref.c) over the same memory.  The
 // memory and the bound slots are programs/tests' harness (runner.h).
 //
 // Before timing, every input runs through both and their answers (executor
@@ -57,9 +57,11 @@ std::map<std::string, uint64_t> consts_of(const std::string& name) {
     std::string line;
     const std::regex re(R"(^\.const (\w+), (\d+))");
     std::smatch m;
-    while (std::getline(in, line))
-        if (std::regex_search(line, m, re))
+    while (std::getline(in, line)) {
+        if (std::regex_search(line, m, re)) {
             out[m[1]] = std::stoull(m[2]);
+        }
+    }
     return out;
 }
 
@@ -79,8 +81,9 @@ std::unique_ptr<Workload> kv_get(unsigned keys, unsigned vsize) {
     w->name = "kv-get";
     w->prog = load("kv-get");
     const auto c = consts_of("kv-get");
-    if (c != consts_of("kv-put"))
+    if (c != consts_of("kv-put")) {
         throw std::runtime_error("kv-get.rofs and kv-put.rofs disagree on the geometry");
+    }
     w->mem.add_region("kv_index", c.at("INDEX_LEN"));
     w->mem.add_region("kv_heap", c.at("HEAP_LEN"));
     w->mem.add_freelist("kv_heap", 0, 256, keys);
@@ -96,13 +99,15 @@ std::unique_ptr<Workload> kv_get(unsigned keys, unsigned vsize) {
         put<uint32_t>(a, 4, i);  // flags
         put<uint32_t>(a, 8, vsize);
         std::memcpy(a.data() + 16, key, static_cast<size_t>(klen));
-        for (unsigned j = 0; j < vsize; j++)
+        for (unsigned j = 0; j < vsize; j++) {
             a[16 + padded + j] = static_cast<uint8_t>(i * 7 + j);
+        }
         const auto r = putter.run(a);
-        if (r.status != ROF_ISA_OK || r.prog_status != 0)
+        if (r.status != ROF_ISA_OK || r.prog_status != 0) {
             throw std::runtime_error("kv-put of " + std::string(key) + ": status " +
                                      std::to_string(r.status) + "/" +
                                      std::to_string(r.prog_status));
+        }
         Bytes g(8 + padded);
         put<uint32_t>(g, 0, static_cast<uint32_t>(klen));
         std::memcpy(g.data() + 8, key, static_cast<size_t>(klen));
@@ -158,9 +163,10 @@ std::unique_ptr<Workload> crc_read() {
     w->prog = load("crc-read");
     w->mem.add_region("records", 65536);
     uint8_t* rec = w->mem.bytes("records").data();
-    for (unsigned i = 0; i < 1024; i++) {
-        for (unsigned j = 0; j < 56; j++)
+    for (size_t i = 0; i < 1024; i++) {
+        for (size_t j = 0; j < 56; j++) {
             rec[64 * i + j] = static_cast<uint8_t>(i * 13 + j);
+        }
         const uint64_t crc = rof_exec_crc64(0, rec + 64 * i, 56);
         std::memcpy(rec + 64 * i + 56, &crc, 8);
         Bytes a(8);
@@ -219,7 +225,7 @@ uint64_t check(Workload& w) {
         const auto h = w.inv->run(a);
         const Answer harness{h.status == ROF_ISA_OK ? 0 : -1, h.prog_status, h.resp};
         std::fill(r.resp.begin(), r.resp.end(), 0);
-        rof_exec_ctx c;
+        rof_exec_ctx c{};
         const int st = r.run(a, c);
         Answer e{st == ROF_ISA_OK ? 0 : -1, 0, {}};
         if (st == ROF_ISA_OK) {
@@ -230,13 +236,15 @@ uint64_t check(Workload& w) {
         uint32_t len = 0;
         const int rs = w.ref(a, ref_resp.data(), &len);
         Answer f{rs < 0 ? -1 : 0, rs < 0 ? 0u : static_cast<uint32_t>(rs), {}};
-        if (rs >= 0)
+        if (rs >= 0) {
             f.resp.assign(ref_resp.begin(), ref_resp.begin() + len);
-        if (!(e == f) || !(e == harness))
+        }
+        if (!(e == f) || !(e == harness)) {
             throw std::runtime_error(w.name + ": input " + std::to_string(i) +
                                      ": the executor answered " + describe(e, st) +
                                      ", the harness " + describe(harness, h.status) +
                                      ", the C reference " + describe(f, ROF_ISA_OK));
+        }
         executed += c.executed;
     }
     return executed;
@@ -249,7 +257,7 @@ struct Timing {
 // This thread's CPU time: the build host is shared, and time spent preempted is not the
 // executor's.
 uint64_t cpu_ns() {
-    timespec ts;
+    timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
@@ -265,14 +273,16 @@ Timing measure(Workload& w, double seconds, int reps) {
     Bytes ref_resp(w.prog.prog.resp_max);
     uint64_t sink = 0;
     auto exec_pass = [&] {
-        rof_exec_ctx c;
-        for (const Bytes& a : w.inputs)
+        rof_exec_ctx c{};
+        for (const Bytes& a : w.inputs) {
             sink += static_cast<uint64_t>(r.run(a, c)) + c.prog_status + c.resp_len;
+        }
     };
     auto ref_pass = [&] {
         uint32_t len;
-        for (const Bytes& a : w.inputs)
+        for (const Bytes& a : w.inputs) {
             sink += static_cast<uint64_t>(w.ref(a, ref_resp.data(), &len)) + len;
+        }
     };
     // Passes per repetition, from one timed pass of each.
     auto passes_for = [&](auto&& pass) {
@@ -286,22 +296,25 @@ Timing measure(Workload& w, double seconds, int reps) {
     const double n = double(w.inputs.size());
     for (int rep = 0; rep < reps; rep++) {
         uint64_t t0 = cpu_ns();
-        for (uint64_t i = 0; i < ne; i++)
+        for (uint64_t i = 0; i < ne; i++) {
             exec_pass();
+        }
         e.push_back(double(cpu_ns() - t0) / (double(ne) * n));
         t0 = cpu_ns();
-        for (uint64_t i = 0; i < nr; i++)
+        for (uint64_t i = 0; i < nr; i++) {
             ref_pass();
+        }
         f.push_back(double(cpu_ns() - t0) / (double(nr) * n));
     }
-    if (sink == 42)  // keeps both loops' results alive
+    if (sink == 42) {  // keeps both loops' results alive
         std::cerr << "";
+    }
     return {median(e), median(f)};
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     CLI::App app{"rof-bench-exec: case B9, the userspace executor against the same lookups in C"};
     double seconds = 0.5;
     int reps = 5;
@@ -321,21 +334,26 @@ int main(int argc, char** argv) {
         seconds = 0.001;
         reps = 1;
     }
-    if (vsize < 1 || vsize > 976 || keys < 1 || keys > 1024 || reps < 1)
+    if (vsize < 1 || vsize > 976 || keys < 1 || keys > 1024 || reps < 1) {
         throw std::invalid_argument("--value-size 1..976, --keys 1..1024, --reps >= 1");
+    }
 
     rofbench::CaseReport rep("B9", "the executor natively: programs against the same C (-O2)");
-    rep.note("host, no VM: rof_exec_user (kmod/rof_exec.c) against bench/exec/ref.c");
+    rep.note("host, no VM: rof_exec_user (kmod/rof_exec.c) against bench/exec/ref/ref.c");
     std::vector<std::unique_ptr<Workload>> ws;
     try {
-        if (only.empty() || only == "kv-get")
+        if (only.empty() || only == "kv-get") {
             ws.push_back(kv_get(keys, vsize));
-        if (only.empty() || only == "list-find")
+        }
+        if (only.empty() || only == "list-find") {
             ws.push_back(list_find(nodes));
-        if (only.empty() || only == "crc-read")
+        }
+        if (only.empty() || only == "crc-read") {
             ws.push_back(crc_read());
-        if (ws.empty())
+        }
+        if (ws.empty()) {
             throw std::invalid_argument("--program: kv-get, list-find or crc-read");
+        }
         std::printf("%-10s %8s %10s %12s %12s %10s %7s %8s\n", "program", "inputs", "insns/inv",
                     "exec ns/inv", "exec ns/insn", "C ns/inv", "ratio", "target");
         for (auto& w : ws) {
@@ -348,8 +366,9 @@ int main(int argc, char** argv) {
                         w->inputs.size(), per_inv, t.exec_ns, t.exec_ns / per_inv, t.ref_ns,
                         t.exec_ns / t.ref_ns, kv ? "<= 3x" : "");
             std::optional<rofbench::Target> target;
-            if (kv)
+            if (kv) {
                 target = rofbench::Target{rofbench::Target::Cmp::le, 3.0};
+            }
             rep.figure(w->name + " per invocation", t.exec_ns, "ns", "the same in C -O2", t.ref_ns,
                        target);
             rep.figure(w->name + " per instruction", t.exec_ns / per_inv, "ns");
@@ -368,4 +387,15 @@ int main(int argc, char** argv) {
         std::ofstream(json_out) << doc.dump(2) << "\n";
     }
     return 0;
+}
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "rof-bench-exec: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "rof-bench-exec: an unknown exception\n");
+    }
+    return 1;
 }
