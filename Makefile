@@ -5,7 +5,8 @@
 #
 # Other targets: build (default), deps, kmod, userspace (userspace-core and
 # unit-tests), progs, unit, vmtest, lint, fuzz, bench (rof-bench's cases
-# B0-B8 in the VM: bench/run), clean.
+# B0-B8 in the VM: bench/run; then B9), bench-host (B9 alone: the executor
+# on this host, no VM), clean.
 # BUILD=dir picks the out-of-tree build directory; KVER=version the kernel
 # (default: packaging/kver).
 
@@ -16,7 +17,7 @@ FUZZ_SECONDS ?= 300
 export ROF_SRC := $(CURDIR)
 export ROF_BUILD := $(BUILD)
 
-.PHONY: all build deps kmod userspace userspace-core unit-tests progs check demo unit vmtest lint fuzz fuzz-build bench deb \
+.PHONY: all build deps kmod userspace userspace-core unit-tests progs check demo unit vmtest lint fuzz fuzz-build bench bench-host deb \
 	check-install clean
 
 all: build
@@ -92,8 +93,16 @@ demo: build
 	selftests/vm/run --mode demo --timeout 300
 
 # The whole benchmark, one VM boot; BENCH_ARGS passes rof-bench options.
+# Then B9, which runs on this host (bench-host; BENCH_HOST_ARGS passes
+# rof-bench-exec options).
 bench: build
 	bench/run $(BENCH_ARGS)
+	$(MAKE) --no-print-directory bench-host
+
+bench-host:
+	cmake --build $(BUILD) -j $(JOBS) --target rof-bench-exec
+	@mkdir -p $(BUILD)/bench/results
+	$(BUILD)/bench/rof-bench-exec --json $(BUILD)/bench/results/b9.json $(BENCH_HOST_ARGS)
 
 # The Debian packages (packaging/deb: dpkg-buildpackage, then lintian), in
 # $(BUILD)/deb; check-install installs them in a VM booting systemd.

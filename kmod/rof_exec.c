@@ -107,6 +107,13 @@ const char *rof_exec_status_name(int status)
 	[ROF_INSN_##id] = { mn, ROF_INSN_##id, op, count, form, slots, flags },
 const struct rof_exec_insn_info rof_exec_insns[] = ROF_ISA_INSNS(ROF_INSN_ROW);
 
+/*
+ * The same rows, private: the run reads a row by its constant id, and a
+ * static table's entries fold into its code (the exported one may be
+ * interposed in a shared library, so the compiler cannot fold it there).
+ */
+static const struct rof_exec_insn_info rof_rows[] = ROF_ISA_INSNS(ROF_INSN_ROW);
+
 u32 rof_exec_insn_count(void)
 {
 	return ARRAY_SIZE(rof_exec_insns);
@@ -117,14 +124,19 @@ u32 rof_exec_insn_count(void)
 	[(op) ... (op) + (count) - 1] = ROF_INSN_##id + 1,
 static const u8 rof_op_row[256] = ROF_ISA_INSNS(ROF_INSN_OPS);
 
-const struct rof_exec_insn_info *rof_exec_insn_info(u8 op)
+static inline const struct rof_exec_insn_info *rof_row(u8 op)
 {
 	return rof_op_row[op] ? &rof_exec_insns[rof_op_row[op] - 1] : NULL;
 }
 
+const struct rof_exec_insn_info *rof_exec_insn_info(u8 op)
+{
+	return rof_row(op);
+}
+
 int rof_exec_insn_wide(u8 op)
 {
-	const struct rof_exec_insn_info *ii = rof_exec_insn_info(op);
+	const struct rof_exec_insn_info *ii = rof_row(op);
 
 	return ii && ii->slots == 2;
 }
@@ -200,19 +212,21 @@ static int rof_check_cas(const struct rof_insn_cas *c)
 	return 0;
 }
 
-int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
+/*
+ * rof_exec_check_insn() once @pc < @cnt, @ii is the row of its opcode and
+ * @form its form.  Inlined into each case of the run with @form a constant,
+ * so that a step's check costs its own few comparisons and no second
+ * dispatch on the form.
+ */
+static __always_inline int rof_check_form(const struct rof_insn *insns,
+					  u32 cnt, u32 pc,
+					  const struct rof_exec_insn_info *ii,
+					  u32 form)
 {
-	const struct rof_exec_insn_info *ii;
-	const struct rof_insn *in;
+	const struct rof_insn *in = &insns[pc];
 	u8 dst, src;
 	s64 target;
 
-	if (pc >= cnt)
-		return -EINVAL;
-	in = &insns[pc];
-	ii = rof_exec_insn_info(in->op);
-	if (!ii)
-		return -EINVAL;
 	dst = ROF_INSN_DST(in);
 	src = ROF_INSN_SRC(in);
 	if (ii->slots == 2 &&
@@ -220,7 +234,7 @@ int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
 		return -EINVAL;
 	target = (s64)pc + 1 + in->off;
 
-	switch (ii->form) {
+	switch (form) {
 	case ROF_FORM_LDIMM64:
 		if (src || in->off || insns[pc + 1].regs || insns[pc + 1].off)
 			return -EINVAL;
@@ -284,6 +298,32 @@ int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
 	default:
 		return -EINVAL;
 	}
+}
+
+int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
+{
+	const struct rof_exec_insn_info *ii;
+
+	if (pc >= cnt)
+		return -EINVAL;
+	ii = rof_row(insns[pc].op);
+	if (!ii)
+		return -EINVAL;
+	return rof_check_form(insns, cnt, pc, ii, ii->form);
+}
+
+/*
+ * The check of a step in the run's case for row @id (a constant) of form
+ * @form; sets *@next to the slot after the instruction.  Every opcode of a
+ * case is of the case's row, so no lookup of the row by opcode is needed.
+ */
+static __always_inline int rof_check_as(const struct rof_insn *insns, u32 cnt,
+					u32 pc, u32 id, u32 form, u32 *next)
+{
+	const struct rof_exec_insn_info *ii = &rof_rows[id];
+
+	*next = pc + ii->slots;
+	return ii->form != form || rof_check_form(insns, cnt, pc, ii, form);
 }
 
 static int rof_slot_name_ok(const char *name)
@@ -846,7 +886,7 @@ static int rof_do_free(struct rof_run *run, u32 slot, u64 off)
 	return ROF_ISA_ECONTENDED;
 }
 
-int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src)
+static __always_inline int rof_alu(u32 aop, int is32, u64 *dst, u64 src)
 {
 	u64 d = *dst;
 
@@ -908,7 +948,12 @@ int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src)
 	return 0;
 }
 
-int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
+int rof_exec_alu(u32 aop, int is32, u64 *dst, u64 src)
+{
+	return rof_alu(aop, is32, dst, src);
+}
+
+static __always_inline int rof_jmp(u32 jop, int is32, u64 a, u64 b)
 {
 	s64 sa = (s64)a, sb = (s64)b;
 
@@ -944,40 +989,60 @@ int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
 	}
 }
 
-static int rof_step(struct rof_run *run, u32 *pcp, int *done)
+int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
+{
+	return rof_jmp(jop, is32, a, b);
+}
+
+/*
+ * One instruction.  @insns, @cnt and @r are the run's, passed as values (not
+ * read from @run) so that, inlined into the loop, they stay in registers:
+ * every store to a program register could otherwise alias them.
+ */
+static __always_inline int rof_step(struct rof_run *run,
+				    const struct rof_insn *insns, u32 cnt,
+				    u64 *r, u32 *pcp, int *done)
 {
 	struct rof_exec_ctx *ctx = run->ctx;
 	const struct rof_insn *in;
-	u64 *r = run->r;
 	u32 pc = *pcp, next, size;
 	u8 op, dst, src;
 	u64 ea, v;
 	u8 *p;
 	int err;
 
-	if (rof_exec_check_insn(ctx->insns, ctx->insn_cnt, pc))
-		return ROF_ISA_EINSN;
-	in = &ctx->insns[pc];
+	in = &insns[pc];
 	op = in->op;
 	dst = ROF_INSN_DST(in);
 	src = ROF_INSN_SRC(in);
-	next = pc + (rof_exec_insn_wide(op) ? 2 : 1);
 
 	switch (op) {
 	case ROF_OP_LDIMM64:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_LDIMM64, ROF_FORM_LDIMM64,
+				 &next))
+			return ROF_ISA_EINSN;
 		r[dst] = (u64)(u32)in->imm | ((u64)(u32)in[1].imm << 32);
 		break;
 	case ROF_OP_COPY:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_COPY, ROF_FORM_COPY,
+				 &next))
+			return ROF_ISA_EINSN;
 		err = rof_do_copy(run, (const struct rof_insn_copy *)in);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_CAS:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_CAS, ROF_FORM_CAS,
+				 &next))
+			return ROF_ISA_EINSN;
 		err = rof_do_cas(run, (const struct rof_insn_cas *)in);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_FAA:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_FAA, ROF_FORM_FAA,
+				 &next))
+			return ROF_ISA_EINSN;
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[dst] : 0, in->off,
 			     &ea);
 		if (err)
@@ -993,6 +1058,11 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		break;
 	case ROF_OP_CRC64:
 	case ROF_OP_HASH:
+		if (rof_check_as(insns, cnt, pc,
+				 op == ROF_OP_CRC64 ? ROF_INSN_CRC64 :
+						      ROF_INSN_HASH,
+				 ROF_FORM_DIGEST, &next))
+			return ROF_ISA_EINSN;
 		v = r[ROF_MEM_AUX(in->imm)];
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[src] : 0, in->off,
 			     &ea);
@@ -1013,23 +1083,41 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 			r[dst] = rof_exec_hash64(r[dst], p, v);
 		break;
 	case ROF_OP_ALLOC:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALLOC, ROF_FORM_ALLOC,
+				 &next))
+			return ROF_ISA_EINSN;
 		err = rof_do_alloc(run, (u32)in->imm, &r[dst]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_FREE:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_FREE, ROF_FORM_FREE,
+				 &next))
+			return ROF_ISA_EINSN;
 		err = rof_do_free(run, (u32)in->imm, r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_EXIT:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_EXIT, ROF_FORM_EXIT,
+				 &next))
+			return ROF_ISA_EINSN;
+		ctx->prog_status = (u32)in->imm;
+		ctx->resp_len = run->resp_hw;
+		*done = 1;
+		return 0;
 	case ROF_OP_EXIT_REG:
-		ctx->prog_status = op == ROF_OP_EXIT ? (u32)in->imm :
-						       (u32)r[src];
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_EXIT_REG, ROF_FORM_EXIT_REG,
+				 &next))
+			return ROF_ISA_EINSN;
+		ctx->prog_status = (u32)r[src];
 		ctx->resp_len = run->resp_hw;
 		*done = 1;
 		return 0;
 	case ROF_OP_RESPOND:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_RESPOND, ROF_FORM_RESPOND,
+				 &next))
+			return ROF_ISA_EINSN;
 		v = r[src];
 		if (v > ctx->resp_cap)
 			return ROF_ISA_ELEN;
@@ -1040,15 +1128,24 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		*done = 1;
 		return 0;
 	case ROF_OP_LOOP:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_LOOP, ROF_FORM_LOOP,
+				 &next))
+			return ROF_ISA_EINSN;
 		if (r[dst] < (u64)(u32)in->imm - 1) {
 			r[dst]++;
 			next = pc + 1 + in->off;
 		}
 		break;
 	case ROF_OP_JA:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JA, ROF_FORM_JA,
+				 &next))
+			return ROF_ISA_EINSN;
 		next = pc + 1 + in->off;
 		break;
 	case ROF_OP_LD ... ROF_OP_LD + 3:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_LD, ROF_FORM_LD,
+				 &next))
+			return ROF_ISA_EINSN;
 		size = 1U << (op - ROF_OP_LD);
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[src] : 0, in->off,
 			     &ea);
@@ -1061,6 +1158,9 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		r[dst] = rof_ld_le(p, size);
 		break;
 	case ROF_OP_ST ... ROF_OP_ST + 3:
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ST, ROF_FORM_ST,
+				 &next))
+			return ROF_ISA_EINSN;
 		size = 1U << (op - ROF_OP_ST);
 		err = rof_ea((in->imm & ROF_MEM_BASE) ? r[dst] : 0, in->off,
 			     &ea);
@@ -1073,39 +1173,63 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 		rof_st_le(p, r[src], size);
 		break;
 	case ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1:
-		err = rof_exec_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU64_IMM, ROF_FORM_ALU,
+				 &next))
+			return ROF_ISA_EINSN;
+		err = rof_alu(op & 0xf, 0, &r[dst], (u64)(s64)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1:
-		err = rof_exec_alu(op & 0xf, 0, &r[dst], r[src]);
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU64_REG, ROF_FORM_ALU,
+				 &next))
+			return ROF_ISA_EINSN;
+		err = rof_alu(op & 0xf, 0, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1:
-		err = rof_exec_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU32_IMM, ROF_FORM_ALU,
+				 &next))
+			return ROF_ISA_EINSN;
+		err = rof_alu(op & 0xf, 1, &r[dst], (u32)in->imm);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1:
-		err = rof_exec_alu(op & 0xf, 1, &r[dst], r[src]);
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU32_REG, ROF_FORM_ALU,
+				 &next))
+			return ROF_ISA_EINSN;
+		err = rof_alu(op & 0xf, 1, &r[dst], r[src]);
 		if (err)
 			return err;
 		break;
 	case ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1:
-		if (rof_exec_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP64_IMM, ROF_FORM_JMP,
+				 &next))
+			return ROF_ISA_EINSN;
+		if (rof_jmp(op & 0xf, 0, r[dst], (u64)(s64)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1:
-		if (rof_exec_jmp(op & 0xf, 0, r[dst], r[src]))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP64_REG, ROF_FORM_JMP,
+				 &next))
+			return ROF_ISA_EINSN;
+		if (rof_jmp(op & 0xf, 0, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1:
-		if (rof_exec_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP32_IMM, ROF_FORM_JMP,
+				 &next))
+			return ROF_ISA_EINSN;
+		if (rof_jmp(op & 0xf, 1, r[dst], (u32)in->imm))
 			next = pc + 1 + in->off;
 		break;
 	case ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1:
-		if (rof_exec_jmp(op & 0xf, 1, r[dst], r[src]))
+		if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP32_REG, ROF_FORM_JMP,
+				 &next))
+			return ROF_ISA_EINSN;
+		if (rof_jmp(op & 0xf, 1, r[dst], r[src]))
 			next = pc + 1 + in->off;
 		break;
 	default:
@@ -1117,13 +1241,15 @@ static int rof_step(struct rof_run *run, u32 *pcp, int *done)
 
 int rof_exec_run(struct rof_exec_ctx *ctx)
 {
+	const struct rof_insn *insns;
 	struct rof_run run;
-	u32 pc = 0;
+	u64 regs[ROF_ISA_NREGS] = {};
+	u64 executed = 0, budget;
+	u32 pc = 0, cnt;
 	int done = 0, err = 0;
 
 	if (!ctx)
 		return ROF_ISA_EINVAL;
-	memset(ctx->regs, 0, sizeof(ctx->regs));
 	ctx->resp_len = 0;
 	ctx->prog_status = 0;
 	ctx->executed = 0;
@@ -1135,30 +1261,42 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 	    (!ctx->scratch && ctx->scratch_len) ||
 	    (!ctx->resp && ctx->resp_cap) ||
 	    (!ctx->regions && ctx->region_cnt) ||
-	    ctx->region_cnt > ROF_ISA_MAX_SLOTS)
+	    ctx->region_cnt > ROF_ISA_MAX_SLOTS) {
+		memset(ctx->regs, 0, sizeof(ctx->regs));
 		return ROF_ISA_EINVAL;
+	}
 
+	/*
+	 * The registers and the count live on the stack during the run, copied
+	 * out at its end: in @ctx, every store to a register could alias the
+	 * fields the loop reads.
+	 */
 	run.ctx = ctx;
-	run.r = ctx->regs;
+	run.r = regs;
 	run.resp_hw = 0;
-	ctx->regs[1] = ctx->args_len;
+	regs[1] = ctx->args_len;
+	insns = ctx->insns;
+	cnt = ctx->insn_cnt;
+	budget = ctx->budget;
 
 	while (!done) {
-		if (pc >= ctx->insn_cnt) {
+		if (pc >= cnt) {
 			err = ROF_ISA_EPC;
 			break;
 		}
-		if (ctx->executed >= ctx->budget) {
+		if (executed >= budget) {
 			err = ROF_ISA_EBUDGET;
 			break;
 		}
 		/* A reschedule point in a long run (the kernel's only). */
-		if (!(++ctx->executed & (ROF_EXEC_YIELD_EVERY - 1)))
+		if (!(++executed & (ROF_EXEC_YIELD_EVERY - 1)))
 			rof_exec_yield();
-		err = rof_step(&run, &pc, &done);
+		err = rof_step(&run, insns, cnt, regs, &pc, &done);
 		if (err)
 			break;
 	}
+	memcpy(ctx->regs, regs, sizeof(regs));
+	ctx->executed = executed;
 	if (err) {
 		ctx->fault_pc = pc;
 		ctx->resp_len = 0;

@@ -51,6 +51,7 @@ struct rof_exec_lock {
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/cdefs.h>	/* __always_inline, as the kernel's */
 #include "uapi/rof.h"	/* ROF_ACCESS_*: the slot rights */
 #include "uapi/rof_isa.h"
 

@@ -209,6 +209,9 @@ class Invoker {
         return out;
     }
 
+    // The slots as bound, what run() passes (bench/exec times rof_exec_run on them).
+    const std::vector<rof_exec_region>& regions() const { return regions_; }
+
   private:
     const Loaded& l_;
     std::vector<rof_exec_region> regions_;
