@@ -18,22 +18,19 @@ extern "C" {
 #endif
 
 struct ref_mem {
-	const uint8_t *base;
-	uint64_t len;
+    const uint8_t* base;
+    uint64_t len;
 };
 
 /* kv-get.rofs: @mask is its MASK; the status (0, 1, 3, 4) or -1. */
-int ref_kv_get(struct ref_mem index, struct ref_mem heap, uint64_t mask,
-	       const uint8_t *args, uint32_t args_len, uint8_t *resp,
-	       uint32_t *resp_len);
+int ref_kv_get(struct ref_mem index, struct ref_mem heap, uint64_t mask, const uint8_t* args,
+               uint32_t args_len, uint8_t* resp, uint32_t* resp_len);
 
 /* list-find.rofs: the status (0..3) or -1. */
-int ref_list_find(struct ref_mem list, const uint8_t *args, uint8_t *resp,
-		  uint32_t *resp_len);
+int ref_list_find(struct ref_mem list, const uint8_t* args, uint8_t* resp, uint32_t* resp_len);
 
 /* crc-read.rofs: the status (0..2) or -1. */
-int ref_crc_read(struct ref_mem records, const uint8_t *args, uint8_t *resp,
-		 uint32_t *resp_len);
+int ref_crc_read(struct ref_mem records, const uint8_t* args, uint8_t* resp, uint32_t* resp_len);
 
 #ifdef __cplusplus
 }
