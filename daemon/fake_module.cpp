@@ -407,6 +407,22 @@ std::optional<rof_region_info> FakeModule::get_region(std::uint32_t id) {
     return region_info_locked(it->second);
 }
 
+std::optional<rof_region_info> FakeModule::find_region(std::uint32_t tenant,
+                                                       const std::string& name) {
+    std::lock_guard lock(mu_);
+    enter("ROF_IOC_GET_REGION");
+
+    if (!valid_name(name)) {
+        fail(EINVAL, "ROF_IOC_GET_REGION");
+    }
+    for (const auto& [id, r] : regions_) {
+        if (r.tenant == tenant && abi_name(r.name) == name) {
+            return region_info_locked(r);
+        }
+    }
+    return std::nullopt;
+}
+
 RegionToken FakeModule::region_token(std::uint32_t region, std::uint32_t rights,
                                      std::uint32_t ttl_ms) {
     constexpr const char* cmd = "ROF_IOC_REGION_TOKEN";

@@ -62,6 +62,8 @@ class FakeModule final : public Module {
     void region_destroy(std::uint32_t id, bool force) override;
     std::vector<rof_region_info> list_regions() override;
     std::optional<rof_region_info> get_region(std::uint32_t id) override;
+    std::optional<rof_region_info> find_region(std::uint32_t tenant,
+                                               const std::string& name) override;
     RegionToken region_token(std::uint32_t region, std::uint32_t rights,
                              std::uint32_t ttl_ms) override;
     std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,

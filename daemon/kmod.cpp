@@ -67,18 +67,22 @@ std::optional<T> Kmod::get(const Command& cmd, T arg) {
     return arg;
 }
 
-bool Kmod::list_paged() {
-    const int known = paged_.load(std::memory_order_relaxed);
-    if (known != 0) {
-        return known > 0;
+std::uint32_t Kmod::abi_minor() {
+    const std::int64_t known = abi_minor_.load(std::memory_order_relaxed);
+    if (known >= 0) {
+        return static_cast<std::uint32_t>(known);
     }
     struct rof_version v {};
     if (try_ioctl(ROFD_CMD(ROF_IOC_VERSION), &v) != 0) {
-        return false;  // the LIST itself reports what is wrong
+        return 0;  // the command itself reports what is wrong
     }
-    const bool paged = v.abi_major == ROF_ABI_MAJOR && v.abi_minor >= abi_minor_list_from;
-    paged_.store(paged ? 1 : -1, std::memory_order_relaxed);
-    return paged;
+    const std::uint32_t minor = v.abi_major == ROF_ABI_MAJOR ? v.abi_minor : 0;
+    abi_minor_.store(minor, std::memory_order_relaxed);
+    return minor;
+}
+
+bool Kmod::list_paged() {
+    return abi_minor() >= abi_minor_list_from;
 }
 
 template <typename T>
@@ -201,6 +205,25 @@ std::optional<rof_region_info> Kmod::get_region(std::uint32_t id) {
 
     info.id = id;
     return get(ROFD_CMD(ROF_IOC_GET_REGION), info);
+}
+
+std::optional<rof_region_info> Kmod::find_region(std::uint32_t tenant, const std::string& name) {
+    if (abi_minor() < abi_minor_get_by_name) {
+        // An older module: every tenant's regions listed, as before.
+        for (const auto& r : list_regions()) {
+            if (r.tenant == tenant && abi_name(r.name) == name) {
+                return r;
+            }
+        }
+        return std::nullopt;
+    }
+    rof_region_info info{};
+    const Command cmd = ROFD_CMD(ROF_IOC_GET_REGION);
+
+    set_name(info.name, name, cmd);
+    info.tenant = tenant;
+    info.flags = ROF_GET_BY_NAME;
+    return get(cmd, info);
 }
 
 RegionToken Kmod::region_token(std::uint32_t region, std::uint32_t rights, std::uint32_t ttl_ms) {

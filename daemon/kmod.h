@@ -14,9 +14,11 @@
 namespace rofd {
 
 // The oldest module ABI minor rofd works with: 0.2 has every command it
-// uses; 0.3 added ROF_LIST_FROM, which Kmod uses when it is there.  A
-// loaded module outlives a package upgrade, so rofd keeps working with it.
+// uses; 0.3 added ROF_LIST_FROM and 0.5 ROF_GET_BY_NAME, which Kmod uses
+// when they are there.  A loaded module outlives a package upgrade, so rofd
+// keeps working with it.
 inline constexpr std::uint32_t abi_minor_min = 2;
+inline constexpr std::uint32_t abi_minor_get_by_name = 5;
 
 // The open /dev/rof: rofd::Module with one ioctl per call.  Each call is one
 // ioctl on a shared fd (LIST commands: a few); the module serialises what
@@ -51,6 +53,8 @@ class Kmod final : public Module {
     void region_destroy(std::uint32_t id, bool force) override;
     std::vector<rof_region_info> list_regions() override;
     std::optional<rof_region_info> get_region(std::uint32_t id) override;
+    std::optional<rof_region_info> find_region(std::uint32_t tenant,
+                                               const std::string& name) override;
     RegionToken region_token(std::uint32_t region, std::uint32_t rights,
                              std::uint32_t ttl_ms) override;
     std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
@@ -93,7 +97,9 @@ class Kmod final : public Module {
     // pages (list_objects) when the module has ROF_LIST_FROM.
     template <typename T>
     std::vector<T> list(const Command& cmd);
-    // Whether the module pages LISTs (ABI 0.3), asked once.
+    // The module's ABI minor (0 for another major), asked once.
+    std::uint32_t abi_minor();
+    // Whether the module pages LISTs (ABI 0.3).
     bool list_paged();
     void set_name(char (&dst)[ROF_NAME_MAX], const std::string& name, const Command& cmd) const;
     // @req's image and image_len from @image (E2BIG past 4 GiB).
@@ -103,7 +109,7 @@ class Kmod final : public Module {
 
     std::string path_;
     UniqueFd fd_;
-    std::atomic<int> paged_{0};  // 0: not asked yet, 1: paged, -1: not
+    std::atomic<std::int64_t> abi_minor_{-1};  // -1: not asked yet
 };
 
 }  // namespace rofd

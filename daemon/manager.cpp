@@ -682,12 +682,7 @@ std::uint32_t Manager::tenant_id(const View& v, const std::string& tenant) {
 }
 
 std::optional<rof_region_info> Manager::find_region(std::uint32_t tid, const std::string& name) {
-    for (const auto& r : module_->list_regions()) {
-        if (r.tenant == tid && abi_name(r.name) == name) {
-            return r;
-        }
-    }
-    return std::nullopt;
+    return module_->find_region(tid, name);
 }
 
 std::vector<rof_freelist_info> Manager::freelists_of(std::uint32_t region_id) {

@@ -165,6 +165,30 @@ void region_size_and_names(Module& m, Scope& s) {
     EXPECT_EQ(regions_of(m, other).size(), 1U);
 }
 
+// A region is found by (tenant, name): the tenant's own, not another's of
+// that name; a bad name is EINVAL.
+void regions_are_found_by_tenant_and_name(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto other = s.tenant("other");
+    const auto mine = m.region_create(kv, "table", 8192, ROF_ACCESS_ALL);
+    const auto theirs = m.region_create(other, "table", 4096, ROF_ACCESS_READ);
+
+    const auto found = m.find_region(kv, "table");
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->id, mine);
+    EXPECT_EQ(found->tenant, kv);
+    EXPECT_EQ(found->size, 8192U);
+    EXPECT_EQ(abi_name(found->name), "table");
+    ASSERT_TRUE(m.find_region(other, "table"));
+    EXPECT_EQ(m.find_region(other, "table")->id, theirs);
+    EXPECT_FALSE(m.find_region(kv, "log"));
+    EXPECT_FALSE(m.find_region(s.gone_tenant(), "table"));
+    EXPECT_EQ(errno_of([&] { m.find_region(kv, "a b"); }), EINVAL);
+    EXPECT_EQ(errno_of([&] { m.find_region(kv, ""); }), EINVAL);
+    m.region_destroy(mine, false);
+    EXPECT_FALSE(m.find_region(kv, "table"));
+}
+
 // A new tenant is unlimited with the default inflight; quotas refuse with
 // EDQUOT.
 void quotas_refuse_with_edquot(Module& m, Scope& s) {
@@ -588,6 +612,7 @@ const std::vector<Case>& cases() {
         {"NamesFollowTheRule", names_follow_the_rule},
         {"TenantNamesAndIdsAreUnique", tenant_names_and_ids_are_unique},
         {"RegionSizeAndNames", region_size_and_names},
+        {"RegionsAreFoundByTenantAndName", regions_are_found_by_tenant_and_name},
         {"QuotasRefuseWithEdquot", quotas_refuse_with_edquot},
         {"UsageFollowsEveryObject", usage_follows_every_object},
         {"BusyObjectsNeedForce", busy_objects_need_force},

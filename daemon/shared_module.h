@@ -101,6 +101,10 @@ class SharedModule final : public Module {
     std::optional<rof_region_info> get_region(std::uint32_t id) override {
         return m_->get_region(id);
     }
+    std::optional<rof_region_info> find_region(std::uint32_t tenant,
+                                               const std::string& name) override {
+        return m_->find_region(tenant, name);
+    }
     RegionToken region_token(std::uint32_t region, std::uint32_t rights,
                              std::uint32_t ttl_ms) override {
         return m_->region_token(region, rights, ttl_ms);

@@ -441,16 +441,22 @@ static void rof_region_free_pages(struct rof_region *r)
 	kvfree(r->pages);
 }
 
-static bool rof_region_name_taken(struct rof_tenant *t, const char *name)
+/* @tenant's region called @name, or NULL; rof_regions_lock held. */
+static struct rof_region *rof_region_by_name(u32 tenant, const char *name)
 {
 	struct rof_region *r;
 	unsigned long id;
 
 	lockdep_assert_held(&rof_regions_lock);
 	xa_for_each(&rof_regions, id, r)
-		if (r->tenant == t && !strcmp(r->name, name))
-			return true;
-	return false;
+		if (rof_tenant_id(r->tenant) == tenant && !strcmp(r->name, name))
+			return r;
+	return NULL;
+}
+
+static bool rof_region_name_taken(struct rof_tenant *t, const char *name)
+{
+	return rof_region_by_name(rof_tenant_id(t), name);
 }
 
 static long rof_region_create(void __user *uarg)
@@ -605,16 +611,25 @@ static void rof_region_fill(struct rof_region *r, struct rof_region_info *info)
 	info->chunks = r->chunks;
 }
 
+/*
+ * By id, or with ROF_GET_BY_NAME by (tenant, name): what rofd looks a
+ * region up by, without listing every tenant's regions.
+ */
 static int rof_region_get_fill(void *buf)
 {
 	struct rof_region_info *info = buf;
 	struct rof_region *r;
 	int ret = 0;
 
-	if (info->flags)
+	if (info->flags & ~ROF_GET_BY_NAME)
+		return -EINVAL;
+	if ((info->flags & ROF_GET_BY_NAME) && rof_name_check(info->name))
 		return -EINVAL;
 	mutex_lock(&rof_regions_lock);
-	r = xa_load(&rof_regions, info->id);
+	if (info->flags & ROF_GET_BY_NAME)
+		r = rof_region_by_name(info->tenant, info->name);
+	else
+		r = xa_load(&rof_regions, info->id);
 	if (r)
 		rof_region_fill(r, info);
 	else

@@ -516,7 +516,8 @@ static void test_regions(int fd)
 	expect(fd, ROF_IOC_GET_REGION, &(struct rof_region_info){ .id = 999999 },
 	       ENOENT, "GET_REGION unknown id");
 	expect(fd, ROF_IOC_GET_REGION, &(struct rof_region_info){ .id = ra,
-	       .flags = 1 }, EINVAL, "GET_REGION unknown flag");
+	       .flags = ROF_GET_BY_NAME << 1 }, EINVAL, "GET_REGION unknown flag");
+	/* By name: the Module contract's RegionsAreFoundByTenantAndName. */
 	list_header_checks(fd, ROF_IOC_LIST_REGIONS, "LIST_REGIONS", sizeof(ri),
 			   expect_list);
 	list_paging_checks(fd, ROF_IOC_LIST_REGIONS, "LIST_REGIONS", sizeof(ri),

@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		4	/* 0.4: ROF_IOC_PROG_REPLACE (docs/kmod.md) */
+#define ROF_ABI_MINOR		5	/* 0.5: GET_REGION by name (docs/kmod.md) */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -292,17 +292,20 @@ struct rof_region_create {
 
 /* Element of ROF_IOC_LIST_REGIONS; in/out of ROF_IOC_GET_REGION. */
 struct rof_region_info {
-	char name[ROF_NAME_MAX];
+	char name[ROF_NAME_MAX];	/* GET with ROF_GET_BY_NAME: in */
 	__u64 size;
-	__u32 id;		/* GET: in */
-	__u32 flags;		/* GET: in, must be 0 */
-	__u32 tenant;
+	__u32 id;		/* GET: in (out with ROF_GET_BY_NAME) */
+	__u32 flags;		/* GET: in, ROF_GET_* */
+	__u32 tenant;		/* GET with ROF_GET_BY_NAME: in */
 	__u32 rights;
 	__u32 attachments;	/* sessions/programs using it */
 	__u32 mappings;		/* live mmaps and bound /dev/rof fds */
 	__u32 freelists;
 	__u32 chunks;		/* physically contiguous runs backing it */
 };
+
+/* rof_region_info.flags, GET_REGION's input */
+#define ROF_GET_BY_NAME		(1U << 0) /* ABI 0.5: @tenant's region @name */
 
 /*
  * ROF_IOC_REGION_TOKEN: mint a one-time token that lets a local process
