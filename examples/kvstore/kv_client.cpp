@@ -57,7 +57,7 @@ rof::SessionOptions KvClient::session_options(const std::string& tenant) {
 }
 
 namespace {
-constexpr std::size_t kArgsMax = 1000, kChunk = 976, kGetAttempts = 8;
+constexpr std::size_t kArgsMax = 1000;
 }  // namespace
 
 bool KvClient::encode_key(std::string_view key, std::uint32_t voff) {
@@ -98,55 +98,82 @@ Status KvClient::call(std::uint64_t tag, std::span<std::byte> resp, std::size_t*
     return static_cast<Status>(r.prog_status);
 }
 
-Status KvClient::get(std::string_view key, std::string& value, std::uint32_t* flags) {
-    if (!encode_key(key, 0)) {
-        return Status::too_big;
-    }
-    for (std::size_t attempt = 0; attempt < kGetAttempts; attempt++) {
-        std::uint64_t entry = 0;
-        std::uint32_t vlen = 0;
+Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std::string& value,
+                   std::uint32_t* flags, std::uint64_t* restarts) {
+    for (unsigned attempt = 0; attempt < kGetAttempts; attempt++) {
+        if (attempt > 0 && restarts) {
+            ++*restarts;
+        }
         value.clear();
-        bool changed = false;
-        do {
-            put32(args_.data() + 4, static_cast<std::uint32_t>(value.size()));
-            std::size_t len = 0;
-            const Status st = call(get_, resp_, &len);
-            if (st == Status::not_found && !value.empty()) {
-                changed = true;  // deleted between chunks: start again
-                break;
+        std::uint64_t entry = 0;
+        std::uint32_t vlen = 0, fl = 0;
+        bool first = true, changed = false;
+        while (first || value.size() < vlen) {
+            const GetReply r = fetch(static_cast<std::uint32_t>(value.size()));
+            if (r.status != Status::ok) {
+                if (r.status == Status::busy ||
+                    (!first && (r.status == Status::not_found || r.status == Status::too_big))) {
+                    changed = true;  // the value changed (too_big: voff is past its new end)
+                    break;
+                }
+                if (!first) {
+                    throw rof::Error(rof::Code::internal, std::string("kvstore: kv-get answered ") +
+                                                              status_name(r.status) +
+                                                              " for a later chunk");
+                }
+                value.clear();
+                return r.status;  // not_found, or too_big: a key kv-get refuses
             }
-            if (st != Status::ok) {
-                return st;
-            }
-            if (len < 16) {
+            if (r.resp.size() < kGetHeader) {
                 throw rof::Error(rof::Code::internal, "kvstore: kv-get answered a short response");
             }
+            const std::uint32_t vl = get32(r.resp.data() + 4);
             std::uint64_t e = 0;
-            std::memcpy(&e, resp_.data() + 8, 8);
-            const std::uint32_t vl = get32(resp_.data() + 4);
-            if (!value.empty() && e != entry) {
-                changed = true;  // another value now: start again
+            std::memcpy(&e, r.resp.data() + 8, 8);
+            if (!first && e != entry) {
+                changed = true;  // another value now, of whatever length: start again
                 break;
             }
-            if (vl > kMaxValue || vl < value.size() ||
-                len - 16 != std::min<std::size_t>(vl - value.size(), kChunk)) {
+            // Under one entry word the block, so vlen, cannot change.
+            if (vl > kMaxValue || (!first && vl != vlen) ||
+                r.resp.size() - kGetHeader != std::min<std::size_t>(vl - value.size(), kGetChunk)) {
                 throw rof::Error(rof::Code::internal,
                                  "kvstore: kv-get answered a malformed response");
             }
-            if (value.empty()) {
+            if (first) {
+                first = false;
                 entry = e;
                 vlen = vl;
-                if (flags) {
-                    *flags = get32(resp_.data());
-                }
+                fl = get32(r.resp.data());
             }
-            value.append(reinterpret_cast<const char*>(resp_.data()) + 16, len - 16);
-        } while (value.size() < vlen);
+            value.append(reinterpret_cast<const char*>(r.resp.data()) + kGetHeader,
+                         r.resp.size() - kGetHeader);
+        }
         if (!changed) {
+            if (flags) {
+                *flags = fl;
+            }
             return Status::ok;
         }
     }
-    return Status::busy;
+    value.clear();
+    return Status::busy;  // the value kept changing
+}
+
+Status KvClient::get(std::string_view key, std::string& value, std::uint32_t* flags) {
+    if (!encode_key(key, 0)) {
+        value.clear();
+        return Status::too_big;
+    }
+    return get_chunked(
+        [this](std::uint32_t voff) {
+            put32(args_.data() + 4, voff);
+            std::size_t len = 0;
+            const Status st = call(get_, resp_, &len);
+            return GetReply{st,
+                            std::span<const std::byte>(resp_.data(), std::min(len, resp_.size()))};
+        },
+        value, flags, &get_restarts_);
 }
 
 Status KvClient::set(std::string_view key, std::string_view value, std::uint32_t flags) {

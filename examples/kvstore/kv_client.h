@@ -3,13 +3,15 @@
 // each is one INVOKE of kv-get, kv-put or kv-del (programs/) on a session of the kvstore's
 // tenant, or several for a value longer than one INVOKE carries (1000 bytes of args, 992 of
 // response): kv-put takes the value in chunks, kv-get returns it in chunks with the entry word,
-// and a GET whose entry word changed between chunks starts again.  Shared by rof-kvstore (its TCP
-// front end), rof-kv and rof-kvload.
+// and a GET whose value changed between chunks starts again from offset 0 (get_chunked below).
+// Shared by rof-kvstore (its TCP front end), rof-kv and rof-kvload.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +26,37 @@ inline constexpr std::size_t kMaxKey = 250, kMaxValue = 4096;
 enum class Status { ok, not_found, full, busy, too_big };  // busy: retries spent under contention
 const char* status_name(Status s);
 
+// ---- a GET in chunks (README.md, "A GET in chunks") ----------------------------------------
+// kv-get's response: u32 flags, u32 vlen, u64 the entry word it copied under, then up to
+// kGetChunk bytes of the value from the voff asked for.
+inline constexpr std::size_t kGetHeader = 16, kGetChunk = 976;
+// How many times a GET starts (the first time included) before it answers busy: the value kept
+// changing.  Each start reads at most kMaxValue / kGetChunk + 1 = 5 chunks.
+inline constexpr unsigned kGetAttempts = 64;
+
+// One kv-get INVOKE's answer: its status and its response (valid until the next fetch).
+struct GetReply {
+    Status status;
+    std::span<const std::byte> resp;
+};
+
+// Reads one value with @fetch(voff), one kv-get INVOKE at value offset voff, from offset 0 until
+// it has vlen bytes.  Every chunk must come from the one value the first chunk came from: the
+// value a published block holds never changes, and a block's entry word {block, tag, version}
+// changes with every SET or DEL of the key.  So the GET starts again from offset 0, all it read
+// dropped, when a later chunk says the value is not the first chunk's:
+//   - its entry word differs (the key was set again, whatever the new length);
+//   - status too_big: voff is past the end of the value now there (it was set shorter);
+//   - status not_found: the key was deleted;
+//   - status busy: kv-get itself saw the entry change under 8 copies in a row.
+// A first chunk answering busy starts again too.  After kGetAttempts starts: busy.  On ok,
+// @value is one whole value (and *flags its flags); on any other status @value is empty.  A
+// response the program cannot give (short, or vlen changing under one entry word) throws
+// rof::Error(internal).  @restarts, if given, is increased by the number of starts after the
+// first.
+Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std::string& value,
+                   std::uint32_t* flags = nullptr, std::uint64_t* restarts = nullptr);
+
 // The regions of the kvstore, as rof-kvstore creates them and the programs bind them.
 inline constexpr const char* kIndexRegion = "kv_index";
 inline constexpr const char* kHeapRegion = "kv_heap";
@@ -33,11 +66,15 @@ class KvClient {
     // s: a session of the kvstore's tenant, granted the kvstore's regions, with the programs
     // learned (rof::Session::open does learn_programs()).  Finds kv-get/kv-put/kv-del by name.
     explicit KvClient(rof::Session& s);
+    // The whole value of @key, by get_chunked: ok, not_found, busy (the value changed under
+    // kGetAttempts starts in a row), or too_big (@key empty or over kMaxKey).
     Status get(std::string_view key, std::string& value, std::uint32_t* flags = nullptr);
     Status set(std::string_view key, std::string_view value, std::uint32_t flags = 0);
     Status del(std::string_view key);
     // The rof::SessionOptions a client needs (the regions, by name, with the rights it uses).
     static rof::SessionOptions session_options(const std::string& tenant = "");
+    // How many times this client's GETs started again because the value changed between chunks.
+    std::uint64_t get_restarts() const { return get_restarts_; }
 
   private:
     Status call(std::uint64_t tag, std::span<std::byte> resp, std::size_t* len);
@@ -51,6 +88,7 @@ class KvClient {
     std::uint64_t get_, put_, del_;
     std::vector<std::byte> args_;
     std::array<std::byte, 992> resp_{};  // an INVOKE response at most
+    std::uint64_t get_restarts_ = 0;
 };
 
 }  // namespace rofkv

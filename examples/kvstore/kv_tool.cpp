@@ -181,9 +181,16 @@ int run(int argc, char** argv) {
     rofkv::KvClient kv(s);
     if (cmd == "get") {
         std::string v;
+        // A value longer than one response is read in chunks; one that changes between them is
+        // read again from its start (KvClient::get), so this is one whole value or nothing.
         const rofkv::Status st = kv.get(args[1], v);
         if (st == rofkv::Status::ok) {
             std::fwrite(v.data(), 1, v.size(), stdout);
+        } else if (st == rofkv::Status::busy) {
+            std::fprintf(stderr,
+                         "rof-kv: get %s: busy: the value changed under %u reads in a row\n",
+                         args[1].c_str(), rofkv::kGetAttempts);
+            return 3;
         }
         return status_exit("get " + args[1], st);
     }

@@ -181,6 +181,7 @@ struct Worker {
     std::array<kvload::Histogram, op_count> lat;
     std::array<std::uint64_t, op_count> count{};
     std::uint64_t misses = 0;
+    std::uint64_t restarts = 0;  // GETs started again: the value changed between chunks
     std::string value;
 
     Worker(Shared& s, unsigned i) : sh(s), id(i), rng(0x6b766c6f6164ull + i), mine(s.opts.keys) {}
@@ -247,10 +248,12 @@ struct Worker {
     void get(std::uint32_t key) {
         bool known = sh.stored[key].load();
         std::uint32_t floor = mine[key];
+        const std::uint64_t restarted = kv->get_restarts();
         auto t0 = Clock::now();
         auto st = kv->get(kvload::key_name(key, sh.opts.key_size), value);
         lat[op_get].record(static_cast<std::uint64_t>((Clock::now() - t0).count()));
         ++count[op_get];
+        restarts += kv->get_restarts() - restarted;
         if (st == rofkv::Status::not_found) {
             ++misses;
             if (known) {
@@ -445,13 +448,14 @@ int main(int argc, char** argv) {
 
     std::array<kvload::Histogram, op_count> lat;
     std::array<std::uint64_t, op_count> count{};
-    std::uint64_t misses = 0;
+    std::uint64_t misses = 0, restarts = 0;
     for (auto& w : workers) {
         for (int i = 0; i < op_count; ++i) {
             lat[i].merge(w->lat[i]);
             count[i] += w->count[i];
         }
         misses += w->misses;
+        restarts += w->restarts;
     }
     std::uint64_t ops = count[op_get] + count[op_set];
     double tput = elapsed > 0 ? static_cast<double>(ops) / elapsed : 0;
@@ -461,11 +465,12 @@ int main(int argc, char** argv) {
         std::printf(
             "{\"ops\":%llu,\"seconds\":%.3f,\"ops_per_sec\":%.1f,\"threads\":%u,\"keys\":%u,"
             "\"workload\":\"%c\",\"dist\":\"%s\",\"misses\":%llu,\"errors\":%llu,\"wrong\":%llu,"
-            "\"reconnects\":%llu",
+            "\"reconnects\":%llu,\"get_restarts\":%llu",
             static_cast<unsigned long long>(ops), elapsed, tput, o.threads, o.keys, o.workload,
             o.zipf ? "zipf" : "uniform", static_cast<unsigned long long>(misses),
             static_cast<unsigned long long>(errors), static_cast<unsigned long long>(wrong),
-            static_cast<unsigned long long>(sh.reconnects.load()));
+            static_cast<unsigned long long>(sh.reconnects.load()),
+            static_cast<unsigned long long>(restarts));
         for (int i = 0; i < op_count; ++i) {
             std::printf(
                 R"(,"%s":{"ops":%llu,"p50_us":%.1f,"p99_us":%.1f,"p999_us":%.1f,"max_us":%.1f})",
@@ -489,10 +494,12 @@ int main(int argc, char** argv) {
                         us(lat[i].percentile(50)), us(lat[i].percentile(99)),
                         us(lat[i].percentile(99.9)), ms(lat[i].max()));
         }
-        std::printf("misses %llu  errors %llu  wrong values %llu  reconnects %llu\n",
-                    static_cast<unsigned long long>(misses),
-                    static_cast<unsigned long long>(errors), static_cast<unsigned long long>(wrong),
-                    static_cast<unsigned long long>(sh.reconnects.load()));
+        std::printf(
+            "misses %llu  errors %llu  wrong values %llu  reconnects %llu  get restarts %llu\n",
+            static_cast<unsigned long long>(misses), static_cast<unsigned long long>(errors),
+            static_cast<unsigned long long>(wrong),
+            static_cast<unsigned long long>(sh.reconnects.load()),
+            static_cast<unsigned long long>(restarts));
         for (auto& [code, n] : sh.error_codes) {
             std::printf("  error %s: %llu\n", code.c_str(), static_cast<unsigned long long>(n));
         }

@@ -371,12 +371,14 @@ void Conn::retrieve(const std::vector<std::string>& w, bool cas) {
             std::lock_guard lk(st_.mu);
             s = st_.kv->get(w[i], value, &flags);
         }
-        if (s == rofkv::Status::busy) {
-            send("SERVER_ERROR busy\r\n");
-            return;
+        if (s == rofkv::Status::not_found) {
+            continue;  // a miss: the key is not there
         }
         if (s != rofkv::Status::ok) {
-            continue;
+            // busy: the value changed under every attempt (KvClient::get starts a GET again
+            // when a value changes between its chunks).  Never a miss for a key that is there.
+            send("SERVER_ERROR busy\r\n");
+            return;
         }
         out += "VALUE " + w[i] + " " + std::to_string(flags) + " " + std::to_string(value.size());
         if (cas) {
@@ -422,7 +424,14 @@ bool Conn::store(const std::vector<std::string>& w) {
         std::lock_guard lk(st_.mu);
         if (w[0] != "set") {  // add/replace: not atomic with other writers
             std::string old;
-            const bool exists = st_.kv->get(w[1], old) == rofkv::Status::ok;
+            const rofkv::Status g = st_.kv->get(w[1], old);
+            if (g != rofkv::Status::ok && g != rofkv::Status::not_found) {
+                if (!noreply) {
+                    send("SERVER_ERROR busy\r\n");
+                }
+                return true;
+            }
+            const bool exists = g == rofkv::Status::ok;
             if (exists == (w[0] == "add")) {
                 if (!noreply) {
                     send("NOT_STORED\r\n");

@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: MIT
+// rofkv::get_chunked, KvClient::get's chunked read, without a device: first against a scripted
+// kv-get (every way a value can change between two chunks, the bound on restarts, the answers
+// that cannot be), then against the real kv-get and kv-put on the userspace executor
+// (programs/tests/runner.h), with a SET that shortens the value between two chunks of a GET
+// (issue 24: kv-get then answers status 4) and with sessions racing shrinking and growing SETs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kv_client.h"
+#include "kv_layout.h"
+#include "kvload.h"
+#include "rof/error.h"
+#include "rof/prog/asm.h"
+#include "rof/prog/verifier.h"
+#include "runner.h"
+
+namespace {
+
+using rofkv::GetReply;
+using rofkv::Status;
+
+// ---- a scripted kv-get ----------------------------------------------------------------------
+
+// What kv-get answers for one key: the value there now, under its entry word.
+struct FakeKey {
+    bool present = true;
+    std::uint64_t entry = 0x0001000000000100;  // version 1, block 0x100
+    std::uint32_t flags = 0;
+    std::string value;
+    std::vector<std::byte> resp;
+
+    // A SET: a new block, the version bumped.
+    void set(std::string v, std::uint32_t fl = 0) {
+        value = std::move(v);
+        flags = fl;
+        entry += (std::uint64_t{1} << 48) + 0x1000;
+        present = true;
+    }
+
+    GetReply answer(std::uint32_t voff) {
+        if (!present) {
+            return {Status::not_found, {}};
+        }
+        if (voff > value.size()) {
+            return {Status::too_big, {}};  // kv-get's status 4: voff past the value
+        }
+        const std::size_t n = std::min<std::size_t>(value.size() - voff, rofkv::kGetChunk);
+        resp.assign(rofkv::kGetHeader + n, std::byte{0});
+        const auto vlen = static_cast<std::uint32_t>(value.size());
+        std::memcpy(resp.data(), &flags, 4);
+        std::memcpy(resp.data() + 4, &vlen, 4);
+        std::memcpy(resp.data() + 8, &entry, 8);
+        std::memcpy(resp.data() + rofkv::kGetHeader, value.data() + voff, n);
+        return {Status::ok, resp};
+    }
+};
+
+std::string filled(std::size_t n, char c) {
+    std::string s(n, c);
+    for (std::size_t i = 0; i < n; i++) {
+        s[i] = static_cast<char>(c + i % 7);
+    }
+    return s;
+}
+
+// get_chunked over @k; @between(n) runs after the nth fetch (1-based), before the next.
+struct Read {
+    Status st;
+    std::string value;
+    std::uint32_t flags = 0;
+    std::uint64_t restarts = 0;
+    std::vector<std::uint32_t> offsets;  // every voff asked, in order
+};
+
+Read read(FakeKey& k, const std::function<void(unsigned)>& between = nullptr) {
+    Read r;
+    unsigned n = 0;
+    r.st = rofkv::get_chunked(
+        [&](std::uint32_t voff) {
+            if (n > 0 && between) {
+                between(n);
+            }
+            n++;
+            r.offsets.push_back(voff);
+            return k.answer(voff);
+        },
+        r.value, &r.flags, &r.restarts);
+    return r;
+}
+
+TEST(GetChunked, OneChunk) {
+    FakeKey k;
+    k.set("small", 7);
+    const Read r = read(k);
+    EXPECT_EQ(r.st, Status::ok);
+    EXPECT_EQ(r.value, "small");
+    EXPECT_EQ(r.flags, 7u);
+    EXPECT_EQ(r.offsets, std::vector<std::uint32_t>{0});
+}
+
+TEST(GetChunked, EmptyValue) {
+    FakeKey k;
+    k.set("");
+    const Read r = read(k);
+    EXPECT_EQ(r.st, Status::ok);
+    EXPECT_EQ(r.value, "");
+    EXPECT_EQ(r.offsets.size(), 1u);
+}
+
+TEST(GetChunked, ExactlyOneChunkThenTwo) {
+    FakeKey k;
+    k.set(filled(976, 'a'));
+    EXPECT_EQ(read(k).offsets, std::vector<std::uint32_t>{0});
+    k.set(filled(977, 'a'));
+    const Read r = read(k);
+    EXPECT_EQ(r.value, k.value);
+    EXPECT_EQ(r.offsets, (std::vector<std::uint32_t>{0, 976}));
+}
+
+TEST(GetChunked, FiveChunksOfTheLargestValue) {
+    FakeKey k;
+    k.set(filled(4096, 'a'), 3);
+    const Read r = read(k);
+    EXPECT_EQ(r.st, Status::ok);
+    EXPECT_EQ(r.value, k.value);
+    EXPECT_EQ(r.flags, 3u);
+    EXPECT_EQ(r.restarts, 0u);
+    EXPECT_EQ(r.offsets, (std::vector<std::uint32_t>{0, 976, 1952, 2928, 3904}));
+}
+
+// Issue 24: the value set shorter than the offset of the next chunk.  kv-get answers status 4
+// (too_big); the GET starts again and answers the new value, not too_big.
+TEST(GetChunked, SetShorterThanTheNextOffsetStartsAgain) {
+    FakeKey k;
+    k.set(filled(4096, 'a'), 1);
+    const std::string shorter = filled(100, 'x');
+    const Read r = read(k, [&](unsigned n) {
+        if (n == 1) {
+            k.set(shorter, 2);
+        }
+    });
+    EXPECT_EQ(r.st, Status::ok);
+    EXPECT_EQ(r.value, shorter);
+    EXPECT_EQ(r.flags, 2u);
+    EXPECT_EQ(r.restarts, 1u);
+    EXPECT_EQ(r.offsets, (std::vector<std::uint32_t>{0, 976, 0}));
+}
+
+// Shorter, but still past the next offset: the entry word differs.
+TEST(GetChunked, SetShorterButPastTheOffsetStartsAgain) {
+    FakeKey k;
+    k.set(filled(4096, 'a'));
+    const std::string shorter = filled(1500, 'x');
+    const Read r = read(k, [&](unsigned n) {
+        if (n == 2) {
+            k.set(shorter);
+        }
+    });
+    EXPECT_EQ(r.st, Status::ok);
+    EXPECT_EQ(r.value, shorter);
+    EXPECT_EQ(r.restarts, 1u);
+}
+
+// Same length, other bytes: only the entry word tells; never the first chunks of one and the
+// last of the other.
+TEST(GetChunked, SameLengthReplacedStartsAgain) {
+    FakeKey k;
+    const std::string a = filled(4096, 'a'), b = filled(4096, 'A');
+    k.set(a);
+    const Read r = read(k, [&](unsigned n) {
+        if (n == 3) {
+            k.set(b);
+        }
+    });
+    EXPECT_EQ(r.st, Status::ok);
+    EXPECT_EQ(r.value, b);
+    EXPECT_EQ(r.restarts, 1u);
+}
+
+TEST(GetChunked, SetLongerStartsAgain) {
+    FakeKey k;
+    k.set(filled(2000, 'a'));
+    const std::string longer = filled(4000, 'x');
+    const Read r = read(k, [&](unsigned n) {
+        if (n == 1) {
+            k.set(longer);
+        }
+    });
+    EXPECT_EQ(r.value, longer);
+    EXPECT_EQ(r.restarts, 1u);
+}
+
+TEST(GetChunked, DeletedBetweenChunksIsNotFound) {
+    FakeKey k;
+    k.set(filled(3000, 'a'));
+    const Read r = read(k, [&](unsigned n) {
+        if (n == 2) {
+            k.present = false;
+        }
+    });
+    EXPECT_EQ(r.st, Status::not_found);
+    EXPECT_EQ(r.value, "");
+    EXPECT_EQ(r.restarts, 1u);
+}
+
+// kv-get's own busy (its 8 copies each saw the entry change), first chunk or later: again.
+TEST(GetChunked, ProgramBusyStartsAgain) {
+    FakeKey k;
+    k.set(filled(2000, 'a'));
+    for (unsigned busy_at : {0u, 1u}) {
+        unsigned n = 0;
+        std::string v;
+        std::uint64_t restarts = 0;
+        const Status st = rofkv::get_chunked(
+            [&](std::uint32_t voff) {
+                return n++ == busy_at ? GetReply{Status::busy, {}} : k.answer(voff);
+            },
+            v, nullptr, &restarts);
+        EXPECT_EQ(st, Status::ok) << busy_at;
+        EXPECT_EQ(v, k.value) << busy_at;
+        EXPECT_EQ(restarts, 1u) << busy_at;
+    }
+}
+
+// A value that changes between every two chunks: busy after kGetAttempts starts, no value.
+TEST(GetChunked, KeepsChangingIsBusyAfterTheBound) {
+    FakeKey k;
+    k.set(filled(4096, 'a'));
+    unsigned sets = 0;
+    // Never one chunk long (977 bytes at least), so every start reads a second chunk.
+    const Read r = read(k, [&](unsigned) { k.set(filled(sets++ % 2 ? 4096 : 977, 'a')); });
+    EXPECT_EQ(r.st, Status::busy);
+    EXPECT_EQ(r.value, "");
+    EXPECT_EQ(r.restarts, rofkv::kGetAttempts - 1);
+    EXPECT_EQ(static_cast<unsigned>(std::count(r.offsets.begin(), r.offsets.end(), 0u)),
+              rofkv::kGetAttempts);
+}
+
+// The first chunk's answers other than ok are the GET's: no restart.
+TEST(GetChunked, FirstChunkStatusesAreTheAnswer) {
+    FakeKey k;
+    k.present = false;
+    Read r = read(k);
+    EXPECT_EQ(r.st, Status::not_found);
+    EXPECT_EQ(r.offsets.size(), 1u);
+    std::string v = "stale";
+    EXPECT_EQ(rofkv::get_chunked(
+                  [](std::uint32_t) {
+                      return GetReply{Status::too_big, {}};
+                  },
+                  v),
+              Status::too_big);
+    EXPECT_EQ(v, "");
+}
+
+TEST(GetChunked, AnswersKvGetCannotGiveThrow) {
+    FakeKey k;
+    k.set(filled(2000, 'a'));
+    std::string v;
+    k.answer(0);
+    // Short: no header.
+    EXPECT_THROW(rofkv::get_chunked(
+                     [&](std::uint32_t) {
+                         return GetReply{Status::ok, std::span(k.resp.data(), std::size_t{8})};
+                     },
+                     v),
+                 rof::Error);
+    // vlen changing under one entry word.
+    unsigned n = 0;
+    EXPECT_THROW(rofkv::get_chunked(
+                     [&](std::uint32_t voff) {
+                         if (n++ == 1) {
+                             k.value.resize(1500);  // the block written while published
+                         }
+                         return k.answer(voff);
+                     },
+                     v),
+                 rof::Error);
+    // A chunk of another length than min(vlen - voff, 976).
+    k.set(filled(2000, 'a'));
+    EXPECT_THROW(rofkv::get_chunked(
+                     [&](std::uint32_t voff) {
+                         GetReply r = k.answer(voff);
+                         r.resp = r.resp.first(r.resp.size() - 1);
+                         return r;
+                     },
+                     v),
+                 rof::Error);
+    // kv-get never answers full.
+    n = 0;
+    EXPECT_THROW(rofkv::get_chunked(
+                     [&](std::uint32_t voff) {
+                         return n++ == 1 ? GetReply{Status::full, {}} : k.answer(voff);
+                     },
+                     v),
+                 rof::Error);
+}
+
+// Random SETs (of random lengths, sometimes the same), DELs and re-SETs between chunks: every
+// GET answers ok with a value that was there whole while every chunk was read, or not_found
+// (gone at its last start), or busy; never bytes of two values.
+TEST(GetChunked, RandomChangesNeverTear) {
+    std::mt19937_64 rng(24);
+    FakeKey k;
+    unsigned version = 0;
+    auto value_of = [](unsigned ver, std::size_t len) {
+        std::string s(len, '\0');
+        for (std::size_t i = 0; i < len; i++) {
+            s[i] = static_cast<char>('a' + (ver * 131 + i) % 26);
+        }
+        return s;
+    };
+    std::set<std::string> written;
+    auto set_random = [&] {
+        const std::size_t len = std::uniform_int_distribution<std::size_t>(0, 4096)(rng);
+        std::string v = value_of(++version, len);
+        written.insert(v);
+        k.set(std::move(v));
+    };
+    set_random();
+    unsigned ok = 0, restarted = 0;
+    for (int i = 0; i < 2000; i++) {
+        const Read r = read(k, [&](unsigned) {
+            const int d = std::uniform_int_distribution<int>(0, 9)(rng);
+            if (d < 3) {
+                set_random();
+            } else if (d == 3) {
+                k.present = false;
+            } else if (d == 4 && !k.present) {
+                set_random();
+            }
+        });
+        if (r.st == Status::ok) {
+            ok++;
+            EXPECT_TRUE(written.count(r.value)) << "a value never written: " << r.value.size();
+        } else {
+            EXPECT_TRUE(r.st == Status::not_found || r.st == Status::busy) << int(r.st);
+            EXPECT_EQ(r.value, "");
+        }
+        restarted += r.restarts > 0;
+        set_random();  // the next GET starts on a fresh value, of a fresh length
+    }
+    EXPECT_GT(ok, 1000u);
+    EXPECT_GT(restarted, 100u);
+}
+
+// ---- the real programs on the userspace executor --------------------------------------------
+
+namespace rt = rof::programs::test;
+
+// kv-get and kv-put as rof-kvstore loads them (program_source for a table of @items), over
+// one table in userspace memory.
+class Table {
+  public:
+    explicit Table(std::uint64_t items = 1024)
+        : g_(rofkv::Geometry::for_items(items)), get_(load("kv-get")), put_(load("kv-put")) {
+        mem.add_region(rofkv::kIndexRegion, g_.index_len);
+        mem.add_region(rofkv::kHeapRegion, g_.heap_len);
+        mem.add_freelist(rofkv::kHeapRegion, 0, rofkv::kSmallBlock, g_.small_count);
+        mem.add_freelist(rofkv::kHeapRegion, g_.large_at, rofkv::kLargeBlock, g_.large_count);
+    }
+
+    // One session's invokers; use one per thread.
+    struct Session {
+        rt::Invoker get, put;
+        explicit Session(Table& t)
+            : get(t.get_, t.mem), put(t.put_, t.mem, {{"", 0}, {"", 0}, {"kv_heap", 1}}) {}
+
+        // One kv-get INVOKE, as KvClient::get's fetch does it.
+        GetReply fetch(const std::string& key, std::uint32_t voff) {
+            const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
+            std::vector<std::uint8_t> a(8 + padded);
+            const auto klen = static_cast<std::uint32_t>(key.size());
+            std::memcpy(a.data(), &klen, 4);
+            std::memcpy(a.data() + 4, &voff, 4);
+            std::memcpy(a.data() + 8, key.data(), key.size());
+            last = get.run(a);
+            if (last.status != ROF_ISA_OK) {
+                throw std::runtime_error("kv-get faulted at " + std::to_string(last.fault_pc));
+            }
+            return {static_cast<Status>(last.prog_status),
+                    std::as_bytes(std::span(last.resp.data(), last.resp.size()))};
+        }
+        // A SET in chunks of what 1000 bytes of args hold, as KvClient::set does it.
+        Status set(const std::string& key, const std::string& v) {
+            const std::size_t padded = (key.size() + 7) & ~std::size_t{7};
+            const std::size_t room = 1000 - 16 - padded;
+            std::size_t off = 0;
+            do {
+                const std::string chunk = v.substr(off, room);
+                std::vector<std::uint8_t> a(16 + padded + chunk.size());
+                const std::uint32_t hdr[4] = {static_cast<std::uint32_t>(key.size()), 0,
+                                              static_cast<std::uint32_t>(v.size()),
+                                              static_cast<std::uint32_t>(off)};
+                std::memcpy(a.data(), hdr, 16);
+                std::memcpy(a.data() + 16, key.data(), key.size());
+                std::memcpy(a.data() + 16 + padded, chunk.data(), chunk.size());
+                const rt::Result r = put.run(a);
+                if (r.status != ROF_ISA_OK) {
+                    throw std::runtime_error("kv-put faulted at " + std::to_string(r.fault_pc));
+                }
+                if (r.prog_status != 0) {
+                    return static_cast<Status>(r.prog_status);
+                }
+                off += chunk.size();
+            } while (off < v.size());
+            return Status::ok;
+        }
+        rt::Result last;
+    };
+
+    rt::Memory mem;
+
+  private:
+    rt::Loaded load(const std::string& name) {
+        auto a = rof::prog::assemble(rofkv::program_source(name, g_), name + ".rofs");
+        if (!a.ok()) {
+            throw std::runtime_error(a.error_text());
+        }
+        auto v = rof::prog::verify(*a.program);
+        if (!v.ok) {
+            throw std::runtime_error(name + ": " + v.error);
+        }
+        return {*a.program, v.worst_case};
+    }
+    rofkv::Geometry g_;
+    rt::Loaded get_, put_;
+};
+
+// Issue 24 on the real programs: a 4096-byte value set to 100 bytes between the first and the
+// second chunk of a GET.  kv-get answers the second chunk with status 4 (too_big); the GET
+// starts again and answers the 100 bytes.
+TEST(GetChunkedOnKvGet, SetShorterBetweenChunks) {
+    Table t;
+    Table::Session reader(t), writer(t);
+    const std::string key = "key:issue-24";
+    const std::string big = kvload::encode({1, 1, 0}, 4096), small = kvload::encode({1, 2, 1}, 100);
+    ASSERT_EQ(writer.set(key, big), Status::ok);
+    std::vector<Status> answers;
+    std::string v;
+    std::uint64_t restarts = 0;
+    const Status st = rofkv::get_chunked(
+        [&](std::uint32_t voff) {
+            if (answers.size() == 1) {
+                EXPECT_EQ(writer.set(key, small), Status::ok);
+            }
+            const GetReply r = reader.fetch(key, voff);
+            answers.push_back(r.status);
+            return r;
+        },
+        v, nullptr, &restarts);
+    EXPECT_EQ(st, Status::ok);
+    EXPECT_EQ(v, small);
+    EXPECT_EQ(restarts, 1u);
+    EXPECT_EQ(answers, (std::vector<Status>{Status::ok, Status::too_big, Status::ok}));
+}
+
+// The same length, other bytes: kv-get answers ok with another entry word; the GET starts
+// again rather than stitch the first chunks of one value to the rest of the other.
+TEST(GetChunkedOnKvGet, SameLengthBetweenChunks) {
+    Table t;
+    Table::Session reader(t), writer(t);
+    const std::string key = "key:same-length";
+    const std::string a = kvload::encode({1, 1, 0}, 4096), b = kvload::encode({1, 2, 0}, 4096);
+    ASSERT_EQ(writer.set(key, a), Status::ok);
+    unsigned fetches = 0;
+    std::string v;
+    std::uint64_t restarts = 0;
+    const Status st = rofkv::get_chunked(
+        [&](std::uint32_t voff) {
+            if (fetches++ == 2) {
+                EXPECT_EQ(writer.set(key, b), Status::ok);
+            }
+            return reader.fetch(key, voff);
+        },
+        v, nullptr, &restarts);
+    EXPECT_EQ(st, Status::ok);
+    EXPECT_EQ(v, b);
+    EXPECT_EQ(restarts, 1u);
+    EXPECT_EQ(fetches, 3u + 5u);
+}
+
+// Sessions in threads: writers SET 4 keys to kvload values of 32..4096 bytes (so they shrink
+// and grow), readers GET them in chunks.  Every GET answers ok (the keys are set before, and
+// nothing deletes) or busy (the value changed under every one of its kGetAttempts starts), and
+// every value read is one whole value of its key (kvload::check: length and checksum).
+TEST(GetChunkedOnKvGet, RacingShrinkingSets) {
+    constexpr unsigned kWriters = 2, kReaders = 2, kKeys = 4, kRounds = 1500;
+    Table t;
+    auto key = [](std::uint32_t k) { return kvload::key_name(k, 16); };
+    {
+        Table::Session s(t);
+        for (std::uint32_t k = 0; k < kKeys; k++) {
+            ASSERT_EQ(s.set(key(k), kvload::encode({k, 0, 0}, 4096)), Status::ok);
+        }
+    }
+    std::atomic<unsigned> writing{kWriters};
+    std::atomic<std::uint64_t> reads{0}, restarts{0}, busy{0}, wrong{0}, other{0};
+    std::vector<std::thread> ts;
+    for (unsigned w = 0; w < kWriters; w++) {
+        ts.emplace_back([&, w] {
+            Table::Session s(t);
+            std::mt19937_64 rng(w);
+            for (std::uint32_t r = 1; r <= kRounds; r++) {
+                const auto k = static_cast<std::uint32_t>(rng() % kKeys);
+                // Alternately long and short, so most SETs change the length a lot.
+                const std::size_t len = r % 2 ? 2000 + rng() % 2097 : 32 + rng() % 969;
+                const std::string v = kvload::encode({k, r, static_cast<std::uint16_t>(w)}, len);
+                Status st;
+                while ((st = s.set(key(k), v)) == Status::busy) {
+                }
+                EXPECT_EQ(st, Status::ok);
+            }
+            writing--;
+        });
+    }
+    for (unsigned r = 0; r < kReaders; r++) {
+        ts.emplace_back([&, r] {
+            Table::Session s(t);
+            std::string v;
+            for (std::uint32_t i = r; writing > 0 || i < 200; i++) {
+                const std::uint32_t k = i % kKeys;
+                std::uint64_t n = 0;
+                const Status st = rofkv::get_chunked(
+                    [&](std::uint32_t voff) { return s.fetch(key(k), voff); }, v, nullptr, &n);
+                restarts += n;
+                kvload::Stamp stamp;
+                if (st == Status::ok) {
+                    reads++;
+                    if (kvload::check(v, k, stamp) != kvload::Check::ok) {
+                        wrong++;
+                    }
+                } else if (st == Status::busy) {
+                    busy++;
+                } else {
+                    other++;
+                }
+            }
+        });
+    }
+    for (auto& th : ts) {
+        th.join();
+    }
+    EXPECT_EQ(wrong.load(), 0u);
+    EXPECT_EQ(other.load(), 0u) << "a GET answered not found or too big for a key being set";
+    EXPECT_GE(reads.load() + busy.load(), kReaders * 200u);
+    std::printf("%llu GETs ok, %llu restarts, %llu busy\n",
+                static_cast<unsigned long long>(reads.load()),
+                static_cast<unsigned long long>(restarts.load()),
+                static_cast<unsigned long long>(busy.load()));
+}
+
+}  // namespace
