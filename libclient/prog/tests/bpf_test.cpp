@@ -1,0 +1,183 @@
+// Offloads in C: clang's BPF objects of tests/c/*.c translated, verified and
+// run on the userspace executor; refusals name the C line.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "rof/prog/bpf.h"
+#include "tests/harness.h"
+
+namespace rof::prog {
+namespace {
+
+using test::Env;
+
+// clang is a build dependency (packaging/build-deps): a build without it is
+// a broken build, so these tests fail rather than skip.
+std::vector<uint8_t> compile(const std::string& name) {
+    std::string clang = ROF_CLANG;
+    if (clang.empty()) {
+        ADD_FAILURE() << "CMake found no clang: it is in packaging/build-deps";
+        return {};
+    }
+    auto obj =
+        compile_offload(clang, std::string(ROF_BPF_TESTS) + "/" + name, {ROF_OFFLOAD_INCLUDE});
+    if (!obj.ok()) {
+        ADD_FAILURE() << name << ": " << obj.error;
+        return {};
+    }
+    return *obj;
+}
+
+BpfResult translate(const std::string& name) {
+    auto obj = compile(name);
+    BpfOptions o;
+    o.object_name = name;
+    return translate_bpf(obj, o);
+}
+
+Program must_translate(const std::string& name) {
+    BpfResult r = translate(name);
+    if (!r.ok()) {
+        ADD_FAILURE() << r.error << "\n" << (r.verify ? r.verify->log : "");
+        return Program{};
+    }
+    return *r.program;
+}
+
+void put64(std::vector<uint8_t>& b, size_t off, uint64_t v) {
+    std::memcpy(b.data() + off, &v, 8);
+}
+uint64_t get64(const std::vector<uint8_t>& b, size_t off) {
+    uint64_t v;
+    std::memcpy(&v, b.data() + off, 8);
+    return v;
+}
+
+TEST(Bpf, CounterIncrements) {
+    Program p = must_translate("inc.c");
+    ASSERT_FALSE(p.insns.empty());
+    EXPECT_EQ(p.args_min, 8u);
+    EXPECT_EQ(p.args_max, 8u);
+    EXPECT_EQ(p.resp_max, 8u);
+    ASSERT_EQ(p.slots.size(), 1u);
+    EXPECT_EQ(p.slots[0].name, "counters");
+    EXPECT_EQ(p.slots[0].rights, uint32_t{ROF_ACCESS_READ | ROF_ACCESS_ATOMIC});
+    EXPECT_EQ(p.slots[0].len, 4096u);
+    Env env(p, 8);
+    for (uint64_t round = 1; round <= 3; round++) {
+        put64(env.args, 0, 5);
+        int st = env.run(p);
+        ASSERT_EQ(st, ROF_ISA_OK) << rof_exec_status_name(st);
+        EXPECT_EQ(env.ctx.prog_status, 0u);
+        ASSERT_EQ(env.ctx.resp_len, 8u);
+        EXPECT_EQ(get64(env.resp, 0), round);
+        EXPECT_EQ(env.region64(0, 5 * 8), round);
+    }
+    put64(env.args, 0, 512);  // out of the table: status 1, nothing written
+    ASSERT_EQ(env.run(p), ROF_ISA_OK);
+    EXPECT_EQ(env.ctx.prog_status, 1u);
+}
+
+TEST(Bpf, LookupWithBoundedLoop) {
+    BpfResult r = translate("lookup.c");
+    ASSERT_TRUE(r.ok()) << r.error;
+    const Program& p = *r.program;
+    // The loop runs at most 64 times: the verifier's worst case is bounded
+    // by the trip limit the translator derived from `i < 64`.
+    ASSERT_TRUE(r.verify);
+    EXPECT_LT(r.verify->worst_case, 64u * 16u);
+    Env env(p, 16);
+    for (uint64_t i = 0; i < 64; i++) {
+        env.set_region64(0, i * 8, 1000 + i);
+    }
+    struct Case {
+        uint64_t key, n;
+        uint32_t status;
+        uint64_t index;
+    } cases[] = {{1000, 64, 0, 0}, {1037, 64, 0, 37}, {1063, 64, 0, 63},  {1037, 10, 1, 0},
+                 {999, 64, 1, 0},  {1005, 0, 1, 0},   {1063, 1000, 0, 63}};
+    for (const auto& c : cases) {
+        put64(env.args, 0, c.key);
+        put64(env.args, 8, c.n);
+        std::fill(env.resp.begin(), env.resp.end(), 0);
+        ASSERT_EQ(env.run(p), ROF_ISA_OK) << c.key << " " << c.n;
+        EXPECT_EQ(env.ctx.prog_status, c.status) << c.key << " " << c.n;
+        if (c.status == 0) {
+            EXPECT_EQ(get64(env.resp, 0), c.index);
+        }
+    }
+}
+
+TEST(Bpf, StackHelpersAndRespond) {
+    BpfResult r = translate("sum.c");
+    ASSERT_TRUE(r.ok()) << r.error;
+    const Program& p = *r.program;
+    // scratch = the declared 16 bytes, then the stack (16 bytes used).
+    EXPECT_GE(p.scratch_size, 32u);
+    Env env(p, 24);
+    put64(env.args, 0, 1);
+    put64(env.args, 8, 2);
+    put64(env.args, 16, 39);
+    uint64_t last = 0;
+    for (uint64_t call = 1; call <= 2; call++) {
+        int st = env.run(p);
+        ASSERT_EQ(st, ROF_ISA_OK) << rof_exec_status_name(st);
+        EXPECT_EQ(env.ctx.prog_status, 7u);
+        ASSERT_EQ(env.ctx.resp_len, 32u);
+        EXPECT_EQ(get64(env.resp, 0), 42u);
+        uint64_t buf[2] = {42, last};
+        EXPECT_EQ(get64(env.resp, 8), rof_exec_hash64(0, buf, 16));
+        EXPECT_EQ(get64(env.resp, 16), rof_exec_crc64(0, env.args.data(), 24));
+        EXPECT_EQ(get64(env.resp, 24), call) << "scratch keeps the count across calls";
+        last = 42;
+    }
+}
+
+TEST(Bpf, UnsupportedConstructNamesTheLine) {
+    BpfResult r = translate("bad_bswap.c");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error.find("bad_bswap.c:9:"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("byte swap"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("__builtin_bswap64"), std::string::npos)
+        << "the C line's text follows: " << r.error;
+}
+
+TEST(Bpf, LocationsMapEveryInstruction) {
+    BpfResult r = translate("inc.c");
+    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_EQ(r.locs.size(), r.program->insns.size());
+    ASSERT_EQ(r.program->lines.size(), r.program->insns.size());
+    bool line11 = false;
+    for (const auto& l : r.locs) {
+        line11 |= l.line == 12 && l.file.find("inc.c") != std::string::npos;
+    }
+    EXPECT_TRUE(line11);
+    std::string dump = disassemble_with_source(*r.program, r.locs);
+    EXPECT_NE(dump.find("__sync_fetch_and_add"), std::string::npos) << dump;
+    EXPECT_NE(dump.find("faa"), std::string::npos) << dump;
+}
+
+TEST(Bpf, MalformedObjectsAreRefused) {
+    std::vector<uint8_t> obj = compile("inc.c");
+    ASSERT_FALSE(obj.empty());
+    EXPECT_FALSE(translate_bpf({}).ok());
+    std::vector<uint8_t> junk(100, 0x7f);
+    EXPECT_NE(translate_bpf(junk).error.find("not an ELF"), std::string::npos);
+    // Every truncation is refused or translated, never a crash.
+    for (size_t n = 0; n < obj.size(); n += 7) {
+        std::vector<uint8_t> cut(obj.begin(), obj.begin() + static_cast<long>(n));
+        (void)translate_bpf(cut);
+    }
+    // And bit flips in the code and headers.
+    for (size_t at = 0; at < obj.size(); at += 13) {
+        std::vector<uint8_t> bad = obj;
+        bad[at] ^= 0x5a;
+        (void)translate_bpf(bad);
+    }
+}
+
+}  // namespace
+}  // namespace rof::prog
