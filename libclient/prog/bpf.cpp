@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -506,6 +507,7 @@ class Translator {
         read_decls();
         relocate();
         reachable();
+        reorder();
         dataflow();
         loops();
         layout();
@@ -820,6 +822,304 @@ class Translator {
             return {fall(), target()};
         }
         return {fall()};
+    }
+
+    // ---- block layout ----
+    // clang lays blocks out for eBPF, where any jump may go backwards; the
+    // ISA wants every jump forward but the loop instruction, and each loop
+    // contiguous behind its head.  So the blocks are put in an order where
+    // that holds (loops from the dominator tree, each laid out as a unit,
+    // the rest in topological order, ties in clang's order), with a `ja`
+    // where a fall-through no longer falls through.  Irreducible control
+    // flow (a loop with two entries) is refused.
+    void reorder() {
+        const uint32_t n = static_cast<uint32_t>(ins_.size());
+        std::vector<bool> lead(n, false);
+        lead[0] = true;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!start_[i] || !live_[i]) {
+                continue;
+            }
+            const BInsn& in = ins_[i];
+            bool jmp = (in.cls() == kJmp || in.cls() == kJmp32) && in.op() != kCall;
+            auto ss = succ(i);
+            if (jmp || is_respond(i)) {
+                for (uint32_t s : ss) {
+                    lead[s] = true;
+                }
+                if (i + width(i) < n) {
+                    lead[i + width(i)] = true;
+                }
+            }
+        }
+        struct Block {
+            uint32_t first = 0, end = 0;  // slots [first, end)
+            std::vector<uint32_t> succ;   // block ids
+            std::optional<uint32_t> fall;
+        };
+        std::vector<Block> bl;
+        std::vector<int32_t> block_of(n, -1);
+        for (uint32_t i = 0; i < n;) {
+            if (!live_[i]) {
+                i++;
+                continue;
+            }
+            Block b;
+            b.first = i;
+            uint32_t j = i;
+            do {
+                block_of[j] = static_cast<int32_t>(bl.size());
+                if (width(j) == 2 && j + 1 < n) {
+                    block_of[j + 1] = static_cast<int32_t>(bl.size());
+                }
+                j += width(j);
+            } while (j < n && !lead[j] && live_[j]);
+            b.end = j;
+            bl.push_back(b);
+            i = j;
+        }
+        const uint32_t nb = static_cast<uint32_t>(bl.size());
+        for (auto& b : bl) {
+            uint32_t last = b.first;
+            for (uint32_t j = b.first; j < b.end; j += width(j)) {
+                last = j;
+            }
+            for (uint32_t s : succ(last)) {
+                b.succ.push_back(static_cast<uint32_t>(block_of[s]));
+                if (s == b.end && !(ins_[last].cls() == kJmp && ins_[last].op() == kJa)) {
+                    b.fall = static_cast<uint32_t>(block_of[s]);
+                }
+            }
+        }
+        // Reverse postorder and dominators (Cooper, Harvey, Kennedy).
+        std::vector<uint32_t> order, rpo_at(nb, 0);
+        {
+            std::vector<uint8_t> seen(nb, 0);
+            std::vector<std::pair<uint32_t, size_t>> stack{{0, 0}};
+            seen[0] = 1;
+            while (!stack.empty()) {
+                auto& [b, k] = stack.back();
+                if (k < bl[b].succ.size()) {
+                    uint32_t s = bl[b].succ[k++];
+                    if (!seen[s]) {
+                        seen[s] = 1;
+                        stack.push_back({s, 0});
+                    }
+                } else {
+                    order.push_back(b);
+                    stack.pop_back();
+                }
+            }
+            std::reverse(order.begin(), order.end());
+            for (uint32_t k = 0; k < order.size(); k++) {
+                rpo_at[order[k]] = k;
+            }
+        }
+        std::vector<std::vector<uint32_t>> preds(nb);
+        for (uint32_t b = 0; b < nb; b++) {
+            for (uint32_t s : bl[b].succ) {
+                preds[s].push_back(b);
+            }
+        }
+        std::vector<int64_t> idom(nb, -1);
+        idom[0] = 0;
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (uint32_t b : order) {
+                if (b == 0) {
+                    continue;
+                }
+                int64_t d = -1;
+                for (uint32_t p : preds[b]) {
+                    if (idom[p] < 0) {
+                        continue;
+                    }
+                    if (d < 0) {
+                        d = p;
+                        continue;
+                    }
+                    uint64_t x = static_cast<uint64_t>(d), y = p;
+                    while (x != y) {
+                        while (rpo_at[x] > rpo_at[y]) {
+                            x = static_cast<uint64_t>(idom[x]);
+                        }
+                        while (rpo_at[y] > rpo_at[x]) {
+                            y = static_cast<uint64_t>(idom[y]);
+                        }
+                    }
+                    d = static_cast<int64_t>(x);
+                }
+                if (d != idom[b]) {
+                    idom[b] = d;
+                    changed = true;
+                }
+            }
+        }
+        auto dominates = [&](uint32_t a, uint32_t b) {
+            for (;;) {
+                if (a == b) {
+                    return true;
+                }
+                if (b == 0) {
+                    return false;
+                }
+                b = static_cast<uint32_t>(idom[b]);
+            }
+        };
+        // Loops: a retreating edge (in reverse postorder) must go to a
+        // dominator of its source, else the flow is irreducible.
+        std::map<uint32_t, std::set<uint32_t>> body;  // header -> blocks
+        for (uint32_t b = 0; b < nb; b++) {
+            for (uint32_t s : bl[b].succ) {
+                if (rpo_at[s] > rpo_at[b]) {
+                    continue;
+                }
+                if (!dominates(s, b)) {
+                    fail(bl[b].first,
+                         "this jump makes a loop with two entries (irreducible "
+                         "control flow), which the ISA cannot bound");
+                }
+                auto& lb = body[s];
+                lb.insert(s);
+                std::vector<uint32_t> work{b};
+                while (!work.empty()) {
+                    uint32_t x = work.back();
+                    work.pop_back();
+                    if (lb.insert(x).second) {
+                        for (uint32_t p : preds[x]) {
+                            work.push_back(p);
+                        }
+                    }
+                }
+            }
+        }
+        // Layout, loop by loop.
+        std::vector<uint32_t> out;
+        std::function<void(const std::set<uint32_t>&, uint32_t, std::optional<uint32_t>)> lay =
+            [&](const std::set<uint32_t>& region, uint32_t entry, std::optional<uint32_t> own) {
+                // rep: the outermost loop inside the region holding a block
+                auto rep = [&](uint32_t b) {
+                    uint32_t best = b;
+                    size_t size = 0;
+                    for (const auto& [h, lb] : body) {
+                        if (own && h == *own) {
+                            continue;
+                        }
+                        if (region.count(h) && lb.count(b) && lb.size() > size &&
+                            std::includes(region.begin(), region.end(), lb.begin(), lb.end())) {
+                            best = h;
+                            size = lb.size();
+                        }
+                    }
+                    return best;
+                };
+                std::map<uint32_t, uint32_t> rep_of;
+                std::set<uint32_t> reps;
+                for (uint32_t b : region) {
+                    rep_of[b] = rep(b);
+                    reps.insert(rep_of[b]);
+                }
+                std::map<uint32_t, std::set<uint32_t>> dag;
+                std::map<uint32_t, uint32_t> indeg;
+                for (uint32_t r : reps) {
+                    indeg[r] = 0;
+                }
+                for (uint32_t b : region) {
+                    for (uint32_t s : bl[b].succ) {
+                        if (!region.count(s) || (own && s == *own) || rep_of[s] == rep_of[b]) {
+                            continue;
+                        }
+                        if (dag[rep_of[b]].insert(rep_of[s]).second) {
+                            indeg[rep_of[s]]++;
+                        }
+                    }
+                }
+                // Ready reps by clang's order (their first slot).
+                std::set<std::pair<uint32_t, uint32_t>> ready;
+                for (uint32_t r : reps) {
+                    if (indeg[r] == 0) {
+                        ready.insert({r == entry ? 0 : bl[r].first + 1, r});
+                    }
+                }
+                while (!ready.empty()) {
+                    uint32_t r = ready.begin()->second;
+                    ready.erase(ready.begin());
+                    if (body.count(r) && (!own || r != *own)) {
+                        lay(body[r], r, r);
+                    } else {
+                        out.push_back(r);
+                    }
+                    for (uint32_t s : dag[r]) {
+                        if (--indeg[s] == 0) {
+                            ready.insert({bl[s].first + 1, s});
+                        }
+                    }
+                }
+            };
+        std::set<uint32_t> all;
+        for (uint32_t b = 0; b < nb; b++) {
+            if (rpo_at[b] < order.size() && (b == 0 || idom[b] >= 0)) {
+                all.insert(b);
+            }
+        }
+        lay(all, 0, std::nullopt);
+        if (out.size() != all.size()) {
+            fail_obj("internal: the block layout lost blocks");
+        }
+        // The new instruction stream.
+        std::vector<BInsn> ni;
+        std::vector<SourceLoc> nl;
+        std::map<uint32_t, uint16_t> nr;
+        std::vector<uint32_t> at(nb, 0);
+        struct Fix {
+            size_t at;
+            uint32_t block;
+        };
+        std::vector<Fix> fixes;
+        for (size_t k = 0; k < out.size(); k++) {
+            const Block& b = bl[out[k]];
+            at[out[k]] = static_cast<uint32_t>(ni.size());
+            uint32_t last = b.first;
+            for (uint32_t j = b.first; j < b.end; j++) {
+                if (auto it = reloc_space_.find(j); it != reloc_space_.end()) {
+                    nr[static_cast<uint32_t>(ni.size())] = it->second;
+                }
+                if (start_[j]) {
+                    last = j;
+                }
+                BInsn in = ins_[j];
+                if (j == last && (in.cls() == kJmp || in.cls() == kJmp32) && in.op() != kCall &&
+                    in.op() != kExit) {
+                    uint32_t t = static_cast<uint32_t>(int64_t{j} + 1 + in.off);
+                    fixes.push_back({ni.size(), static_cast<uint32_t>(block_of[t])});
+                }
+                ni.push_back(in);
+                nl.push_back(j < locs_.size() ? locs_[j] : SourceLoc{});
+            }
+            bool next_is_fall = k + 1 < out.size() && b.fall && out[k + 1] == *b.fall;
+            if (b.fall && !next_is_fall) {
+                BInsn ja;
+                ja.code = kJmp;  // | kJa, which is 0
+                fixes.push_back({ni.size(), *b.fall});
+                ni.push_back(ja);
+                nl.push_back(last < locs_.size() ? locs_[last] : SourceLoc{});
+            }
+        }
+        for (const auto& f : fixes) {
+            int64_t off = int64_t{at[f.block]} - int64_t(f.at) - 1;
+            if (off < INT16_MIN || off > INT16_MAX) {
+                fail_obj("program too long for its jumps after the block layout");
+            }
+            ni[f.at].off = static_cast<int16_t>(off);
+        }
+        ins_ = std::move(ni);
+        locs_ = std::move(nl);
+        reloc_space_ = std::move(nr);
+        start_.assign(ins_.size(), false);
+        for (size_t i = 0; i < ins_.size(); i += width(static_cast<uint32_t>(i))) {
+            start_[i] = true;
+        }
+        reachable();
     }
 
     void reachable() {
