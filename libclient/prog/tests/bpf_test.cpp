@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -171,6 +174,115 @@ TEST(Bpf, LocationsMapEveryInstruction) {
     std::string dump = disassemble_with_source(*r.program, r.locs);
     EXPECT_NE(dump.find("__sync_fetch_and_add"), std::string::npos) << dump;
     EXPECT_NE(dump.find("faa"), std::string::npos) << dump;
+}
+
+TEST(Bpf, AtomicsOnARegion) {
+    Program p = must_translate("atomics.c");
+    Env env(p, 24);
+    env.set_region64(0, 10 * 8, 5);
+    env.set_region64(0, 11 * 8, 6);
+    env.set_region64(0, 12 * 8, 7);
+    put64(env.args, 0, 10);
+    put64(env.args, 8, 5);  // expected: matches, so the CAS swaps
+    put64(env.args, 16, 100);
+    int st = env.run(p);
+    ASSERT_EQ(st, ROF_ISA_OK) << rof_exec_status_name(st);
+    EXPECT_EQ(env.ctx.prog_status, 0u);
+    EXPECT_EQ(get64(env.resp, 0), 5u);
+    EXPECT_EQ(get64(env.resp, 8), 6u);
+    EXPECT_EQ(get64(env.resp, 16), 7u);
+    EXPECT_EQ(env.region64(0, 10 * 8), 100u);
+    EXPECT_EQ(env.region64(0, 11 * 8), 100u);
+    EXPECT_EQ(env.region64(0, 12 * 8), 107u);
+    put64(env.args, 8, 5);  // expected 5, but the word is 100 now: no swap
+    put64(env.args, 16, 1);
+    ASSERT_EQ(env.run(p), ROF_ISA_OK);
+    EXPECT_EQ(get64(env.resp, 0), 100u);
+    EXPECT_EQ(env.region64(0, 10 * 8), 100u);
+    EXPECT_EQ(env.region64(0, 11 * 8), 1u);
+    EXPECT_EQ(env.region64(0, 12 * 8), 108u);
+}
+
+TEST(Bpf, VerifierRejectionNamesTheCLine) {
+    BpfResult r = translate("oob.c");
+    ASSERT_FALSE(r.ok());
+    ASSERT_TRUE(r.verify) << "translated, then rejected by the verifier: " << r.error;
+    EXPECT_NE(r.error.find("oob.c:10)"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("out of bounds"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("out = table[80];"), std::string::npos) << r.error;
+    EXPECT_NE(r.verify->log.find("oob.c:10"), std::string::npos) << r.verify->log;
+}
+
+TEST(Bpf, UnboundedLoopNamesTheLoop) {
+    BpfResult r = translate("unbounded.c");
+    ASSERT_FALSE(r.ok());
+    EXPECT_FALSE(r.verify) << "refused before the verifier";
+    EXPECT_NE(r.error.find("unbounded.c:13:"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("cannot bound this loop"), std::string::npos) << r.error;
+}
+
+// crc-read.c against the program library's crc-read.rofs: the same status,
+// response and region over a corpus of indexes and record states.
+TEST(Bpf, CrcReadMatchesTheAssemblyVersion) {
+    Program c = must_translate("crc-read.c");
+    std::ifstream f(std::string(ROF_PROGRAMS_SRC) + "/crc-read.rofs");
+    std::stringstream text;
+    text << f.rdbuf();
+    AsmResult a = assemble(text.str(), "crc-read.rofs");
+    ASSERT_TRUE(a.ok()) << a.error_text();
+    const Program& s = *a.program;
+    ASSERT_TRUE(verify(s).ok);
+    EXPECT_EQ(c.args_min, s.args_min);
+    EXPECT_EQ(c.args_max, s.args_max);
+    EXPECT_EQ(c.resp_max, s.resp_max);
+    ASSERT_EQ(c.slots.size(), 1u);
+    EXPECT_EQ(c.slots[0].name, s.slots[0].name);
+    EXPECT_EQ(c.slots[0].rights, s.slots[0].rights);
+    EXPECT_EQ(c.slots[0].len, s.slots[0].len);
+    std::mt19937_64 rng(25);
+    Env ec(c, 8), es(s, 8);
+    // Records: valid (payload and its CRC), torn (a wrong CRC), zero.
+    for (uint64_t i = 0; i < 1024; i++) {
+        uint8_t rec[64];
+        for (auto& b : rec) {
+            b = static_cast<uint8_t>(rng());
+        }
+        uint64_t crc = rof_exec_crc64(0, rec, 56);
+        switch (rng() % 3) {
+            case 0:
+                break;
+            case 1:
+                crc ^= 1 + rng() % 255;
+                break;
+            default:
+                std::memset(rec, 0, sizeof(rec));
+                crc = 0;
+        }
+        std::memcpy(rec + 56, &crc, 8);
+        std::memcpy(ec.mem[0].data() + i * 64, rec, 64);
+        std::memcpy(es.mem[0].data() + i * 64, rec, 64);
+    }
+    int counts[3] = {0, 0, 0};
+    for (int n = 0; n < 600; n++) {
+        uint64_t idx = n < 8 ? 1020 + n : rng() % 1100;  // includes BADARG ones
+        put64(ec.args, 0, idx);
+        put64(es.args, 0, idx);
+        std::fill(ec.resp.begin(), ec.resp.end(), 0);
+        std::fill(es.resp.begin(), es.resp.end(), 0);
+        int stc = ec.run(c), sts = es.run(s);
+        ASSERT_EQ(stc, sts) << idx;
+        ASSERT_EQ(stc, ROF_ISA_OK);
+        ASSERT_EQ(ec.ctx.prog_status, es.ctx.prog_status) << idx;
+        ASSERT_EQ(ec.ctx.resp_len, es.ctx.resp_len) << idx;
+        ASSERT_TRUE(std::equal(ec.resp.begin(), ec.resp.begin() + ec.ctx.resp_len, es.resp.begin()))
+            << idx;
+        ASSERT_LT(ec.ctx.prog_status, 3u);
+        counts[ec.ctx.prog_status]++;
+    }
+    EXPECT_TRUE(std::memcmp(ec.mem[0].data(), es.mem[0].data(), 65536) == 0);
+    EXPECT_GT(counts[0], 0);
+    EXPECT_GT(counts[1], 0);
+    EXPECT_GT(counts[2], 0);
 }
 
 TEST(Bpf, MalformedObjectsAreRefused) {
