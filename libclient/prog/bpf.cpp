@@ -975,7 +975,11 @@ class Translator {
                     continue;
                 }
                 if (!dominates(s, b)) {
-                    fail(bl[b].first,
+                    uint32_t last = bl[b].first;
+                    for (uint32_t j = bl[b].first; j < bl[b].end; j += width(j)) {
+                        last = j;
+                    }
+                    fail(last,
                          "this jump makes a loop with two entries (irreducible "
                          "control flow), which the ISA cannot bound");
                 }

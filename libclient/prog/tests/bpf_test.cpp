@@ -2,7 +2,10 @@
 // run on the userspace executor; refusals name the C line.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -283,6 +286,39 @@ TEST(Bpf, CrcReadMatchesTheAssemblyVersion) {
     EXPECT_GT(counts[0], 0);
     EXPECT_GT(counts[1], 0);
     EXPECT_GT(counts[2], 0);
+}
+
+TEST(Bpf, IrreducibleLoopIsRefused) {
+    BpfResult r = translate("irreducible.c");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error.find("irreducible.c:"), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find("two entries"), std::string::npos) << r.error;
+}
+
+// Every ```c block of docs/programs.md translates and verifies.
+TEST(Bpf, DocsExamplesTranslate) {
+    std::ifstream in(ROF_PROGRAMS_MD);
+    ASSERT_TRUE(in) << ROF_PROGRAMS_MD;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string doc = ss.str();
+    size_t pos = 0, found = 0;
+    while ((pos = doc.find("```c\n", pos)) != std::string::npos) {
+        size_t start = pos + 5, end = doc.find("```", start);
+        ASSERT_NE(end, std::string::npos);
+        auto dir = std::filesystem::temp_directory_path() /
+                   ("rof-doc-" + std::to_string(getpid()) + "-" + std::to_string(found));
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir / "doc.c") << doc.substr(start, end - start);
+        auto obj = compile_offload(ROF_CLANG, (dir / "doc.c").string(), {ROF_OFFLOAD_INCLUDE});
+        std::filesystem::remove_all(dir);
+        ASSERT_TRUE(obj.ok()) << obj.error;
+        BpfResult r = translate_bpf(*obj);
+        EXPECT_TRUE(r.ok()) << r.error;
+        found++;
+        pos = end + 3;
+    }
+    EXPECT_GE(found, 1u);
 }
 
 TEST(Bpf, MalformedObjectsAreRefused) {
