@@ -372,6 +372,11 @@ int test_local(Context& ctx, const ProgOpts& o) {
         tree["prog_status"] = c.prog_status;
     } else {
         tree["fault_pc"] = c.fault_pc;
+        // The source line of the faulting instruction: the .rofs line, or
+        // the C line of an offload in C.
+        if (const std::string at = p.where(c.fault_pc); !at.empty()) {
+            tree["fault_at"] = at;
+        }
     }
     tree["insns"] = c.executed;
     tree["bytes"] = c.bytes;

@@ -414,6 +414,23 @@ TEST_F(TempDir, ProgVerifyAndTestTakeC) {
     EXPECT_EQ(r.rc, rofctl::exit_check_failed) << r.out;
     EXPECT_NE(Json::parse(r.out)["error"].get<std::string>().find("bad.c:6"), std::string::npos)
         << r.out;
+
+    // A fault at run time names the C line too.
+    write(dir_ / "fault.c",
+          "#include <rof/offload.h>\n"
+          "ROF_ARGS(uint64_t, idx, 8, 8);\n"
+          "ROF_RESP(uint64_t, out, 8);\n"
+          "ROF_REGION(uint64_t, table, ROF_R, 64);\n"
+          "ROF_PROGRAM int get(uint64_t args_len)\n"
+          "{\n"
+          "\tout = table[idx];\n"
+          "\treturn 0;\n"
+          "}\n");
+    r = rofctl({"-j", "prog", "test", (dir_ / "fault.c").string(), "--args", "6400000000000000"});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    j = Json::parse(r.out);
+    EXPECT_EQ(j["result"], "EBOUNDS") << r.out;
+    EXPECT_NE(j["fault_at"].get<std::string>().find("fault.c:7"), std::string::npos) << r.out;
 }
 
 TEST_F(TempDir, ProgTestRunsOnTheUserspaceExecutor) {
