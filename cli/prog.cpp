@@ -68,7 +68,7 @@ bool is_c_offload(const std::string& file) {
     return ext == ".c" || ext == ".o";
 }
 
-rof::prog::Program c_program(const std::string& file) {
+rof::prog::BpfResult c_translate(const std::string& file) {
     std::vector<std::uint8_t> obj;
     if (fs::path(file).extension() == ".c") {
         const char* env_clang = std::getenv("ROF_CLANG");
@@ -103,7 +103,11 @@ rof::prog::Program c_program(const std::string& file) {
     if (!r.ok()) {
         throw rof::Error(rof::Code::invalid_argument, r.error);
     }
-    return *r.program;
+    return r;
+}
+
+rof::prog::Program c_program(const std::string& file) {
+    return *c_translate(file).program;
 }
 
 // FILE as the API takes it: *.rofs is assembly, *.c and *.o are offloads in
@@ -510,6 +514,36 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
             p.clear_source();  // `prog dump` shows these
             p.clear_disassembly();
             ctx.printer.print(p);
+            return exit_ok;
+        };
+    });
+
+    auto* build = obj->add_subcommand(
+        "build", "translate an offload in C to assembly, C lines as comments, for review");
+    build->add_option("file", o->file, "FILE.c or FILE.o")->required()->check(CLI::ExistingFile);
+    build->add_option("-o,--output", o->output, "write the assembly here (default: stdout)");
+    build->callback([&selected, o] {
+        selected = [o](Context& ctx) {
+            if (!is_c_offload(o->file)) {
+                throw UsageError("prog build: want FILE.c or FILE.o");
+            }
+            const auto r = c_translate(o->file);
+            const std::string text = rof::prog::disassemble_with_source(*r.program, r.locs);
+            if (o->output.empty() || o->output == "-") {
+                if (ctx.printer.json()) {
+                    Json tree = Json::object();
+                    tree["assembly"] = text;
+                    ctx.printer.print(tree);
+                } else {
+                    ctx.printer.text(std::string_view(text).substr(0, text.size() - 1));
+                }
+            } else {
+                std::ofstream f(o->output, std::ios::binary | std::ios::trunc);
+                f << text;
+                if (!f.flush()) {
+                    throw rof::Error(rof::Code::internal, "cannot write " + o->output);
+                }
+            }
             return exit_ok;
         };
     });

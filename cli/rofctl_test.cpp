@@ -393,6 +393,19 @@ TEST_F(TempDir, ProgVerifyAndTestTakeC) {
     EXPECT_EQ(j["response"], "0100000000000000") << r.out;
     EXPECT_EQ(j["changes"][0]["offset"], 16) << r.out;
 
+    // prog build: the assembly with the C lines as comments, for review; it
+    // assembles to the same program.
+    const std::string built = (dir_ / "inc.rofs").string();
+    r = rofctl({"prog", "build", prog, "-o", built});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    std::ifstream bin(built);
+    const std::string text(std::istreambuf_iterator<char>(bin), {});
+    EXPECT_NE(text.find("; " + prog + ":9:"), std::string::npos) << text;
+    EXPECT_NE(text.find("faa r"), std::string::npos) << text;
+    r = rofctl({"-j", "prog", "test", built, "--args", "0200000000000000"});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    EXPECT_EQ(Json::parse(r.out)["response"], "0100000000000000") << r.out;
+
     auto obj =
         rof::prog::compile_offload("clang", prog, {(src_dir / "libclient/include").string()});
     ASSERT_TRUE(obj.ok()) << obj.error;

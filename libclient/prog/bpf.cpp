@@ -2167,28 +2167,43 @@ Result<std::vector<uint8_t>> compile_offload(const std::string& clang, const std
 }
 
 std::string disassemble_with_source(const Program& p, const std::vector<SourceLoc>& locs) {
-    std::string out;
-    std::string last;
-    for (uint32_t pc = 0; pc < p.insns.size();) {
-        auto in = decode_insn(p.insns, pc);
-        if (!in.ok()) {
-            out += fmt::format("{:5}: .raw\n", pc);
-            pc++;
+    // The canonical text with a comment line before the first instruction
+    // (and its labels) of each C line: it assembles to the same image.
+    const std::string text = disassemble(p);
+    std::string out, labels, last;
+    uint32_t pc = 0;
+    bool body = false;
+    for (size_t at = 0; at < text.size();) {
+        size_t nl = text.find('\n', at);
+        if (nl == std::string::npos) {
+            nl = text.size();
+        }
+        std::string line = text.substr(at, nl - at);
+        at = nl + 1;
+        if (!body && !line.empty() && line[0] == '.' && line.rfind(".raw", 0) != 0) {
+            out += line + "\n";  // a directive
+            continue;
+        }
+        body = true;
+        if (!line.empty() && line.back() == ':' && line[0] != '\t') {
+            labels += line + "\n";
             continue;
         }
         if (pc < locs.size()) {
             std::string w = locs[pc].str();
             if (!w.empty() && w != last) {
-                std::string t = locs[pc].text;
+                const std::string& t = locs[pc].text;
                 size_t a = t.find_first_not_of(" \t");
                 out += fmt::format("; {}: {}\n", w, a == std::string::npos ? "" : t.substr(a));
                 last = w;
             }
         }
-        out += fmt::format("{:5}: {}\n", pc, format_insn(p, pc, *in));
-        pc += in->slots();
+        out += labels + line + "\n";
+        labels.clear();
+        auto in = decode_insn(p.insns, pc);
+        pc += in.ok() ? in->slots() : 1;
     }
-    return out;
+    return out + labels;
 }
 
 }  // namespace rof::prog

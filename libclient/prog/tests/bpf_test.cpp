@@ -177,6 +177,9 @@ TEST(Bpf, LocationsMapEveryInstruction) {
     std::string dump = disassemble_with_source(*r.program, r.locs);
     EXPECT_NE(dump.find("__sync_fetch_and_add"), std::string::npos) << dump;
     EXPECT_NE(dump.find("faa"), std::string::npos) << dump;
+    AsmResult back = assemble(dump, "inc.rofs");
+    ASSERT_TRUE(back.ok()) << back.error_text() << dump;
+    EXPECT_EQ(back.program->encode(), r.program->encode()) << "the annotated text round-trips";
 }
 
 TEST(Bpf, AtomicsOnARegion) {

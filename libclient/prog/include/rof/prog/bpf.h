@@ -65,8 +65,9 @@ rof::prog::Result<std::vector<uint8_t>> compile_offload(
     const std::string& clang, const std::string& source,
     const std::vector<std::string>& include_dirs);
 
-// The program's text with each C line (as `; file:line: text`) before the
-// instructions translated from it, as `bpftool prog dump xlated linum`.
+// The program's canonical text (disassemble) with each C line, as a
+// `; file:line:col: text` comment, before the instructions translated from
+// it, as `bpftool prog dump xlated linum`; it assembles to the same image.
 std::string disassemble_with_source(const Program& p, const std::vector<SourceLoc>& locs);
 
 }  // namespace rof::prog
