@@ -75,12 +75,12 @@ typedef __INT64_TYPE__ int64_t;
  * ".rof.decl".  The layout is the translator's (libclient/prog/bpf.cpp).
  */
 struct rof_decl {
-	rof_u32 kind; /* ROF_DECL_* */
-	rof_u32 rights;
-	rof_u32 flags;
-	rof_u32 min;
-	rof_u64 len;
-	char name[32];
+    rof_u32 kind; /* ROF_DECL_* */
+    rof_u32 rights;
+    rof_u32 flags;
+    rof_u32 min;
+    rof_u64 len;
+    char name[32];
 };
 
 #define ROF_DECL_ARGS 1
@@ -88,42 +88,41 @@ struct rof_decl {
 #define ROF_DECL_RESP 3
 #define ROF_DECL_REGION 4
 
-#define ROF__DECL(kind_, name_, rights_, flags_, min_, len_)                 \
-	static const struct rof_decl __rof_decl_##name_                       \
-		__attribute__((section(".rof.decl"), used)) = {               \
-			(kind_), (rights_), (flags_), (min_), (len_), #name_ }
+#define ROF__DECL(kind_, name_, rights_, flags_, min_, len_)        \
+    static const struct rof_decl __rof_decl_##name_ __attribute__(( \
+        section(".rof.decl"), used)) = {(kind_), (rights_), (flags_), (min_), (len_), #name_}
 
 /* The request: a `type` object called `name`, min..max bytes long. */
-#define ROF_ARGS(type, name, min, max)                                        \
-	extern type name;                                                     \
-	ROF__DECL(ROF_DECL_ARGS, name, 0, 0, (min), (max))
+#define ROF_ARGS(type, name, min, max) \
+    extern type name;                  \
+    ROF__DECL(ROF_DECL_ARGS, name, 0, 0, (min), (max))
 
 /* The session's scratch, sizeof(type) bytes, kept across invocations. */
-#define ROF_SCRATCH(type, name)                                               \
-	extern type name;                                                     \
-	ROF__DECL(ROF_DECL_SCRATCH, name, 0, 0, 0, sizeof(type))
+#define ROF_SCRATCH(type, name) \
+    extern type name;           \
+    ROF__DECL(ROF_DECL_SCRATCH, name, 0, 0, 0, sizeof(type))
 
 /* The response buffer, max bytes; the response is what the program wrote. */
-#define ROF_RESP(type, name, max)                                             \
-	extern type name;                                                     \
-	ROF__DECL(ROF_DECL_RESP, name, 0, 0, 0, (max))
+#define ROF_RESP(type, name, max) \
+    extern type name;             \
+    ROF__DECL(ROF_DECL_RESP, name, 0, 0, 0, (max))
 
 /*
  * A region slot: an array of `type` called `name` (also the slot's name,
  * which the tenant's policy binds), a window of len bytes, with `rights`
  * (ROF_R, ROF_RW, ROF_RA, ROF_RWA); ROF_REGION_FREELIST for ALLOC/FREE.
  */
-#define ROF_REGION(type, name, rights, len)                                   \
-	extern type name[];                                                   \
-	ROF__DECL(ROF_DECL_REGION, name, (rights), 0, 0, (len))
-#define ROF_REGION_FREELIST(type, name, rights, len)                          \
-	extern type name[];                                                   \
-	ROF__DECL(ROF_DECL_REGION, name, (rights), ROF_FREELIST, 0, (len))
+#define ROF_REGION(type, name, rights, len) \
+    extern type name[];                     \
+    ROF__DECL(ROF_DECL_REGION, name, (rights), 0, 0, (len))
+#define ROF_REGION_FREELIST(type, name, rights, len) \
+    extern type name[];                              \
+    ROF__DECL(ROF_DECL_REGION, name, (rights), ROF_FREELIST, 0, (len))
 
 /* The object of `type` at byte offset `off` of a space. */
-#define ROF_AT(type, space, off) ((type *)((char *)(space) + (off)))
+#define ROF_AT(type, space, off) ((type*)((char*)(space) + (off)))
 /* The byte offset of a pointer into a space. */
-#define ROF_OFF(space, ptr) ((rof_u64)((char *)(ptr) - (char *)(space)))
+#define ROF_OFF(space, ptr) ((rof_u64)((char*)(ptr) - (char*)(space)))
 
 /* The program: int name(uint64_t args_len), returning its status. */
 #define ROF_PROGRAM __attribute__((section("rof"), used))
@@ -141,32 +140,27 @@ struct rof_decl {
 #define ROF_HELPER_COPY_BOUNDED 7
 
 /* COPY: memmove of len bytes (at most the smaller space); returns len. */
-static rof_u64 (*const rof_copy)(void *dst, const void *src,
-				 rof_u64 len) = (void *)ROF_HELPER_COPY;
+static rof_u64 (*const rof_copy)(void* dst, const void* src, rof_u64 len) = (void*)ROF_HELPER_COPY;
 /* CRC64: CRC-64/XZ of len bytes, chained from crc (start from 0). */
-static rof_u64 (*const rof_crc64)(rof_u64 crc, const void *p,
-				  rof_u64 len) = (void *)ROF_HELPER_CRC64;
+static rof_u64 (*const rof_crc64)(rof_u64 crc, const void* p,
+                                  rof_u64 len) = (void*)ROF_HELPER_CRC64;
 /* HASH: the ISA's hash64 of len bytes with seed. */
-static rof_u64 (*const rof_hash)(rof_u64 seed, const void *p,
-				 rof_u64 len) = (void *)ROF_HELPER_HASH;
+static rof_u64 (*const rof_hash)(rof_u64 seed, const void* p, rof_u64 len) = (void*)ROF_HELPER_HASH;
 /*
  * RESPOND: ends the program with a response of exactly len bytes and the
  * constant status; write `return rof_respond(len, status);`.
  */
-static int (*const rof_respond)(rof_u64 len,
-				int status) = (void *)ROF_HELPER_RESPOND;
+static int (*const rof_respond)(rof_u64 len, int status) = (void*)ROF_HELPER_RESPOND;
 /* ALLOC: a block of the region's free list (its offset), or ROF_NULL. */
-static rof_u64 (*const rof_alloc)(const void *region) = (void *)ROF_HELPER_ALLOC;
+static rof_u64 (*const rof_alloc)(const void* region) = (void*)ROF_HELPER_ALLOC;
 /* FREE: gives the block at offset off back to the region's free list. */
-static void (*const rof_free)(const void *region,
-			      rof_u64 off) = (void *)ROF_HELPER_FREE;
+static void (*const rof_free)(const void* region, rof_u64 off) = (void*)ROF_HELPER_FREE;
 /*
  * COPY, bounded source (PRISM's <ptr, bound>): pair points at two u64,
  * an offset into `region` and a length; copies min(len, bound) bytes of
  * region from that offset to dst, len a constant cap; returns the count.
  */
-static rof_u64 (*const rof_copy_bounded)(void *dst, const void *region,
-					 const void *pair, rof_u64 len) =
-	(void *)ROF_HELPER_COPY_BOUNDED;
+static rof_u64 (*const rof_copy_bounded)(void* dst, const void* region, const void* pair,
+                                         rof_u64 len) = (void*)ROF_HELPER_COPY_BOUNDED;
 
 #endif /* ROF_OFFLOAD_H */
