@@ -1520,8 +1520,16 @@ class Translator {
                 }
             }
         }
-        uint64_t best = UINT64_MAX;
-        for (uint32_t i = lp.head; i <= lp.latch && entry && at_back; i++) {
+        // The exit tests: x = (head value of `base`) + d compared with k;
+        // the loop goes on while `x cont k`.
+        struct Test {
+            int8_t base;
+            int64_t d, c, k;
+            rof_jmp cont;
+            bool is32;
+        };
+        std::vector<Test> tests;
+        for (uint32_t i = lp.head; i <= lp.latch && at_back; i++) {
             if (!start_[i] || !live_[i] || !every.count(i) || !every[i]) {
                 continue;
             }
@@ -1536,51 +1544,85 @@ class Translator {
                 continue;
             }
             Aff back = (*at_back)[x.base];
-            const Val& v0v = entry->r[x.base];
-            if (back.base != x.base || back.d == 0 || v0v.k != Val::Scalar || !v0v.known) {
+            if (back.base != x.base || back.d == 0) {
                 continue;
             }
-            int64_t c = back.d;
             int64_t t = int64_t{i} + 1 + in.off;
-            bool leaves = t > lp.latch || t < lp.head;
             std::optional<rof_jmp> cont;
-            if (leaves) {
+            if (t > lp.latch || t < lp.head) {
                 cont = inverse(*j);
             } else if (t == lp.head && i == lp.latch) {
                 cont = *j;
             }
-            int64_t v0 = static_cast<int64_t>(v0v.v);
-            int64_t u = v0 + x.d;  // the value tested in iteration 0
-            int64_t k = in.imm;
-            if (!cont || v0 < 0 || v0 > (int64_t{1} << 40) || u < 0 || k < 0 ||
-                (in.cls() == kJmp32 && (u > INT32_MAX || k > INT32_MAX))) {
+            if (cont && in.imm >= 0) {
+                tests.push_back(Test{x.base, x.d, back.d, in.imm, *cont, in.cls() == kJmp32});
+            }
+        }
+        auto unsigned_lt = [](rof_jmp j) { return j == ROF_JMP_JLT || j == ROF_JMP_JLE; };
+        auto unsigned_gt = [](rof_jmp j) { return j == ROF_JMP_JGT || j == ROF_JMP_JGE; };
+        uint64_t best = UINT64_MAX;
+        for (const Test& te : tests) {
+            int64_t c = te.c, k = te.k;
+            const Val* v0v = entry ? &entry->r[te.base] : nullptr;
+            bool known = v0v && v0v->k == Val::Scalar && v0v->known &&
+                         static_cast<int64_t>(v0v->v) >= 0 &&
+                         static_cast<int64_t>(v0v->v) <= (int64_t{1} << 40);
+            // The value tested in iteration 0, or a bound on it: an
+            // increasing unsigned value is at least 0; a decreasing one is
+            // at most what another test lets through in iteration 0.
+            std::optional<int64_t> u;
+            if (known) {
+                u = static_cast<int64_t>(v0v->v) + te.d;
+            } else if (c > 0 && unsigned_lt(te.cont)) {
+                u = 0;
+            } else if (c < 0 && unsigned_gt(te.cont)) {
+                for (const Test& o : tests) {
+                    if (o.base == te.base && unsigned_lt(o.cont) && o.is32 == te.is32) {
+                        int64_t hi = (o.cont == ROF_JMP_JLT ? o.k : o.k + 1) - 1 - o.d + te.d;
+                        u = u ? std::min(*u, hi) : hi;
+                    }
+                }
+            }
+            if (c < 0 && unsigned_lt(te.cont)) {
+                u = 0;  // whatever the start: see below
+            }
+            if (!u || *u < 0 || *u > (int64_t{1} << 40) ||
+                (te.is32 && (*u > INT32_MAX || k > INT32_MAX))) {
                 continue;
             }
             uint64_t n = UINT64_MAX;
+            if (c < 0 && unsigned_lt(te.cont)) {
+                // A decreasing value kept below a limit (clang's form of
+                // `n > A && n < B`: n - A - 1 < B - A - 1): it leaves
+                // [0, lim) within lim / |c| + 1 steps, down or by wrapping.
+                int64_t lim = te.cont == ROF_JMP_JLT ? k : k + 1;
+                best = std::min(best, static_cast<uint64_t>((lim - 1) / -c) + 2);
+                continue;
+            }
             if (c > 0) {
                 int64_t lim = -1;  // goes on while the value < lim
-                if (*cont == ROF_JMP_JLT || *cont == ROF_JMP_JSLT) {
+                if (te.cont == ROF_JMP_JLT || (known && te.cont == ROF_JMP_JSLT)) {
                     lim = k;
-                } else if (*cont == ROF_JMP_JLE || *cont == ROF_JMP_JSLE) {
+                } else if (te.cont == ROF_JMP_JLE || (known && te.cont == ROF_JMP_JSLE)) {
                     lim = k + 1;
-                } else if (*cont == ROF_JMP_JNE && u <= k && (k - u) % c == 0) {
+                } else if (known && te.cont == ROF_JMP_JNE && *u <= k && (k - *u) % c == 0) {
                     lim = k;
                 }
                 if (lim >= 0) {
-                    n = lim > u ? static_cast<uint64_t>((lim - 1 - u) / c) + 2 : 1;
+                    n = lim > *u ? static_cast<uint64_t>((lim - 1 - *u) / c) + 2 : 1;
                 }
             } else {
                 int64_t m = -c;
                 int64_t lim = -2;  // goes on while the value > lim
-                if (*cont == ROF_JMP_JGT || *cont == ROF_JMP_JSGT) {
+                if (te.cont == ROF_JMP_JGT || (known && te.cont == ROF_JMP_JSGT)) {
                     lim = k;
-                } else if (*cont == ROF_JMP_JGE || *cont == ROF_JMP_JSGE) {
+                } else if (te.cont == ROF_JMP_JGE || (known && te.cont == ROF_JMP_JSGE)) {
                     lim = k - 1;
-                } else if (*cont == ROF_JMP_JNE && u >= k && (u - k) % m == 0) {
+                } else if (known && te.cont == ROF_JMP_JNE && *u >= k && (*u - k) % m == 0) {
                     lim = k;
                 }
                 if (lim >= -1) {
-                    n = u > lim ? static_cast<uint64_t>((u - lim - 1) / m) + 2 : 1;
+                    n = *u > lim ? static_cast<uint64_t>((*u - lim - 1) / m) + 2 : 1;
                 }
             }
             best = std::min(best, n);

@@ -291,6 +291,35 @@ TEST(Bpf, CrcReadMatchesTheAssemblyVersion) {
     EXPECT_GT(counts[2], 0);
 }
 
+// Bounds the request sets: a start from the request, a range check.  The
+// results are the C semantics' for every input (never the loop-limit status).
+TEST(Bpf, LoopBoundsFromTheRequest) {
+    Program p = must_translate("bounds.c");
+    Env env(p, 16);
+    for (uint64_t i = 0; i < 64; i++) {
+        env.set_region64(0, i * 8, i * i + 1);
+    }
+    for (uint64_t start : {0ull, 1ull, 40ull, 63ull, 64ull, 1000ull, ~0ull}) {
+        for (uint64_t n : {0ull, 10ull, 11ull, 12ull, 50ull, 99ull, 100ull, ~0ull}) {
+            uint64_t sum = 0, steps = 0, m = n;
+            for (uint64_t i = start; i < 64; i++) {
+                sum += i * i + 1;
+            }
+            while (m > 10 && m < 100) {
+                m -= 3;
+                steps++;
+            }
+            put64(env.args, 0, start);
+            put64(env.args, 8, n);
+            int st = env.run(p);
+            ASSERT_EQ(st, ROF_ISA_OK) << rof_exec_status_name(st);
+            ASSERT_EQ(env.ctx.prog_status, 0u) << start << " " << n;
+            EXPECT_EQ(get64(env.resp, 0), sum) << start << " " << n;
+            EXPECT_EQ(get64(env.resp, 8), steps) << start << " " << n;
+        }
+    }
+}
+
 TEST(Bpf, IrreducibleLoopIsRefused) {
     BpfResult r = translate("irreducible.c");
     ASSERT_FALSE(r.ok());
