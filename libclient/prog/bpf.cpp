@@ -650,6 +650,9 @@ class Translator {
         }
         for (size_t i = 0; i < n; i++) {
             start_[i] = true;
+            if (ins_[i].dst > 10 || ins_[i].src > 10) {
+                fail(static_cast<uint32_t>(i), "register beyond r10: not a clang object");
+            }
             if (ins_[i].code == (kLd | 0x18 | kModeImm)) {
                 if (i + 1 >= n) {
                     fail_obj("truncated ld_imm64");
@@ -1405,7 +1408,7 @@ class Translator {
             int64_t d = 0;
             bool operator==(const Aff&) const = default;
         };
-        using AState = std::array<Aff, 10>;
+        using AState = std::array<Aff, 16>;  // r0-r9 used, the rest never set
         auto ajoin = [](const AState& a, const AState& b) {
             AState s;
             for (size_t r = 0; r < s.size(); r++) {

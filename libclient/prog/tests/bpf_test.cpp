@@ -372,5 +372,61 @@ TEST(Bpf, MalformedObjectsAreRefused) {
     }
 }
 
+// Random mutations of the code of every test object: each one is refused
+// with a message, or translated into a program the verifier accepts and the
+// executor runs to a status (never a crash; the sanitizer build checks the
+// rest).
+TEST(Bpf, MutatedCodeIsRefusedOrSafe) {
+    std::mt19937_64 rng(2025);
+    int translated = 0, refused = 0;
+    for (const char* name :
+         {"inc.c", "lookup.c", "find.c", "sum.c", "atomics.c", "crc-read.c", "bounds.c"}) {
+        std::vector<uint8_t> obj = compile(name);
+        ASSERT_FALSE(obj.empty());
+        // The program's code: section "rof", found through the ELF header.
+        uint64_t shoff;
+        uint16_t shnum, shstrndx;
+        std::memcpy(&shoff, obj.data() + 40, 8);
+        std::memcpy(&shnum, obj.data() + 60, 2);
+        std::memcpy(&shstrndx, obj.data() + 62, 2);
+        uint64_t strs;
+        std::memcpy(&strs, obj.data() + shoff + uint64_t{shstrndx} * 64 + 24, 8);
+        uint64_t code = 0, code_len = 0;
+        for (uint16_t i = 0; i < shnum; i++) {
+            const uint8_t* sh = obj.data() + shoff + uint64_t{i} * 64;
+            uint32_t nm;
+            std::memcpy(&nm, sh, 4);
+            if (std::strcmp(reinterpret_cast<const char*>(obj.data() + strs + nm), "rof") == 0) {
+                std::memcpy(&code, sh + 24, 8);
+                std::memcpy(&code_len, sh + 32, 8);
+            }
+        }
+        ASSERT_GT(code_len, 0u) << name;
+        for (int round = 0; round < 80; round++) {
+            std::vector<uint8_t> bad = obj;
+            for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; k++) {
+                bad[code + rng() % code_len] = static_cast<uint8_t>(rng());
+            }
+            BpfResult r = translate_bpf(bad);
+            if (!r.ok()) {
+                EXPECT_FALSE(r.error.empty());
+                refused++;
+                continue;
+            }
+            translated++;
+            Env env(*r.program, r.program->args_max);
+            for (auto& b : env.args) {
+                b = static_cast<uint8_t>(rng());
+            }
+            int st = env.run(*r.program, r.verify->worst_case);
+            EXPECT_NE(st, ROF_ISA_EBUDGET) << "the verifier's worst case bounds every run";
+            EXPECT_NE(st, ROF_ISA_EINSN);
+            EXPECT_NE(st, ROF_ISA_EPC);
+        }
+    }
+    EXPECT_GT(refused, 0);
+    EXPECT_GT(translated, 0);
+}
+
 }  // namespace
 }  // namespace rof::prog
