@@ -1642,12 +1642,6 @@ class Translator {
         return static_cast<uint32_t>(best);
     }
 
-    bool is_back_edge_to(uint32_t i, uint32_t head) const {
-        const BInsn& in = ins_[i];
-        return (in.cls() == kJmp || in.cls() == kJmp32) && in.op() != kCall && in.op() != kExit &&
-               in.off < 0 && int64_t{i} + 1 + in.off == head;
-    }
-
     const Loop* loop_of_head(uint32_t h) const {
         for (const auto& lp : loops_) {
             if (lp.head == h) {
