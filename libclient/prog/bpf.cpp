@@ -468,9 +468,18 @@ Val join(const Val& a, const Val& b) {
 
 struct State {
     Val r[11];
-    std::map<int64_t, Val> stack;  // 8-byte spills at r10 + key
+    // 4- and 8-byte spills: key (r10 offset) * 16 + size
+    std::map<int64_t, Val> stack;
     bool operator==(const State&) const = default;
 };
+
+// A spill key's r10 offset and size.
+int64_t spill_size(int64_t key) {
+    return ((key % 16) + 16) % 16;
+}
+int64_t spill_off(int64_t key) {
+    return (key - spill_size(key)) / 16;
+}
 
 State join(const State& a, const State& b) {
     State s;
@@ -1214,8 +1223,9 @@ class Translator {
                 break;
             case kLdx: {
                 Val v = Val::scalar();
-                if (in.src == 10 && size_bytes(in.code) == 8) {
-                    auto it = st.stack.find(in.off);
+                unsigned n = size_bytes(in.code);
+                if (in.src == 10 && (n == 4 || n == 8)) {
+                    auto it = st.stack.find(int64_t{in.off} * 16 + n);
                     if (it != st.stack.end()) {
                         v = it->second;
                     }
@@ -1238,14 +1248,21 @@ class Translator {
                 if (in.dst == 10) {
                     int64_t lo = in.off, hi = lo + size_bytes(in.code);
                     for (auto it = st.stack.begin(); it != st.stack.end();) {
-                        if (it->first < hi && it->first + 8 > lo) {
+                        if (spill_off(it->first) < hi &&
+                            spill_off(it->first) + spill_size(it->first) > lo) {
                             it = st.stack.erase(it);
                         } else {
                             ++it;
                         }
                     }
-                    if (in.cls() == kStx && size_bytes(in.code) == 8) {
-                        st.stack[in.off] = st.r[in.src];
+                    unsigned n = size_bytes(in.code);
+                    if (in.cls() == kStx && (n == 4 || n == 8)) {
+                        Val v = st.r[in.src];
+                        if (n == 4) {
+                            v = v.k == Val::Scalar && v.known ? Val::num(v.v & 0xffffffff)
+                                                              : Val::scalar();
+                        }
+                        st.stack[int64_t{in.off} * 16 + n] = v;
                     }
                 }
                 break;
@@ -1404,22 +1421,43 @@ class Translator {
         // head of this iteration) + a constant, or unknown.  The body is
         // forward-only but for inner loops, whose registers become unknown.
         struct Aff {
-            int8_t base = -1;  // -1: unknown
+            int32_t base = -1;  // -1: unknown; a register, or kSlot + a spill key
             int64_t d = 0;
             bool operator==(const Aff&) const = default;
         };
-        using AState = std::array<Aff, 16>;  // r0-r9 used, the rest never set
+        constexpr int32_t kSlot = 1000000;  // bases of stack spills: kSlot + key (>= 16)
+        struct AState {
+            std::array<Aff, 16> r;      // r0-r9 used, the rest never set
+            std::map<int64_t, Aff> st;  // spills, by key (offset * 16 + size)
+            Aff& operator[](size_t i) { return r[i]; }
+            const Aff& operator[](size_t i) const { return r[i]; }
+        };
         auto ajoin = [](const AState& a, const AState& b) {
             AState s;
-            for (size_t r = 0; r < s.size(); r++) {
+            for (size_t r = 0; r < s.r.size(); r++) {
                 s[r] = a[r] == b[r] ? a[r] : Aff{};
+            }
+            for (const auto& [k, v] : a.st) {
+                auto it = b.st.find(k);
+                if (it != b.st.end() && it->second == v) {
+                    s.st[k] = v;
+                }
             }
             return s;
         };
         std::map<uint32_t, AState> ain;
         AState h;
-        for (int8_t r = 0; r < 10; r++) {
+        for (int32_t r = 0; r < 10; r++) {
             h[r] = Aff{r, 0};
+        }
+        for (uint32_t i = lp.head; i <= lp.latch; i++) {
+            const BInsn& in = ins_[i];
+            unsigned n = size_bytes(in.code);
+            if (start_[i] && in.cls() == kStx && (in.code & 0xe0) == kModeMem && in.dst == 10 &&
+                (n == 4 || n == 8)) {
+                int64_t key = int64_t{in.off} * 16 + n;
+                h.st[key] = Aff{kSlot + static_cast<int32_t>(key), 0};
+            }
         }
         ain[lp.head] = h;
         std::optional<AState> at_back;   // joined over the back edges
@@ -1484,13 +1522,33 @@ class Translator {
                     }
                     break;
                 case kLd:
-                case kLdx:
                     set(in.dst, Aff{});
                     break;
+                case kLdx: {
+                    unsigned n = size_bytes(in.code);
+                    auto it = s.st.find(int64_t{in.off} * 16 + n);
+                    set(in.dst, in.src == 10 && it != s.st.end() ? it->second : Aff{});
+                    break;
+                }
+                case kSt:
                 case kStx:
                     if ((in.code & 0xe0) == kModeAtomic) {
                         set(in.src, Aff{});
                         set(0, Aff{});
+                    } else if (in.dst == 10) {
+                        unsigned n = size_bytes(in.code);
+                        int64_t lo = in.off, hi = lo + n;
+                        for (auto it = o.st.begin(); it != o.st.end();) {
+                            if (spill_off(it->first) < hi &&
+                                spill_off(it->first) + spill_size(it->first) > lo) {
+                                it = o.st.erase(it);
+                            } else {
+                                ++it;
+                            }
+                        }
+                        if (in.cls() == kStx && (n == 4 || n == 8)) {
+                            o.st[lo * 16 + n] = s[in.src];
+                        }
                     }
                     break;
                 case kJmp:
@@ -1526,7 +1584,7 @@ class Translator {
         // The exit tests: x = (head value of `base`) + d compared with k;
         // the loop goes on while `x cont k`.
         struct Test {
-            int8_t base;
+            int32_t base;
             int64_t d, c, k;
             rof_jmp cont;
             bool is32;
@@ -1546,15 +1604,29 @@ class Translator {
             if (!j || x.base < 0) {
                 continue;
             }
-            Aff back = (*at_back)[x.base];
+            Aff back;
+            if (x.base < 16) {
+                back = (*at_back)[static_cast<size_t>(x.base)];
+            } else if (auto it = at_back->st.find(x.base - kSlot); it != at_back->st.end()) {
+                back = it->second;
+            }
             if (back.base != x.base || back.d == 0) {
                 continue;
             }
             int64_t t = int64_t{i} + 1 + in.off;
+            auto outside = [&](int64_t to) { return to > lp.latch || to < lp.head; };
+            // The fall-through leaves when it is a `ja` out (the layout
+            // puts one where the fall-through block is elsewhere).
+            if (i + 1 >= ins_.size()) {
+                continue;
+            }
+            const BInsn& nx = ins_[i + 1];
+            bool fall_leaves = i + 1 > lp.latch || (nx.cls() == kJmp && nx.op() == kJa &&
+                                                    outside(int64_t{i} + 2 + nx.off));
             std::optional<rof_jmp> cont;
-            if (t > lp.latch || t < lp.head) {
+            if (outside(t)) {
                 cont = inverse(*j);
-            } else if (t == lp.head && i == lp.latch) {
+            } else if ((t == lp.head && i == lp.latch) || fall_leaves) {
                 cont = *j;
             }
             if (cont && in.imm >= 0) {
@@ -1566,7 +1638,13 @@ class Translator {
         uint64_t best = UINT64_MAX;
         for (const Test& te : tests) {
             int64_t c = te.c, k = te.k;
-            const Val* v0v = entry ? &entry->r[te.base] : nullptr;
+            const Val* v0v = nullptr;
+            if (entry && te.base < 16) {
+                v0v = &entry->r[te.base];
+            } else if (entry) {
+                auto it = entry->stack.find(te.base - kSlot);
+                v0v = it != entry->stack.end() ? &it->second : nullptr;
+            }
             bool known = v0v && v0v->k == Val::Scalar && v0v->known &&
                          static_cast<int64_t>(v0v->v) >= 0 &&
                          static_cast<int64_t>(v0v->v) <= (int64_t{1} << 40);

@@ -320,6 +320,25 @@ TEST(Bpf, LoopBoundsFromTheRequest) {
     }
 }
 
+// Three nested loops, the outer counter spilled to the stack by clang.
+TEST(Bpf, NestedLoopsWithASpilledCounter) {
+    BpfResult r = translate("kv-shape.c");
+    ASSERT_TRUE(r.ok()) << r.error;
+    const Program& p = *r.program;
+    std::string text = disassemble_with_source(p, r.locs);
+    for (const char* trip : {", 8\n", ", 16\n", ", 32\n"}) {
+        EXPECT_NE(text.find(trip), std::string::npos) << trip << text;
+    }
+    Env env(p, 16);
+    put64(env.args, 0, 3);  // klen 3, voff 0; key "abc"
+    std::memcpy(env.args.data() + 8, "abc", 3);
+    ASSERT_EQ(env.run(p, r.verify->worst_case), ROF_ISA_OK);
+    EXPECT_EQ(env.ctx.prog_status, 1u) << "an empty index: not found after 8 x 16 probes";
+    put64(env.args, 0, 0);  // klen 0
+    ASSERT_EQ(env.run(p, r.verify->worst_case), ROF_ISA_OK);
+    EXPECT_EQ(env.ctx.prog_status, 4u);
+}
+
 TEST(Bpf, IrreducibleLoopIsRefused) {
     BpfResult r = translate("irreducible.c");
     ASSERT_FALSE(r.ok());
