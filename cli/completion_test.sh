@@ -51,7 +51,7 @@ check "rofctl " tenant policy region prog session audit status health stats top 
 check "rofctl batch -" --force --socket
 check "rofctl re" region
 check "rofctl s" session status stats
-check "rofctl prog " verify load replace list show dump unload run test
+check "rofctl prog " verify load replace build list show dump unload run test
 check "rofctl prog replace x -" --tenant --bind --socket
 check "rofctl region create x --" --size --rights --tenant --freelist --json
 check "rofctl region create x --rights " r rw rwa

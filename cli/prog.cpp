@@ -7,12 +7,14 @@
 // regions, with no server at all.
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "commands.h"
 #include "rof/prog/asm.h"
+#include "rof/prog/bpf.h"
 #include "rof/prog/program.h"
 #include "rof/prog/verifier.h"
 #include "rof/session.h"
@@ -57,9 +59,67 @@ struct ProgOpts {
     std::string output;  // list -o
 };
 
-// FILE as the API takes it: *.rofs is assembly, anything else an image.
+// An offload in C (docs/programs.md, "Offloads in C"): FILE.c compiled with
+// clang ($ROF_CLANG, default clang; -I each directory of the colon-separated
+// $ROF_OFFLOAD_INCLUDE besides the installed <rof/offload.h>), or FILE.o,
+// clang's object, translated.  Not verified here: the callers verify.
+bool is_c_offload(const std::string& file) {
+    const auto ext = fs::path(file).extension();
+    return ext == ".c" || ext == ".o";
+}
+
+rof::prog::BpfResult c_translate(const std::string& file) {
+    std::vector<std::uint8_t> obj;
+    if (fs::path(file).extension() == ".c") {
+        const char* env_clang = std::getenv("ROF_CLANG");
+        std::vector<std::string> inc;
+        if (const char* env_inc = std::getenv("ROF_OFFLOAD_INCLUDE")) {
+            std::string dirs = env_inc;
+            for (size_t at = 0; at <= dirs.size();) {
+                size_t end = dirs.find(':', at);
+                if (end == std::string::npos) {
+                    end = dirs.size();
+                }
+                if (end > at) {
+                    inc.push_back(dirs.substr(at, end - at));
+                }
+                at = end + 1;
+            }
+        }
+        auto o =
+            rof::prog::compile_offload(env_clang && *env_clang ? env_clang : "clang", file, inc);
+        if (!o) {
+            throw rof::Error(rof::Code::invalid_argument, o.error);
+        }
+        obj = std::move(*o);
+    } else {
+        const std::string body = read_file(file);
+        obj.assign(body.begin(), body.end());
+    }
+    rof::prog::BpfOptions bo;
+    bo.object_name = fs::path(file).filename().string();
+    bo.verify = false;
+    auto r = rof::prog::translate_bpf(obj, bo);
+    if (!r.ok()) {
+        throw rof::Error(rof::Code::invalid_argument, r.error);
+    }
+    return r;
+}
+
+rof::prog::Program c_program(const std::string& file) {
+    return *c_translate(file).program;
+}
+
+// FILE as the API takes it: *.rofs is assembly, *.c and *.o are offloads in
+// C (translated here, sent as an image), anything else an image.
 rof::v1::ProgramSource program_source(const std::string& file) {
     rof::v1::ProgramSource src;
+    if (is_c_offload(file)) {
+        const auto img = c_program(file).encode();
+        src.set_image(std::string(img.begin(), img.end()));
+        src.set_file(fs::path(file).filename().string());
+        return src;
+    }
     const std::string body = read_file(file);
     if (fs::path(file).extension() == ".rofs") {
         src.set_source(body);
@@ -91,8 +151,12 @@ rof::v1::Bind parse_bind(const std::string& text) {
     return b;
 }
 
-// The program of FILE in memory: assembled, or decoded from an image.
+// The program of FILE in memory: assembled, translated from C, or decoded
+// from an image.
 rof::prog::Program local_program(const std::string& file) {
+    if (is_c_offload(file)) {
+        return c_program(file);
+    }
     const std::string body = read_file(file);
     if (fs::path(file).extension() == ".rofs") {
         auto r = rof::prog::assemble(body, fs::path(file).filename().string());
@@ -312,6 +376,11 @@ int test_local(Context& ctx, const ProgOpts& o) {
         tree["prog_status"] = c.prog_status;
     } else {
         tree["fault_pc"] = c.fault_pc;
+        // The source line of the faulting instruction: the .rofs line, or
+        // the C line of an offload in C.
+        if (const std::string at = p.where(c.fault_pc); !at.empty()) {
+            tree["fault_at"] = at;
+        }
     }
     tree["insns"] = c.executed;
     tree["bytes"] = c.bytes;
@@ -370,7 +439,8 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
     obj->require_subcommand(0, 1);
     auto o = std::make_shared<ProgOpts>();
     const char* tenant_help = "the program's tenant (default: the caller's own)";
-    const char* file_help = "FILE.rofs (assembly) or an encoded image";
+    const char* file_help =
+        "FILE.rofs (assembly), FILE.c or FILE.o (an offload in C) or an encoded image";
     const char* bind_help = "SLOT=REGION[#FREELIST]: bind a slot (repeatable; default: by name)";
 
     auto* ver = obj->add_subcommand("verify", "assemble and verify without loading");
@@ -444,6 +514,36 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
             p.clear_source();  // `prog dump` shows these
             p.clear_disassembly();
             ctx.printer.print(p);
+            return exit_ok;
+        };
+    });
+
+    auto* build = obj->add_subcommand(
+        "build", "translate an offload in C to assembly, C lines as comments, for review");
+    build->add_option("file", o->file, "FILE.c or FILE.o")->required()->check(CLI::ExistingFile);
+    build->add_option("-o,--output", o->output, "write the assembly here (default: stdout)");
+    build->callback([&selected, o] {
+        selected = [o](Context& ctx) {
+            if (!is_c_offload(o->file)) {
+                throw UsageError("prog build: want FILE.c or FILE.o");
+            }
+            const auto r = c_translate(o->file);
+            const std::string text = rof::prog::disassemble_with_source(*r.program, r.locs);
+            if (o->output.empty() || o->output == "-") {
+                if (ctx.printer.json()) {
+                    Json tree = Json::object();
+                    tree["assembly"] = text;
+                    ctx.printer.print(tree);
+                } else {
+                    ctx.printer.text(std::string_view(text).substr(0, text.size() - 1));
+                }
+            } else {
+                std::ofstream f(o->output, std::ios::binary | std::ios::trunc);
+                f << text;
+                if (!f.flush()) {
+                    throw rof::Error(rof::Code::internal, "cannot write " + o->output);
+                }
+            }
             return exit_ok;
         };
     });

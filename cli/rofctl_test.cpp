@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "rof/prog/bpf.h"
 #include "rofctl.h"
 #include "rofctl_testing.h"
 #include "test_temp_dir.h"
@@ -363,6 +364,86 @@ TEST_F(TempDir, ProgVerifyOffline) {
     j = Json::parse(r.out);
     EXPECT_EQ(j["ok"], false);
     EXPECT_NE(j["error"].get<std::string>().find("bad.rofs:1:7: "), std::string::npos) << r.out;
+}
+
+// Offloads in C (docs/programs.md): FILE.c is compiled with clang (a build
+// dependency) and translated, FILE.o translated; errors name the C line.
+TEST_F(TempDir, ProgVerifyAndTestTakeC) {
+    ASSERT_EQ(setenv("ROF_OFFLOAD_INCLUDE", (src_dir / "libclient/include").c_str(), 1), 0);
+    write(dir_ / "inc.c",
+          "#include <rof/offload.h>\n"
+          "ROF_ARGS(uint64_t, idx, 8, 8);\n"
+          "ROF_RESP(uint64_t, out, 8);\n"
+          "ROF_REGION(uint64_t, counters, ROF_RA, 64);\n"
+          "ROF_PROGRAM int inc(uint64_t args_len)\n"
+          "{\n"
+          "\tif (idx >= 8)\n"
+          "\t\treturn 1;\n"
+          "\tout = __sync_fetch_and_add(&counters[idx], 1) + 1;\n"
+          "\treturn 0;\n"
+          "}\n");
+    const std::string prog = (dir_ / "inc.c").string();
+    Result r = rofctl({"-j", "prog", "verify", "--offline", prog});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    r = rofctl({"-j", "prog", "test", prog, "--args", "0200000000000000"});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    Json j = Json::parse(r.out);
+    EXPECT_EQ(j["result"], "OK") << r.out;
+    EXPECT_EQ(j["prog_status"], 0) << r.out;
+    EXPECT_EQ(j["response"], "0100000000000000") << r.out;
+    EXPECT_EQ(j["changes"][0]["offset"], 16) << r.out;
+
+    // prog build: the assembly with the C lines as comments, for review; it
+    // assembles to the same program.
+    const std::string built = (dir_ / "inc.rofs").string();
+    r = rofctl({"prog", "build", prog, "-o", built});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    std::ifstream bin(built);
+    const std::string text(std::istreambuf_iterator<char>(bin), {});
+    EXPECT_NE(text.find("; " + prog + ":9:"), std::string::npos) << text;
+    EXPECT_NE(text.find("faa r"), std::string::npos) << text;
+    r = rofctl({"-j", "prog", "test", built, "--args", "0200000000000000"});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    EXPECT_EQ(Json::parse(r.out)["response"], "0100000000000000") << r.out;
+
+    auto obj =
+        rof::prog::compile_offload("clang", prog, {(src_dir / "libclient/include").string()});
+    ASSERT_TRUE(obj.ok()) << obj.error;
+    write(dir_ / "inc.o", std::string(obj->begin(), obj->end()));
+    r = rofctl({"-j", "prog", "test", (dir_ / "inc.o").string(), "--args", "0900000000000000"});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    EXPECT_EQ(Json::parse(r.out)["prog_status"], 1) << r.out;
+
+    write(dir_ / "bad.c",
+          "#include <rof/offload.h>\n"
+          "ROF_RESP(uint64_t, out, 8);\n"
+          "ROF_REGION(uint64_t, table, ROF_R, 64);\n"
+          "ROF_PROGRAM int bad(uint64_t args_len)\n"
+          "{\n"
+          "\tout = table[9];\n"
+          "\treturn 0;\n"
+          "}\n");
+    r = rofctl({"-j", "prog", "verify", "--offline", (dir_ / "bad.c").string()});
+    EXPECT_EQ(r.rc, rofctl::exit_check_failed) << r.out;
+    EXPECT_NE(Json::parse(r.out)["error"].get<std::string>().find("bad.c:6"), std::string::npos)
+        << r.out;
+
+    // A fault at run time names the C line too.
+    write(dir_ / "fault.c",
+          "#include <rof/offload.h>\n"
+          "ROF_ARGS(uint64_t, idx, 8, 8);\n"
+          "ROF_RESP(uint64_t, out, 8);\n"
+          "ROF_REGION(uint64_t, table, ROF_R, 64);\n"
+          "ROF_PROGRAM int get(uint64_t args_len)\n"
+          "{\n"
+          "\tout = table[idx];\n"
+          "\treturn 0;\n"
+          "}\n");
+    r = rofctl({"-j", "prog", "test", (dir_ / "fault.c").string(), "--args", "6400000000000000"});
+    ASSERT_EQ(r.rc, rofctl::exit_ok) << r.out << r.err;
+    j = Json::parse(r.out);
+    EXPECT_EQ(j["result"], "EBOUNDS") << r.out;
+    EXPECT_NE(j["fault_at"].get<std::string>().find("fault.c:7"), std::string::npos) << r.out;
 }
 
 TEST_F(TempDir, ProgTestRunsOnTheUserspaceExecutor) {
