@@ -12,7 +12,8 @@ install(FILES
   ${rof_man_dir}/rof_code_name.3
   DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
 install(FILES ${rof_man_dir}/rof-policy.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
-install(FILES ${rof_man_dir}/rof-isa.7 DESTINATION ${CMAKE_INSTALL_MANDIR}/man7)
+install(FILES ${rof_man_dir}/rof-isa.7 ${rof_man_dir}/rof-offload.7
+  DESTINATION ${CMAKE_INSTALL_MANDIR}/man7)
 foreach(link
     rof_client_close:rof_client_open rof_session_close:rof_session_open
     rof_write:rof_read rof_cas:rof_read rof_faa:rof_read rof_invoke:rof_read
