@@ -63,8 +63,8 @@ inline constexpr const char* kHeapRegion = "kv_heap";
 
 class KvClient {
   public:
-    // s: a session of the kvstore's tenant, granted the kvstore's regions, with the programs
-    // learned (rof::Session::open does learn_programs()).  Finds kv-get/kv-put/kv-del by name.
+    // s: a session of the kvstore's tenant, granted the kvstore's regions.  Finds
+    // kv-get/kv-put/kv-del by name once, here (Session::program_tag), and invokes them by tag.
     explicit KvClient(rof::Session& s);
     // The whole value of @key, by get_chunked: ok, not_found, busy (the value changed under
     // kGetAttempts starts in a row), or too_big (@key empty or over kMaxKey).
