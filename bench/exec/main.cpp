@@ -16,7 +16,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <regex>
 
 #include <time.h>
 
@@ -26,6 +25,7 @@
 
 namespace {
 
+using rof::programs::test::consts_of;
 using rof::programs::test::Invoker;
 using rof::programs::test::load;
 using rof::programs::test::Loaded;
@@ -50,20 +50,6 @@ struct Workload {
     // The reference on input @a: its status (-1: a fault), the response in @resp.
     std::function<int(const Bytes& a, uint8_t* resp, uint32_t* len)> ref;
 };
-
-std::map<std::string, uint64_t> consts_of(const std::string& name) {
-    std::ifstream in(std::string(ROF_PROGRAMS_DIR) + "/" + name + ".rofs");
-    std::map<std::string, uint64_t> out;
-    std::string line;
-    const std::regex re(R"(^\.const (\w+), (\d+))");
-    std::smatch m;
-    while (std::getline(in, line)) {
-        if (std::regex_search(line, m, re)) {
-            out[m[1]] = std::stoull(m[2]);
-        }
-    }
-    return out;
-}
 
 template <typename T>
 void put(Bytes& b, size_t at, T v) {

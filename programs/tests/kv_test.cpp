@@ -2,8 +2,6 @@
 // executor: the layout their headers state, the statuses, and races of sessions over one table.
 #include <atomic>
 #include <cstring>
-#include <fstream>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -13,18 +11,6 @@ namespace rof::programs::test {
 namespace {
 
 constexpr unsigned kSmallBlock = 256, kLargeBlock = 4368;
-
-std::map<std::string, uint64_t> consts_of(const std::string& name) {
-    std::ifstream in(std::string(ROF_PROGRAMS_DIR) + "/" + name + ".rofs");
-    std::map<std::string, uint64_t> out;
-    std::string line;
-    const std::regex re(R"(^\.const (\w+), (\d+))");
-    std::smatch m;
-    while (std::getline(in, line))
-        if (std::regex_search(line, m, re))
-            out[m[1]] = std::stoull(m[2]);
-    return out;
-}
 
 // args of kv-get/kv-del: u32 klen, u32 voff, the padded key.
 std::vector<uint8_t> args(const std::string& key, uint32_t voff = 0) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <span>
 #include <sstream>
 #include <stdexcept>
@@ -33,6 +34,22 @@ struct Loaded {
     rof::prog::Program prog;
     uint64_t budget = 0;
 };
+
+// The `.const NAME, VALUE` lines of programs/NAME.rofs (its layout: what a
+// test or a reference implementation must agree with).
+inline std::map<std::string, uint64_t> consts_of(const std::string& name) {
+    std::ifstream in(std::string(ROF_PROGRAMS_DIR) + "/" + name + ".rofs");
+    std::map<std::string, uint64_t> out;
+    std::string line;
+    const std::regex re(R"(^\.const (\w+), (\d+))");
+    std::smatch m;
+    while (std::getline(in, line)) {
+        if (std::regex_search(line, m, re)) {
+            out[m[1]] = std::stoull(m[2]);
+        }
+    }
+    return out;
+}
 
 // Throws with the assembler's or the verifier's message (gtest reports it).
 inline Loaded load(const std::string& name) {
