@@ -12,6 +12,7 @@
 // Exit status: 0 done, 1 not found (get, del) or a failed check, 2 usage, 3 busy/full/too big,
 // 4 an error (rofd, the session).
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -27,8 +28,8 @@ namespace {
 
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
-                 "rof-kv: %s\nusage: rof-kv [--socket PATH] [--tenant NAME] get KEY | set KEY "
-                 "VALUE | del KEY | race --sessions N --rounds R KEY\n",
+                 "rof-kv: %s\nusage: rof-kv [--socket PATH] [--tenant NAME] [--connect-timeout MS] "
+                 "get KEY | set KEY VALUE | del KEY | race --sessions N --rounds R KEY\n",
                  why);
     std::exit(2);
 }
@@ -136,7 +137,7 @@ int race(rof::Client& c, const std::string& tenant, unsigned n, unsigned rounds,
 int run(int argc, char** argv) {
     std::string socket, tenant;
     std::vector<std::string> args;
-    unsigned sessions = 4, rounds = 100;
+    unsigned sessions = 4, rounds = 100, connect_ms = 10000;
     for (int i = 1; i < argc; i++) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -153,6 +154,8 @@ int run(int argc, char** argv) {
             sessions = static_cast<unsigned>(std::strtoul(value().c_str(), nullptr, 10));
         } else if (a == "--rounds") {
             rounds = static_cast<unsigned>(std::strtoul(value().c_str(), nullptr, 10));
+        } else if (a == "--connect-timeout") {
+            connect_ms = static_cast<unsigned>(std::strtoul(value().c_str(), nullptr, 10));
         } else if (a == "-h" || a == "--help") {
             usage("the kvstore by offload");
         } else {
@@ -170,6 +173,9 @@ int run(int argc, char** argv) {
     if (cmd == "race" && (sessions < 1 || sessions > 64 || rounds < 1)) {
         usage("--sessions 1..64, --rounds >= 1");
     }
+    if (connect_ms < 1 || connect_ms > 600000) {
+        usage("--connect-timeout 1..600000 ms");
+    }
 
     rof::ClientOptions copt;
     copt.target = socket;
@@ -177,7 +183,9 @@ int run(int argc, char** argv) {
     if (cmd == "race") {
         return race(client, tenant, sessions, rounds, args[1]);
     }
-    rof::Session s = rof::Session::open(client, rofkv::KvClient::session_options(tenant));
+    rof::SessionOptions so = rofkv::KvClient::session_options(tenant);
+    so.connect_timeout = std::chrono::milliseconds(connect_ms);
+    rof::Session s = rof::Session::open(client, so);
     rofkv::KvClient kv(s);
     if (cmd == "get") {
         std::string v;
