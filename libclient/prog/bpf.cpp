@@ -26,6 +26,7 @@
 #include <set>
 #include <sstream>
 
+#include "isa_table.h"
 #include "rof/prog/asm.h"
 #include "rof/prog/builder.h"
 #include "rof_exec.h"
@@ -381,34 +382,6 @@ std::optional<rof_jmp> jmp_op(uint8_t op) {
             return ROF_JMP_JSLT;
         case 0xd0:
             return ROF_JMP_JSLE;
-        default:
-            return std::nullopt;
-    }
-}
-
-// The negation of a jump condition (JSET has none).
-std::optional<rof_jmp> inverse(rof_jmp j) {
-    switch (j) {
-        case ROF_JMP_JEQ:
-            return ROF_JMP_JNE;
-        case ROF_JMP_JNE:
-            return ROF_JMP_JEQ;
-        case ROF_JMP_JGT:
-            return ROF_JMP_JLE;
-        case ROF_JMP_JLE:
-            return ROF_JMP_JGT;
-        case ROF_JMP_JGE:
-            return ROF_JMP_JLT;
-        case ROF_JMP_JLT:
-            return ROF_JMP_JGE;
-        case ROF_JMP_JSGT:
-            return ROF_JMP_JSLE;
-        case ROF_JMP_JSLE:
-            return ROF_JMP_JSGT;
-        case ROF_JMP_JSGE:
-            return ROF_JMP_JSLT;
-        case ROF_JMP_JSLT:
-            return ROF_JMP_JSGE;
         default:
             return std::nullopt;
     }
@@ -1625,7 +1598,7 @@ class Translator {
                                                     outside(int64_t{i} + 2 + nx.off));
             std::optional<rof_jmp> cont;
             if (outside(t)) {
-                cont = inverse(*j);
+                cont = isa::inverse(*j);
             } else if ((t == lp.head && i == lp.latch) || fall_leaves) {
                 cont = *j;
             }
@@ -2071,7 +2044,7 @@ class Translator {
             return;
         }
         Label after = target_label(i, i + 1);
-        if (auto inv = inverse(*j)) {
+        if (auto inv = isa::inverse(*j)) {
             cond(*inv, after);
         } else {
             Label go = b_.label();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iterator>
+#include <optional>
 #include <string>
 
 #include "rof/prog/program.h"
@@ -18,6 +19,9 @@ static_assert(std::size(kAlu) == ROF_ALU_COUNT && std::size(kJmp) == ROF_JMP_COU
               std::size(kCmp) == ROF_CMP_COUNT);
 
 using Row = struct rof_exec_insn_info;  // the function of that name hides it
+
+// The jump taken exactly when @j is not taken; JSET has none.
+std::optional<rof_jmp> inverse(rof_jmp j);
 
 // The decoded kind of a row's instructions.
 Kind kind_of(const Row& r);

@@ -209,6 +209,33 @@ Result<Program> decode_image(std::span<const uint8_t> image) {
 
 namespace isa {
 
+std::optional<rof_jmp> inverse(rof_jmp j) {
+    switch (j) {
+        case ROF_JMP_JEQ:
+            return ROF_JMP_JNE;
+        case ROF_JMP_JNE:
+            return ROF_JMP_JEQ;
+        case ROF_JMP_JGT:
+            return ROF_JMP_JLE;
+        case ROF_JMP_JLE:
+            return ROF_JMP_JGT;
+        case ROF_JMP_JGE:
+            return ROF_JMP_JLT;
+        case ROF_JMP_JLT:
+            return ROF_JMP_JGE;
+        case ROF_JMP_JSGT:
+            return ROF_JMP_JSLE;
+        case ROF_JMP_JSLE:
+            return ROF_JMP_JSGT;
+        case ROF_JMP_JSGE:
+            return ROF_JMP_JSLT;
+        case ROF_JMP_JSLT:
+            return ROF_JMP_JSGE;
+        default:
+            return std::nullopt;
+    }
+}
+
 Kind kind_of(const Row& r) {
     switch (r.form) {
         case ROF_FORM_LDIMM64:

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "isa_table.h"
 #include "rof/prog/asm.h"
 #include "rof_exec.h"
 
@@ -231,37 +232,16 @@ bool refine_unsigned(uint8_t op, Range& a, Range& b) {
     }
 }
 
-uint8_t negate_jmp(uint8_t op) {
-    switch (op) {
-        case ROF_JMP_JEQ:
-            return ROF_JMP_JNE;
-        case ROF_JMP_JNE:
-            return ROF_JMP_JEQ;
-        case ROF_JMP_JGT:
-            return ROF_JMP_JLE;
-        case ROF_JMP_JGE:
-            return ROF_JMP_JLT;
-        case ROF_JMP_JLT:
-            return ROF_JMP_JGE;
-        case ROF_JMP_JLE:
-            return ROF_JMP_JGT;
-        case ROF_JMP_JSGT:
-            return ROF_JMP_JSLE;
-        case ROF_JMP_JSGE:
-            return ROF_JMP_JSLT;
-        case ROF_JMP_JSLT:
-            return ROF_JMP_JSGE;
-        case ROF_JMP_JSLE:
-            return ROF_JMP_JSGT;
-        default:
-            return 0xff;  // jset: no refinement
-    }
-}
-
 // Refines for "a OP b" of a jump of the given width.  Ranges narrow only
 // where the comparison the CPU does equals the 64-bit unsigned one: a
 // 32-bit compare says nothing about the upper half of a wider register,
 // and a signed compare nothing about a value that may be negative.
+// The condition of a jump's fall-through edge; 0xff (no refinement) for JSET.
+uint8_t negated(uint8_t op) {
+    const auto inv = isa::inverse(static_cast<rof_jmp>(op));
+    return inv ? static_cast<uint8_t>(*inv) : 0xff;
+}
+
 bool refine(uint8_t op, bool is32, Range& a, Range& b) {
     if (op == 0xff || op == ROF_JMP_JSET) {
         return true;
@@ -1131,7 +1111,7 @@ class Verifier {
                 bool same = !in.use_imm && in.src == in.dst;
                 Range ta = a, tb = b, fa = a, fb = b;
                 bool t_ok = same ? true : refine(in.sub, in.is32, ta, tb);
-                bool f_ok = same ? true : refine(negate_jmp(in.sub), in.is32, fa, fb);
+                bool f_ok = same ? true : refine(negated(in.sub), in.is32, fa, fb);
                 if (f_ok) {
                     State f = st;
                     f.r[in.dst] = fa;
