@@ -120,7 +120,6 @@ class ProgramNames {
     std::optional<std::uint64_t> relearn(std::string_view name, std::uint64_t stale);
 
   private:
-    std::optional<std::uint64_t> known(std::string_view name) const;
     std::uint64_t look_up(std::string_view name);
 
     mutable std::mutex mu_;

@@ -198,15 +198,6 @@ void ProgramNames::learn(const std::vector<std::pair<std::string, std::uint64_t>
     tags_ = std::move(tags);
 }
 
-std::optional<std::uint64_t> ProgramNames::known(std::string_view name) const {
-    std::lock_guard lk(mu_);
-    auto it = tags_.find(name);
-    if (it == tags_.end()) {
-        return std::nullopt;
-    }
-    return it->second;
-}
-
 // The lookup's answer, remembered.  Two threads may look up one name at
 // once; both ask rofd, and the later answer stays.
 std::uint64_t ProgramNames::look_up(std::string_view name) {
@@ -222,21 +213,19 @@ std::uint64_t ProgramNames::look_up(std::string_view name) {
 }
 
 std::uint64_t ProgramNames::tag(std::uint32_t session, std::string_view name) {
-    if (auto t = known(name)) {
-        return *t;
-    }
-    bool can_look_up = false;
     {
         std::lock_guard lk(mu_);
-        can_look_up = static_cast<bool>(lookup_);
+        if (auto it = tags_.find(name); it != tags_.end()) {
+            return it->second;
+        }
+        if (!lookup_) {
+            throw Error(Code::not_found, "session " + std::to_string(session) + ": no program '" +
+                                             std::string(name) +
+                                             "' known: the session was connected from a ticket; "
+                                             "learn_programs() first, or invoke by tag");
+        }
     }
-    if (!can_look_up) {
-        throw Error(Code::not_found, "session " + std::to_string(session) + ": no program '" +
-                                         std::string(name) +
-                                         "' known: the session was connected from a ticket; "
-                                         "learn_programs() first, or invoke by tag");
-    }
-    return look_up(name);
+    return look_up(name);  // outside the lock: a call to rofd
 }
 
 std::optional<std::uint64_t> ProgramNames::relearn(std::string_view name, std::uint64_t stale) {
