@@ -8,6 +8,7 @@
 
 #include "runner.h"
 
+namespace crc_test {
 namespace {
 
 using namespace rof::programs::test;
@@ -138,3 +139,4 @@ TEST_F(Crc, ReadersNeverSeeATornRecordAsOk) {
 }
 
 }  // namespace
+}  // namespace crc_test

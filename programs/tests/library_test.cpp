@@ -9,6 +9,7 @@
 namespace fs = std::filesystem;
 using rof::programs::test::load;
 
+namespace library_test {
 namespace {
 
 std::vector<std::string> library() {
@@ -46,3 +47,4 @@ INSTANTIATE_TEST_SUITE_P(Programs, Library, ::testing::ValuesIn(library()), [](c
 });
 
 }  // namespace
+}  // namespace library_test

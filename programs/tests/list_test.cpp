@@ -3,6 +3,7 @@
 // region.
 #include "runner.h"
 
+namespace list_test {
 namespace {
 
 using namespace rof::programs::test;
@@ -37,12 +38,6 @@ class ListFind : public ::testing::Test {
         return Invoker(prog, mem).run(a);
     }
 };
-
-uint64_t word(const Result& r, size_t at) {
-    uint64_t v;
-    std::memcpy(&v, r.resp.data() + at, 8);
-    return v;
-}
 
 TEST_F(ListFind, EachPredicateFindsTheFirstMatch) {
     const uint64_t head = chain({10, 20, 30, 20});
@@ -130,3 +125,4 @@ TEST_F(ListFind, APointerOutOfTheRegionFaults) {
 }
 
 }  // namespace
+}  // namespace list_test

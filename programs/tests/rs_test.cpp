@@ -7,6 +7,7 @@
 
 #include "runner.h"
 
+namespace rs_test {
 namespace {
 
 using namespace rof::programs::test;
@@ -36,12 +37,6 @@ std::vector<uint8_t> read_args(uint64_t reg) {
     std::vector<uint8_t> a(8);
     std::memcpy(a.data(), &reg, 8);
     return a;
-}
-
-uint64_t word(const Result& r, size_t at) {
-    uint64_t v;
-    std::memcpy(&v, r.resp.data() + at, 8);
-    return v;
 }
 
 // An rs-read answer: {tag, len, value} and nothing more.
@@ -246,3 +241,4 @@ TEST_F(Rs, WritersOnManyRegistersShareTheHeap) {
 }
 
 }  // namespace
+}  // namespace rs_test

@@ -161,6 +161,13 @@ struct Result {
     uint32_t fault_pc = 0;
 };
 
+// The 8-byte little-endian word at byte AT of a run's response.
+inline uint64_t word(const Result& r, size_t at) {
+    uint64_t v;
+    std::memcpy(&v, r.resp.data() + at, 8);
+    return v;
+}
+
 // One session's view of a program: its slots bound to regions of a Memory,
 // and the session's scratch, kept across runs.  Use one Invoker per thread.
 class Invoker {

@@ -7,6 +7,7 @@
 
 #include "runner.h"
 
+namespace tx_test {
 namespace {
 
 using namespace rof::programs::test;
@@ -197,3 +198,4 @@ TEST_F(Tx, RacingWritersOnOneKey) {
 }
 
 }  // namespace
+}  // namespace tx_test
