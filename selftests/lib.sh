@@ -211,7 +211,8 @@ rofd_stop() {
 
 # --- leaks ----------------------------------------------------------------
 # rof_slab_objects: live slab objects allocated by code in rof.ko, from
-# SLUB's per-call-site tracking (the VM boots with slub_debug=U).  Equal
+# SLUB's per-call-site tracking (the VM boots with slub_debug U for the
+# kmalloc caches, all rof.ko allocates from).  Equal
 # numbers before and after create/destroy cycles mean nothing leaked.
 rof_slab_objects() {
 	cat /sys/kernel/debug/slab/*/alloc_traces 2>/dev/null |
