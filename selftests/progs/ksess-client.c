@@ -8,6 +8,9 @@
  *   ksess-client region TENANT NAME BYTES RIGHTS   (RIGHTS: r,w,a letters)
  *   ksess-client prepare TENANT [-g REGION:RIGHTS]... [-o OPS/S] [-b BYTES/S]
  *                [-t TTL_MS] [-i IDLE_MS]      print "SESSION TICKETHEX"
+ *                (TTL_MS by default an hour: the tests wait on events, and
+ *                on a loaded emulated host minutes can pass between a
+ *                prepare and its connect)
  *   ksess-client ticket KEYHEX TENANT SESSION EXPIRES_MS_FROM_NOW
  *                                             build a ticket in userspace
  *   ksess-client tenant-rate TENANT OPS/S BYTES/S
@@ -234,7 +237,7 @@ static void print_ticket_line(uint32_t session, const struct rof_ticket *t)
 static int cmd_prepare(int argc, char **argv)
 {
 	struct rof_session_prepare p;
-	uint64_t ttl_ms = 60000;
+	uint64_t ttl_ms = 3600000;
 	int fd, c;
 
 	if (argc < 2)
