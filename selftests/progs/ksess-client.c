@@ -49,9 +49,10 @@
  *                  behind them), each refused with reason no-ticket
  *   ksess-client short-send ADDR TICKET       SENDs shorter than the header:
  *                  each answered ROF_ST_BAD_LENGTH, then an ECHO works
- *   ksess-client get-loop ADDR TICKET TAG STOP   a steady GET load: INVOKEs of
- *                  program TAG (hex) with an 8-byte key (counting up) as
- *                  arguments, one in flight, each to be answered ROF_ST_OK,
+ *   ksess-client get-loop ADDR TICKET TAG STOP [RATE]   a steady GET load:
+ *                  INVOKEs of program TAG (hex) with an 8-byte key (counting
+ *                  up) as arguments, one in flight, each to be answered
+ *                  ROF_ST_OK, at most RATE a second (default: no pause),
  *                  until the file STOP exists.  SIGUSR1
  *                  ends a phase: "phase N: A answered, F failed, p50 X us,
  *                  p99 Y us, max Z us" for the GETs since the last; at the end
@@ -1755,9 +1756,10 @@ static void lat_phase(struct lat *l, int phase)
 }
 
 /*
- * get-loop ADDR TICKET TAG STOP: one GET in flight at a time, each timed
- * from its post to its answer; the figures are for a reader (the tests
- * print them), nothing here judges a time.
+ * get-loop ADDR TICKET TAG STOP [RATE]: one GET in flight at a time, each
+ * timed from its post to its answer, the n-th posted no earlier than n / RATE
+ * seconds after the first; the figures are for a reader (the tests print
+ * them), nothing here judges a time.
  */
 static int cmd_get_loop(int argc, char **argv)
 {
@@ -1766,14 +1768,16 @@ static int cmd_get_loop(int argc, char **argv)
 		uint64_t key;
 	} req;
 	const struct timespec zero = { 0 };
-	uint64_t answered = 0, failed = 0, key = 0;
+	uint64_t answered = 0, failed = 0, key = 0, rate = 0, start;
 	sigset_t usr1;
 	struct lat l = { 0 };
 	int reason, phase = 1;
 	struct conn c;
 
-	if (argc != 5)
-		die("get-loop ADDR TICKET TAG STOP");
+	if (argc != 5 && argc != 6)
+		die("get-loop ADDR TICKET TAG STOP [RATE]");
+	if (argc == 6)
+		rate = num(argv[5]);
 	memset(&req, 0, sizeof(req));
 	req.inv.program = htole64(strtoull(argv[3], NULL, 16));
 	/* SIGUSR1 stays pending until the loop takes it, between two GETs. */
@@ -1785,9 +1789,18 @@ static int cmd_get_loop(int argc, char **argv)
 	if (reason)
 		die("rejected: %s (%d)", reason_name(reason), reason);
 	printf("get-loop: connected, session %u\n", c.session);
+	start = now_ns(CLOCK_MONOTONIC);
 	while (access(argv[4], F_OK) && !c.dead) {
-		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+		uint64_t t0;
 
+		if (rate) {
+			uint64_t at = start + key * 1000000000ull / rate;
+			struct timespec ts = { at / 1000000000ull, at % 1000000000ull };
+
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+		}
+		t0 = now_ns(CLOCK_MONOTONIC);
 		if (sigtimedwait(&usr1, NULL, &zero) == SIGUSR1)
 			lat_phase(&l, phase++);
 		req.key = htole64(key++);
