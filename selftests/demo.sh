@@ -73,7 +73,10 @@ kvstore_ready() { grep -q '^rof-kvstore: ready' "$S/kvstore.out"; }
 kvstore_started() { kvstore_ready || ! kill -0 "$KV_PID" 2>/dev/null; }
 kvstore_start() {
 	: >"$S/kvstore.out"
-	rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items "$DEMO_ITEMS" >"$S/kvstore.out" 2>>"$S/kvstore.err" &
+	# --timeout: a loaded host in TCG can keep rofd off the CPU for more
+	# than the default 10 s (a restart after SIGKILL failed so).
+	rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items "$DEMO_ITEMS" --timeout 120000 \
+		>"$S/kvstore.out" 2>>"$S/kvstore.err" &
 	KV_PID=$!
 	until kvstore_started; do sleep 0.2; done
 	if kvstore_ready; then

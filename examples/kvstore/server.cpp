@@ -6,6 +6,7 @@
 // GET, SET and DELETE is an INVOKE of the programs, as any other client's.
 //
 // Usage: rof-kvstore [--socket PATH] [--tenant NAME] [--listen ADDR:PORT] [--items N]
+//                    [--timeout MS]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,6 +17,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,12 +39,14 @@ namespace {
 struct Options {
     std::string socket, tenant, listen = "127.0.0.1:11211";
     std::uint64_t items = rofkv::kDefaultItems;
+    // Each call's deadline, and the session's connect timeout (rof::ClientOptions::deadline).
+    std::chrono::milliseconds timeout = rof::ClientOptions{}.deadline;
 };
 
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "rof-kvstore: %s\nusage: rof-kvstore [--socket PATH] [--tenant NAME] "
-                 "[--listen ADDR:PORT] [--items N]\n",
+                 "[--listen ADDR:PORT] [--items N] [--timeout MS]\n",
                  why);
     std::exit(2);
 }
@@ -70,6 +74,13 @@ Options parse(int argc, char** argv) {
             if (v.empty() || *end || o.items == 0 || o.items > rofkv::kMaxItems) {
                 usage("--items: 1 .. 1048576");
             }
+        } else if (a == "--timeout") {
+            char* end = nullptr;
+            const unsigned long long ms = std::strtoull(v.c_str(), &end, 10);
+            if (v.empty() || *end || ms < 1 || ms > 600000) {
+                usage("--timeout: 1 .. 600000 ms");
+            }
+            o.timeout = std::chrono::milliseconds(ms);
         } else {
             usage(("unknown option " + a).c_str());
         }
@@ -532,11 +543,14 @@ int listen_on(const std::string& addr) {
 
 // A connect that got no answer (a busy host, a lost CM message) or a device that is not up yet is
 // worth another try with a fresh ticket; anything else (policy, quota) is final.
-rof::Session open_session(rof::Client& client, const std::string& tenant) {
+rof::Session open_session(rof::Client& client, const std::string& tenant,
+                          std::chrono::milliseconds timeout) {
     constexpr int kAttempts = 5;
+    rof::SessionOptions so = rofkv::KvClient::session_options(tenant);
+    so.connect_timeout = timeout;
     for (int attempt = 1;; attempt++) {
         try {
-            return rof::Session::open(client, rofkv::KvClient::session_options(tenant));
+            return rof::Session::open(client, so);
         } catch (const rof::Error& e) {
             const bool transient =
                 e.code() == rof::Code::deadline_exceeded || e.code() == rof::Code::unavailable;
@@ -562,6 +576,7 @@ int run(const Options& o) {
     const rofkv::Geometry g = rofkv::Geometry::for_items(o.items);
     rof::ClientOptions copt;
     copt.target = o.socket;
+    copt.deadline = o.timeout;
     rof::Client client(copt);
 
     ensure_region(client, o.tenant, rofkv::kIndexRegion, g.index_len, {});
@@ -575,7 +590,7 @@ int run(const Options& o) {
         load_program(client, o.tenant, p, g);
     }
 
-    rof::Session session = open_session(client, o.tenant);
+    rof::Session session = open_session(client, o.tenant, o.timeout);
     rofkv::KvClient kv(session);
     Store store{{}, &kv};
 
