@@ -11,6 +11,7 @@ set -u
 export ROF_SRC ROF_BUILD ROF_INSTALL_REDUCED ROF_TMP_MARKER ROF_DKMS_TARBALL
 echo "KTAP version 1"
 echo "1..1"
+echo "# rofvm: start install"
 start=$(date +%s)
 bash "$ROF_SRC/selftests/install/check" 2>&1 | sed -u 's/^/  /'
 rc=${PIPESTATUS[0]}
@@ -18,6 +19,6 @@ if [ "$rc" -eq 0 ]; then
 	echo "ok 1 install # $(($(date +%s) - start))s"
 else
 	echo "  not ok 999 - install exited with status $rc"
-	echo "not ok 1 install"
+	echo "not ok 1 install # $(($(date +%s) - start))s"
 fi
 exit "$rc"
