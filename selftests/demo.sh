@@ -7,13 +7,16 @@
 # with DEMO_SUMMARY=FILE and checks the key=value summary it writes there.
 #
 # DEMO_SECONDS (default 30): how long rof-kvload runs at least (it is
-# stopped with SIGTERM once both kills are behind it); DEMO_KEYS its keys.
+# stopped with SIGTERM once both kills are behind it); DEMO_KEYS its keys;
+# DEMO_RATE its operations a second (rof-kvload --rate; default 0, as fast
+# as it goes).
 . "$ROF_SRC/selftests/lib.sh"
 set -u
 
 PATH=$ROF_BUILD/examples:$PATH
 DEMO_SECONDS=${DEMO_SECONDS:-30}
 DEMO_KEYS=${DEMO_KEYS:-1000}
+DEMO_RATE=${DEMO_RATE:-0}
 # 2000 items keep the regions small (kv_heap near 1 MiB).
 DEMO_ITEMS=${DEMO_ITEMS:-2000}
 GUEST_UID=1003
@@ -78,7 +81,7 @@ kvstore_start() {
 	rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items "$DEMO_ITEMS" --timeout 120000 \
 		>"$S/kvstore.out" 2>>"$S/kvstore.err" &
 	KV_PID=$!
-	until kvstore_started; do sleep 0.2; done
+	until kvstore_started; do nap 0.2; done
 	if kvstore_ready; then
 		sed 's/^/   /' "$S/kvstore.out"
 	else
@@ -157,12 +160,12 @@ section "rof-kvload: YCSB A, zipf, 2 threads, ${DEMO_SECONDS}s or more; rofd and
 # the SIGTERM that ends the run reaches it.
 setpriv --reuid "$ROF_KV_UID" --regid "$ROF_KV_UID" --clear-groups \
 	rof-kvload --socket "$ROF_SOCKET" --keys "$DEMO_KEYS" --threads 2 --workload a --dist zipf \
-	--value-size 32-200 --preload --seconds 900 --json \
+	--value-size 32-200 --preload --seconds 900 --rate "$DEMO_RATE" --json \
 	>"$S/kvload.json" 2>"$S/kvload.err" &
 LOAD_PID=$!
 kill_rofd='' kill_kv=''
 # Its run started, or it is gone: no limit of the demo's own.
-until kvload_started || ! kill -0 "$LOAD_PID" 2>/dev/null; do sleep 0.2; done
+until kvload_started || ! kill -0 "$LOAD_PID" 2>/dev/null; do nap 0.2; done
 if kvload_started; then
 	t0=$(now)
 	echo "   run started"
@@ -265,7 +268,7 @@ if [ -s "$S/kvload.json" ]; then
 		"errors \(.errors)  wrong values \(.wrong)  (misses \(.misses))",
 		"rofd killed at +\($kr)s, rof-kvstore killed at +\($kk)s: the sessions and the programs lived on"' \
 		"$S/kvload.json"
-	for k in ops ops_per_sec errors wrong; do note "$k" "$(jq -r ".$k" "$S/kvload.json")"; done
+	for k in ops seconds ops_per_sec errors wrong; do note "$k" "$(jq -r ".$k" "$S/kvload.json")"; done
 	note get_p50_us "$(jq -r .get.p50_us "$S/kvload.json")"
 	note get_p99_us "$(jq -r .get.p99_us "$S/kvload.json")"
 else

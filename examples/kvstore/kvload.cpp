@@ -49,7 +49,8 @@ struct Options {
     bool zipf = true, preload = false, json = false, progress = true;
     unsigned threads = 2;
     double seconds = 10;
-    std::uint64_t ops = 0;  // 0: run for seconds
+    std::uint64_t ops = 0;   // 0: run for seconds
+    std::uint64_t rate = 0;  // operations a second, all threads together; 0: as fast as they go
 };
 
 // With @why: the reason on stderr, then the usage, exit 2; without (--help):
@@ -61,7 +62,8 @@ struct Options {
     }
     out << "usage: rof-kvload [--socket PATH] [--tenant NAME] [--keys N] [--key-size N]\n"
            "         [--value-size B|MIN-MAX] [--workload a|b] [--dist uniform|zipf]\n"
-           "         [--threads T] [--seconds S | --ops N] [--preload] [--json] [--quiet]\n"
+           "         [--threads T] [--seconds S | --ops N] [--rate OPS] [--preload] [--json]\n"
+           "         [--quiet]\n"
            "See rof-kvload(1).\n";
     std::exit(why.empty() ? 0 : 2);
 }
@@ -121,6 +123,8 @@ Options parse(int argc, char** argv) {
             o.seconds = static_cast<double>(number(a, arg()));
         } else if (a == "--ops") {
             o.ops = number(a, arg());
+        } else if (a == "--rate") {
+            o.rate = number(a, arg());
         } else if (a == "--preload") {
             o.preload = true;
         } else if (a == "--json") {
@@ -319,12 +323,30 @@ struct Worker {
         }
     }
 
+    // --rate: waits until this thread's @n-th operation is due, the run's
+    // rate spread evenly over the threads (a thread that fell behind does
+    // not wait); false if the run stops first.
+    bool paced(Clock::time_point start, std::uint64_t n) const {
+        auto due =
+            start +
+            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                static_cast<double>(n) * sh.opts.threads / static_cast<double>(sh.opts.rate)));
+        for (auto now = Clock::now(); now < due; now = Clock::now()) {
+            if (sh.stop.load()) {
+                return false;
+            }
+            std::this_thread::sleep_until(std::min(due, now + std::chrono::milliseconds(100)));
+        }
+        return true;
+    }
+
     void run() {
         kvload::Zipf zipf(sh.opts.zipf ? sh.opts.keys : 1);
         std::uniform_int_distribution<std::uint32_t> uni(0, sh.opts.keys - 1);
         std::uniform_int_distribution<int> pct(0, 99);
         int get_pct = sh.opts.workload == 'a' ? 50 : 95;
-        while (take()) {
+        auto start = Clock::now();
+        for (std::uint64_t n = 0; take() && (sh.opts.rate == 0 || paced(start, n)); ++n) {
             auto key = static_cast<std::uint32_t>(sh.opts.zipf ? zipf(rng) : uni(rng));
             one(pct(rng) < get_pct ? op_get : op_set, key);
         }
