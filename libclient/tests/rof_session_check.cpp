@@ -18,9 +18,10 @@
 //        invoked by name: looked up when first used, and again after the
 //        name's program was unloaded and another loaded under it
 //   rof-session-check invoke-until --prepared FILE --tag T --stop FILE
-//        [--addr A]   connects with an OpenSessionResponse (proto3 JSON, as
-//        rofd answered it) and INVOKEs program T without arguments, as many
-//        in flight as the credits allow, until the stop file exists; every
+//        [--addr A] [--rate N]   connects with an OpenSessionResponse (proto3
+//        JSON, as rofd answered it) and INVOKEs program T without arguments,
+//        as many in flight as the credits allow (with --rate, the n-th posted
+//        no earlier than n / N seconds in), until the stop file exists; every
 //        answer must be OK (what rofd restarts must never disturb).  Prints
 //        "N answered, M failed".
 //
@@ -39,6 +40,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <google/protobuf/util/json_util.h>
@@ -493,7 +495,7 @@ bool exists(const std::string& path) {
 }
 
 int invoke_until(const std::string& prepared_file, const std::string& addr, std::uint64_t tag,
-                 const std::string& stop) {
+                 const std::string& stop, std::uint64_t rate) {
     std::ifstream in(prepared_file);
     std::stringstream json;
     json << in.rdbuf();
@@ -510,11 +512,20 @@ int invoke_until(const std::string& prepared_file, const std::string& addr, std:
     std::vector<rof::Completion> done(s.credits());
     std::uint64_t sent = 0, answered = 0, failed_n = 0;
     std::string first_error;
+    const auto start = std::chrono::steady_clock::now();
+    // When the n-th INVOKE is due: at once, or n / rate seconds in.
+    auto due = [&](std::uint64_t n) {
+        return rate == 0 ? start : start + std::chrono::microseconds(n * 1000000 / rate);
+    };
 
     while (!exists(stop)) {
         for (std::uint32_t i = 0; i < 1024 && !exists(stop); i++) {
-            while (s.outstanding() < s.credits()) {
+            while (s.outstanding() < s.credits() && due(sent) <= std::chrono::steady_clock::now()) {
                 s.post_invoke(tag, {}, {}, sent++);
+            }
+            if (s.outstanding() == 0) {  // paced: nothing in flight until the next is due
+                std::this_thread::sleep_until(due(sent));
+                continue;
             }
             const std::size_t n = s.poll(done, std::chrono::seconds(10));
             for (std::size_t k = 0; k < n; k++) {
@@ -596,14 +607,14 @@ int main(int argc, char** argv) {
                      "[--idle-ms N]\n"
                      "       rof-session-check names --socket S --region R\n"
                      "       rof-session-check invoke-until --prepared FILE --tag T --stop FILE "
-                     "[--addr A]\n");
+                     "[--addr A] [--rate N]\n");
         return 2;
     }
     std::string cmd = argv[1];
     std::string addr = kprog::server_addr();
     std::uint32_t idle = 1500;
     std::string prepared, stop, socket, region;
-    std::uint64_t tag = 0;
+    std::uint64_t tag = 0, rate = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         std::string a = argv[i];
         if (a == "--addr") {
@@ -614,6 +625,8 @@ int main(int argc, char** argv) {
             prepared = argv[i + 1];
         } else if (a == "--stop") {
             stop = argv[i + 1];
+        } else if (a == "--rate") {
+            rate = std::strtoull(argv[i + 1], nullptr, 0);
         } else if (a == "--tag") {
             tag = std::strtoull(argv[i + 1], nullptr, 0);
         } else if (a == "--socket") {
@@ -624,7 +637,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (cmd == "invoke-until") {
-            return invoke_until(prepared, addr, tag, stop);
+            return invoke_until(prepared, addr, tag, stop, rate);
         }
         if (cmd == "verbs") {
             verbs(addr);
