@@ -163,7 +163,7 @@ ModuleVersion FakeModule::version() {
 
 std::vector<DeviceInfo> FakeModule::list_devices() {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_LIST_DEVICES");
+    enter("ROF_IOC_DEVICE_LIST");
     return devices_;
 }
 
@@ -273,7 +273,7 @@ void FakeModule::tenant_set_rate(std::uint32_t id, const rof_rate& rate) {
 
 std::vector<rof_tenant_info> FakeModule::list_tenants() {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_LIST_TENANTS");
+    enter("ROF_IOC_TENANT_LIST");
 
     std::vector<rof_tenant_info> out;
     for (const auto& [id, t] : tenants_) {
@@ -284,7 +284,7 @@ std::vector<rof_tenant_info> FakeModule::list_tenants() {
 
 std::optional<rof_tenant_info> FakeModule::get_tenant(std::uint32_t id) {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_GET_TENANT");
+    enter("ROF_IOC_TENANT_GET");
 
     const auto it = tenants_.find(id);
     if (it == tenants_.end()) {
@@ -387,7 +387,7 @@ void FakeModule::region_destroy(std::uint32_t id, bool force) {
 
 std::vector<rof_region_info> FakeModule::list_regions() {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_LIST_REGIONS");
+    enter("ROF_IOC_REGION_LIST");
 
     std::vector<rof_region_info> out;
     for (const auto& [id, r] : regions_) {
@@ -398,7 +398,7 @@ std::vector<rof_region_info> FakeModule::list_regions() {
 
 std::optional<rof_region_info> FakeModule::get_region(std::uint32_t id) {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_GET_REGION");
+    enter("ROF_IOC_REGION_GET");
 
     const auto it = regions_.find(id);
     if (it == regions_.end()) {
@@ -410,10 +410,10 @@ std::optional<rof_region_info> FakeModule::get_region(std::uint32_t id) {
 std::optional<rof_region_info> FakeModule::find_region(std::uint32_t tenant,
                                                        const std::string& name) {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_GET_REGION");
+    enter("ROF_IOC_REGION_GET");
 
     if (!valid_name(name)) {
-        fail(EINVAL, "ROF_IOC_GET_REGION");
+        fail(EINVAL, "ROF_IOC_REGION_GET");
     }
     for (const auto& [id, r] : regions_) {
         if (r.tenant == tenant && abi_name(r.name) == name) {
@@ -507,7 +507,7 @@ void FakeModule::freelist_destroy(std::uint32_t id, bool force) {
 
 std::vector<rof_freelist_info> FakeModule::list_freelists() {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_LIST_FREELISTS");
+    enter("ROF_IOC_FREELIST_LIST");
 
     std::vector<rof_freelist_info> out;
     for (const auto& [id, f] : freelists_) {
@@ -719,7 +719,7 @@ void FakeModule::prog_unload(std::uint32_t tenant, std::uint64_t tag) {
 
 std::vector<rof_prog_info> FakeModule::list_progs() {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_LIST_PROGS");
+    enter("ROF_IOC_PROG_LIST");
 
     std::vector<rof_prog_info> out;
     for (const auto& [key, p] : progs_) {
@@ -730,7 +730,7 @@ std::vector<rof_prog_info> FakeModule::list_progs() {
 
 std::optional<rof_prog_info> FakeModule::get_prog(std::uint32_t tenant, std::uint64_t tag) {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_GET_PROG");
+    enter("ROF_IOC_PROG_GET");
 
     const auto it = progs_.find({tenant, tag});
     if (it == progs_.end()) {
@@ -742,7 +742,7 @@ std::optional<rof_prog_info> FakeModule::get_prog(std::uint32_t tenant, std::uin
 // ---- Sessions ----
 
 void FakeModule::set_ticket_key(const TicketKey& key) {
-    constexpr const char* cmd = "ROF_IOC_SET_TICKET_KEY";
+    constexpr const char* cmd = "ROF_IOC_TICKET_SET_KEY";
     std::lock_guard lock(mu_);
     enter(cmd);
 
@@ -828,7 +828,7 @@ void FakeModule::session_prepare(rof_session_prepare& req) {
 
 std::vector<rof_session_info> FakeModule::list_sessions() {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_LIST_SESSIONS");
+    enter("ROF_IOC_SESSION_LIST");
 
     std::vector<rof_session_info> out;
     for (const auto& [id, s] : sessions_) {
@@ -839,7 +839,7 @@ std::vector<rof_session_info> FakeModule::list_sessions() {
 
 std::optional<rof_session_info> FakeModule::get_session(std::uint32_t id) {
     std::lock_guard lock(mu_);
-    enter("ROF_IOC_GET_SESSION");
+    enter("ROF_IOC_SESSION_GET");
 
     const auto it = sessions_.find(id);
     if (it == sessions_.end()) {

@@ -121,7 +121,7 @@ ModuleVersion Kmod::version() {
 std::vector<DeviceInfo> Kmod::list_devices() {
     std::vector<DeviceInfo> devices;
 
-    for (const auto& r : list<rof_device_info>(ROFD_CMD(ROF_IOC_LIST_DEVICES))) {
+    for (const auto& r : list<rof_device_info>(ROFD_CMD(ROF_IOC_DEVICE_LIST))) {
         DeviceInfo d;
         d.name = abi_name(r.name);
         d.node_guid = r.node_guid;
@@ -169,14 +169,14 @@ void Kmod::tenant_set_rate(std::uint32_t id, const rof_rate& rate) {
 }
 
 std::vector<rof_tenant_info> Kmod::list_tenants() {
-    return list<rof_tenant_info>(ROFD_CMD(ROF_IOC_LIST_TENANTS));
+    return list<rof_tenant_info>(ROFD_CMD(ROF_IOC_TENANT_LIST));
 }
 
 std::optional<rof_tenant_info> Kmod::get_tenant(std::uint32_t id) {
     rof_tenant_info info{};
 
     info.id = id;
-    return get(ROFD_CMD(ROF_IOC_GET_TENANT), info);
+    return get(ROFD_CMD(ROF_IOC_TENANT_GET), info);
 }
 
 std::uint32_t Kmod::region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
@@ -197,14 +197,14 @@ void Kmod::region_destroy(std::uint32_t id, bool force) {
 }
 
 std::vector<rof_region_info> Kmod::list_regions() {
-    return list<rof_region_info>(ROFD_CMD(ROF_IOC_LIST_REGIONS));
+    return list<rof_region_info>(ROFD_CMD(ROF_IOC_REGION_LIST));
 }
 
 std::optional<rof_region_info> Kmod::get_region(std::uint32_t id) {
     rof_region_info info{};
 
     info.id = id;
-    return get(ROFD_CMD(ROF_IOC_GET_REGION), info);
+    return get(ROFD_CMD(ROF_IOC_REGION_GET), info);
 }
 
 std::optional<rof_region_info> Kmod::find_region(std::uint32_t tenant, const std::string& name) {
@@ -218,7 +218,7 @@ std::optional<rof_region_info> Kmod::find_region(std::uint32_t tenant, const std
         return std::nullopt;
     }
     rof_region_info info{};
-    const Command cmd = ROFD_CMD(ROF_IOC_GET_REGION);
+    const Command cmd = ROFD_CMD(ROF_IOC_REGION_GET);
 
     set_name(info.name, name, cmd);
     info.tenant = tenant;
@@ -253,7 +253,7 @@ void Kmod::freelist_destroy(std::uint32_t id, bool force) {
 }
 
 std::vector<rof_freelist_info> Kmod::list_freelists() {
-    return list<rof_freelist_info>(ROFD_CMD(ROF_IOC_LIST_FREELISTS));
+    return list<rof_freelist_info>(ROFD_CMD(ROF_IOC_FREELIST_LIST));
 }
 
 void Kmod::set_image(rof_prog_load& req, std::span<const std::uint8_t> image,
@@ -304,7 +304,7 @@ void Kmod::prog_unload(std::uint32_t tenant, std::uint64_t tag) {
 }
 
 std::vector<rof_prog_info> Kmod::list_progs() {
-    return list<rof_prog_info>(ROFD_CMD(ROF_IOC_LIST_PROGS));
+    return list<rof_prog_info>(ROFD_CMD(ROF_IOC_PROG_LIST));
 }
 
 std::optional<rof_prog_info> Kmod::get_prog(std::uint32_t tenant, std::uint64_t tag) {
@@ -312,14 +312,14 @@ std::optional<rof_prog_info> Kmod::get_prog(std::uint32_t tenant, std::uint64_t 
 
     info.tenant = tenant;
     info.tag = tag;
-    return get(ROFD_CMD(ROF_IOC_GET_PROG), info);
+    return get(ROFD_CMD(ROF_IOC_PROG_GET), info);
 }
 
 void Kmod::set_ticket_key(const TicketKey& key) {
     struct rof_ticket_key req {};
 
     std::copy(key.begin(), key.end(), req.key);
-    checked_ioctl(ROFD_CMD(ROF_IOC_SET_TICKET_KEY), &req);
+    checked_ioctl(ROFD_CMD(ROF_IOC_TICKET_SET_KEY), &req);
     // The key lives on in the module only.
     explicit_bzero(req.key, sizeof(req.key));
 }
@@ -329,14 +329,14 @@ void Kmod::session_prepare(rof_session_prepare& req) {
 }
 
 std::vector<rof_session_info> Kmod::list_sessions() {
-    return list<rof_session_info>(ROFD_CMD(ROF_IOC_LIST_SESSIONS));
+    return list<rof_session_info>(ROFD_CMD(ROF_IOC_SESSION_LIST));
 }
 
 std::optional<rof_session_info> Kmod::get_session(std::uint32_t id) {
     rof_session_info info{};
 
     info.id = id;
-    return get(ROFD_CMD(ROF_IOC_GET_SESSION), info);
+    return get(ROFD_CMD(ROF_IOC_SESSION_GET), info);
 }
 
 void Kmod::session_close(std::uint32_t id) {

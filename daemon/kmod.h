@@ -25,7 +25,7 @@ inline constexpr std::uint32_t abi_minor_get_by_name = 5;
 // needs it, so one Kmod serves all gRPC threads.
 //
 // Every failure throws KmodError whose what() names the device, the command
-// and the reason, e.g. "/dev/rof: ROF_IOC_LIST_DEVICES: Invalid argument";
+// and the reason, e.g. "/dev/rof: ROF_IOC_DEVICE_LIST: Invalid argument";
 // code() is the errno.  EINTR is retried.
 class Kmod final : public Module {
   public:

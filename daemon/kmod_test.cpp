@@ -44,11 +44,11 @@ TEST(Kmod, IoctlFailureNamesTheCommand) {
     }
     try {
         kmod.list_devices();
-        FAIL() << "ROF_IOC_LIST_DEVICES succeeded on a regular file";
+        FAIL() << "ROF_IOC_DEVICE_LIST succeeded on a regular file";
     } catch (const rofd::KmodError& e) {
         EXPECT_EQ(e.code().value(), ENOTTY);
         EXPECT_EQ(std::string(e.what()),
-                  path + ": ROF_IOC_LIST_DEVICES: Inappropriate ioctl for device");
+                  path + ": ROF_IOC_DEVICE_LIST: Inappropriate ioctl for device");
     }
 }
 
@@ -64,11 +64,11 @@ TEST(Kmod, EveryCommandNamesItself) {
 
     const std::vector<std::pair<std::string, std::function<void()>>> calls = {
         {"ROF_IOC_TENANT_CREATE", [&] { kmod.tenant_create("kv", 0); }},
-        {"ROF_IOC_LIST_TENANTS", [&] { kmod.list_tenants(); }},
-        {"ROF_IOC_GET_TENANT", [&] { kmod.get_tenant(1); }},
+        {"ROF_IOC_TENANT_LIST", [&] { kmod.list_tenants(); }},
+        {"ROF_IOC_TENANT_GET", [&] { kmod.get_tenant(1); }},
         {"ROF_IOC_REGION_DESTROY", [&] { kmod.region_destroy(1, true); }},
-        {"ROF_IOC_LIST_SESSIONS", [&] { kmod.list_sessions(); }},
-        {"ROF_IOC_GET_PROG", [&] { kmod.get_prog(1, 2); }},
+        {"ROF_IOC_SESSION_LIST", [&] { kmod.list_sessions(); }},
+        {"ROF_IOC_PROG_GET", [&] { kmod.get_prog(1, 2); }},
         {"ROF_IOC_PROG_LOAD", [&] { kmod.prog_load(load, image); }},
         {"ROF_IOC_SESSION_PREPARE", [&] { kmod.session_prepare(prep); }},
         {"ROF_IOC_AUDIT_OPEN", [&] { kmod.audit_open(true); }},

@@ -519,7 +519,7 @@ TEST_F(ManagerTest, TenantThatCannotBeCreatedLeavesTheOthersServed) {
     }
 }
 
-// LIST_TENANTS failing: the tenants rofd made are found by their stored
+// TENANT_LIST failing: the tenants rofd made are found by their stored
 // ids (GET), none is made twice.
 TEST_F(ManagerTest, TenantListThatFailsFallsBackToStoredIds) {
     started_manager().reset();

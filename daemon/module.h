@@ -76,7 +76,7 @@ class Module {
     virtual void region_destroy(std::uint32_t id, bool force) = 0;
     virtual std::vector<rof_region_info> list_regions() = 0;
     virtual std::optional<rof_region_info> get_region(std::uint32_t id) = 0;
-    // @tenant's region called @name (GET_REGION with ROF_GET_BY_NAME), or
+    // @tenant's region called @name (REGION_GET with ROF_GET_BY_NAME), or
     // std::nullopt; a name outside the name rule is EINVAL.
     virtual std::optional<rof_region_info> find_region(std::uint32_t tenant,
                                                        const std::string& name) = 0;

@@ -40,7 +40,7 @@ TEST(StatusMap, CallersErrorsGetAHumanReason) {
     EXPECT_EQ(st.error_code(), StatusCode::RESOURCE_EXHAUSTED);
     EXPECT_EQ(st.error_message(), "tenant \"kv\": region \"table\": quota exceeded");
 
-    const auto nf = module_status(KmodError(ENOENT, "/dev/rof: ROF_IOC_GET_TENANT"), "tenant 7");
+    const auto nf = module_status(KmodError(ENOENT, "/dev/rof: ROF_IOC_TENANT_GET"), "tenant 7");
     EXPECT_EQ(nf.error_code(), StatusCode::NOT_FOUND);
     EXPECT_EQ(nf.error_message(), "tenant 7: not found");
 }

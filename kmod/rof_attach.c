@@ -93,7 +93,7 @@ unsigned int rof_attach_count(struct rof_attach_set *set)
 
 /*
  * Call ->revoke for every attachment, one at a time, without the spinlock.
- * Two revokers of one set may run at once (a tenant's DESTROY and DRAIN):
+ * Two revokers of one set may run at once (TENANT_DESTROY and TENANT_DRAIN):
  * revoke_lock keeps them from overwriting each other's ->revoking, which
  * rof_detach relies on to keep @a alive during its ->revoke.
  */

@@ -42,7 +42,7 @@ void rof_device_exit(void);
 void rof_device_put(struct rof_device *dev);
 /* The rof_device of @ibdev, +1 ref, or NULL once it is being removed. */
 struct rof_device *rof_device_get_ib(struct ib_device *ibdev);
-long rof_device_list(void __user *uarg);	/* ROF_IOC_LIST_DEVICES */
+long rof_device_list(void __user *uarg);	/* ROF_IOC_DEVICE_LIST */
 
 /*
  * Object model (issue 3).  Everything below is a contract between the
@@ -104,51 +104,7 @@ unsigned int rof_attach_count(struct rof_attach_set *set);
 void rof_attach_revoke_all(struct rof_attach_set *set, const char *why);
 int rof_attach_wait_empty(struct rof_attach_set *set);
 
-/* rof_tenant.c */
-struct rof_tenant *rof_tenant_get(u32 id);	/* +1 ref, or NULL */
-void rof_tenant_put(struct rof_tenant *t);
-u32 rof_tenant_id(const struct rof_tenant *t);
-bool rof_tenant_dying(const struct rof_tenant *t);	/* a destroy has begun */
-/* Quota accounting; -EDQUOT when the tenant's quota would be exceeded. */
-int rof_tenant_charge_session(struct rof_tenant *t);
-void rof_tenant_uncharge_session(struct rof_tenant *t);
-u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
-/*
- * Sessions prepared and not yet live (rof_session.c's
- * max_prepared_sessions): -EMFILE when @t has @cap of them already;
- * a @cap of 0 is no cap.  Any context.
- */
-int rof_tenant_charge_prepared(struct rof_tenant *t, u32 cap);
-void rof_tenant_uncharge_prepared(struct rof_tenant *t);
-/*
- * Lifetime rules: rof_tenant_get/put work in any context.  Once a tenant
- * is being destroyed, rof_tenant_get returns NULL and
- * rof_tenant_charge_session and rof_tenant_attach fail with -ENOENT.
- * Protection domains are the sessions' own (rof_session.c), one each.
- *
- * Sessions and programs attach to their tenant (struct rof_attach_set
- * rules) so that a forced tenant destroy or ROF_IOC_DRAIN can close them;
- * a session must then detach and uncharge.  The destroy waits (killable)
- * until every session has uncharged.
- */
-int rof_tenant_attach(struct rof_tenant *t, struct rof_attach *a);
-void rof_tenant_detach(struct rof_tenant *t, struct rof_attach *a);
-int rof_tenant_charge_program(struct rof_tenant *t);	/* -EDQUOT */
-void rof_tenant_uncharge_program(struct rof_tenant *t);
-int rof_tenant_init(void);
-void rof_tenant_exit(void);
-long rof_tenant_ioctl(unsigned int cmd, void __user *uarg);
-/* Used by rof_region.c and rof_audit.c only. */
-int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes); /* -EDQUOT */
-/*
- * @regions is 1 when the region goes, 0 when only its bytes do: those of a
- * destroyed region whose pages a mapping held, released with the pages.
- */
-void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes, u32 regions);
-void rof_tenant_count_freelists(struct rof_tenant *t, int delta);
-void rof_tenant_account(const struct rof_audit_record *rec);
-/* An INVOKE record of @tenant that rof_audit_log dropped; any context. */
-void rof_tenant_count_audit_drop(u32 tenant);
+/* rof_ioctl.c: what every command shares */
 int rof_name_check(const char *name);	/* -EINVAL unless a valid name */
 /*
  * The one LIST shape (issue 11), a whole LIST command: @snap takes its
@@ -174,6 +130,52 @@ long rof_get_ioctl(void __user *uarg, size_t size, int (*fill)(void *buf));
  */
 void rof_fault_delay(const char *what, u32 id);
 
+/* rof_tenant.c */
+struct rof_tenant *rof_tenant_get(u32 id);	/* +1 ref, or NULL */
+void rof_tenant_put(struct rof_tenant *t);
+u32 rof_tenant_id(const struct rof_tenant *t);
+bool rof_tenant_dying(const struct rof_tenant *t);	/* a destroy has begun */
+/* Quota accounting; -EDQUOT when the tenant's quota would be exceeded. */
+int rof_tenant_charge_session(struct rof_tenant *t);
+void rof_tenant_uncharge_session(struct rof_tenant *t);
+u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
+/*
+ * Sessions prepared and not yet live (rof_session.c's
+ * max_prepared_sessions): -EMFILE when @t has @cap of them already;
+ * a @cap of 0 is no cap.  Any context.
+ */
+int rof_tenant_charge_prepared(struct rof_tenant *t, u32 cap);
+void rof_tenant_uncharge_prepared(struct rof_tenant *t);
+/*
+ * Lifetime rules: rof_tenant_get/put work in any context.  Once a tenant
+ * is being destroyed, rof_tenant_get returns NULL and
+ * rof_tenant_charge_session and rof_tenant_attach fail with -ENOENT.
+ * Protection domains are the sessions' own (rof_cm.c), one each.
+ *
+ * Sessions and programs attach to their tenant (struct rof_attach_set
+ * rules) so that a forced tenant destroy or ROF_IOC_TENANT_DRAIN can close them;
+ * a session must then detach and uncharge.  The destroy waits (killable)
+ * until every session has uncharged.
+ */
+int rof_tenant_attach(struct rof_tenant *t, struct rof_attach *a);
+void rof_tenant_detach(struct rof_tenant *t, struct rof_attach *a);
+int rof_tenant_charge_program(struct rof_tenant *t);	/* -EDQUOT */
+void rof_tenant_uncharge_program(struct rof_tenant *t);
+int rof_tenant_init(void);
+void rof_tenant_exit(void);
+long rof_tenant_ioctl(unsigned int cmd, void __user *uarg);
+/* Used by rof_region.c and rof_audit.c only. */
+int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes); /* -EDQUOT */
+/*
+ * @regions is 1 when the region goes, 0 when only its bytes do: those of a
+ * destroyed region whose pages a mapping held, released with the pages.
+ */
+void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes, u32 regions);
+void rof_tenant_count_freelists(struct rof_tenant *t, int delta);
+void rof_tenant_account(const struct rof_audit_record *rec);
+/* An INVOKE record of @tenant that rof_audit_log dropped; any context. */
+void rof_tenant_count_audit_drop(u32 tenant);
+
 /* rof_region.c */
 /*
  * Sessions and programs that use a region attach to it (struct
@@ -190,7 +192,6 @@ struct page **rof_region_pages(struct rof_region *r, unsigned int *npages);
 void *rof_region_vaddr(struct rof_region *r);
 u64 rof_region_size(const struct rof_region *r);
 u32 rof_region_rights(const struct rof_region *r);	/* ROF_ACCESS_* */
-u32 rof_region_id(const struct rof_region *r);
 /*
  * rof_region_get/put, attach and the accessors work in any context (the
  * memory is freed from a workqueue).  rof_region_attach fails with
@@ -198,7 +199,6 @@ u32 rof_region_id(const struct rof_region *r);
  * process context (it may sleep: racing a revoke of the same attachment,
  * or fault_delay_ms), by a caller that holds a region reference.
  */
-struct rof_tenant *rof_region_tenant(const struct rof_region *r);
 /*
  * Region memory is shared live by the NIC, the executor and local
  * mappings, and never synced: after ib_dma_map_sg() of a region's pages
@@ -218,7 +218,6 @@ struct rof_freelist;
 struct rof_freelist *rof_freelist_get(struct rof_tenant *t, u32 id); /* or NULL */
 void rof_freelist_put(struct rof_freelist *fl);
 struct rof_region *rof_freelist_region(const struct rof_freelist *fl);
-u32 rof_freelist_block_size(const struct rof_freelist *fl);
 u64 rof_freelist_offset(const struct rof_freelist *fl);	/* of the header */
 
 int rof_region_init(void);
@@ -253,10 +252,12 @@ long rof_audit_ioctl(unsigned int cmd, void __user *uarg);
 void rof_session_device_removed(struct rof_device *dev);
 void rof_session_flush(void);	/* every queued close work has run */
 int rof_session_init(void);
-struct dentry;
-void rof_session_debugfs(struct dentry *dir);
 void rof_session_exit(void);
 long rof_session_ioctl(unsigned int cmd, void __user *uarg);
+
+/* rof_dp.c: the sessions' data path (rof_session.h has the rest) */
+struct dentry;
+void rof_dp_debugfs(struct dentry *dir);	/* debugfs rof/datapath */
 
 /* rof_ticket.c: the ticket MAC key; checks return enum rof_reject_reason. */
 long rof_ticket_set_key(void __user *uarg);

@@ -4,7 +4,7 @@
  *
  * An ib_client tracks devices as the RDMA core adds and removes them
  * (including "rdma link add/delete" for soft-RoCE).  The list is the
- * source of truth for ROF_IOC_LIST_DEVICES and, later, for the objects
+ * source of truth for ROF_IOC_DEVICE_LIST and, later, for the objects
  * (protection domains, sessions) that live on a device.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt

@@ -77,7 +77,7 @@ static int __init rof_init(void)
 	rof_debugfs = debugfs_create_dir("rof", NULL);
 	debugfs_create_file_unsafe("quiesce", 0200, rof_debugfs, NULL,
 				   &rof_quiesce_fops);
-	rof_session_debugfs(rof_debugfs);
+	rof_dp_debugfs(rof_debugfs);
 
 	pr_info("loaded, ABI %u.%u\n", ROF_ABI_MAJOR, ROF_ABI_MINOR);
 	return 0;

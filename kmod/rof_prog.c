@@ -19,7 +19,7 @@
  * Lifetimes: rof_progs (a hash table under rof_progs_lock, read under
  * RCU) holds one reference from load to unload; a run holds its own.
  * rof_prog_ids indexes the same programs by an id of their own, under
- * rof_progs_lock too, for LIST_PROGS paging (ROF_LIST_FROM): it holds no
+ * rof_progs_lock too, for PROG_LIST paging (ROF_LIST_FROM): it holds no
  * reference, a program is on both or on neither.
  * Before a program lets go of its regions it is stopped: ->stopped is
  * set and the runs under way (->active) are waited for, so no run ever
@@ -384,7 +384,7 @@ static void rof_prog_tenant_revoked(struct rof_attach *a,
 
 /*
  * The program (tenant @t, @tag) by its own tag, +1 reference, or NULL:
- * GET_PROG, PROG_UNLOAD.  Any context.
+ * PROG_GET, PROG_UNLOAD.  Any context.
  */
 static struct rof_prog *rof_prog_lookup(struct rof_tenant *t, u64 tag)
 {
@@ -1206,9 +1206,9 @@ long rof_prog_ioctl(unsigned int cmd, void __user *uarg)
 		return rof_prog_load(uarg);
 	case ROF_IOC_PROG_UNLOAD:
 		return rof_prog_unload(uarg);
-	case ROF_IOC_GET_PROG:
+	case ROF_IOC_PROG_GET:
 		return rof_prog_get(uarg);
-	case ROF_IOC_LIST_PROGS:
+	case ROF_IOC_PROG_LIST:
 		return rof_prog_list(uarg);
 	case ROF_IOC_PROG_REPLACE:
 		return rof_prog_replace(uarg);

@@ -185,16 +185,6 @@ u32 rof_region_rights(const struct rof_region *r)
 	return r->rights;
 }
 
-u32 rof_region_id(const struct rof_region *r)
-{
-	return r->id;
-}
-
-struct rof_tenant *rof_region_tenant(const struct rof_region *r)
-{
-	return r->tenant;
-}
-
 /*
  * The module never syncs region memory (ib_dma_sync_*): the NIC, the
  * executor and local mappings use it at the same time, with no ownership
@@ -914,11 +904,6 @@ struct rof_region *rof_freelist_region(const struct rof_freelist *fl)
 	return fl->region;
 }
 
-u32 rof_freelist_block_size(const struct rof_freelist *fl)
-{
-	return fl->block_size;
-}
-
 u64 rof_freelist_offset(const struct rof_freelist *fl)
 {
 	return fl->offset;
@@ -1146,9 +1131,9 @@ long rof_region_ioctl(struct file *file, unsigned int cmd, void __user *uarg)
 		return rof_region_create(uarg);
 	case ROF_IOC_REGION_DESTROY:
 		return rof_region_destroy(uarg);
-	case ROF_IOC_GET_REGION:
+	case ROF_IOC_REGION_GET:
 		return rof_region_get_info(uarg);
-	case ROF_IOC_LIST_REGIONS:
+	case ROF_IOC_REGION_LIST:
 		return rof_region_list(uarg);
 	case ROF_IOC_REGION_TOKEN:
 		return rof_region_token(uarg);
@@ -1156,7 +1141,7 @@ long rof_region_ioctl(struct file *file, unsigned int cmd, void __user *uarg)
 		return rof_freelist_create(uarg);
 	case ROF_IOC_FREELIST_DESTROY:
 		return rof_freelist_destroy(uarg);
-	case ROF_IOC_LIST_FREELISTS:
+	case ROF_IOC_FREELIST_LIST:
 		return rof_freelist_list(uarg);
 	default:
 		return -ENOTTY;

@@ -7,7 +7,7 @@
  * reference from create to destroy; lookups take theirs under RCU, so
  * rof_tenant_get works from any context.  Every live tenant also holds a
  * module reference, which is what makes "rmmod rof" fail while objects
- * exist: ROF_IOC_DRAIN (or destroying every tenant) releases them.
+ * exist: ROF_IOC_TENANT_DRAIN (or destroying every tenant) releases them.
  *
  * A forced destroy marks the tenant dying (no new session or region from
  * then on), revokes its sessions' attachments (which closes them), waits
@@ -66,25 +66,6 @@ static DEFINE_XARRAY_ALLOC1(rof_tenants);
 static u32 rof_tenant_next;
 /* Serialises create, destroy, quota changes and listing of tenants. */
 static DEFINE_MUTEX(rof_tenants_lock);
-
-/*
- * Fault injection for the race tests (docs/kmod.md section 7.1): when
- * non-zero, create commands sleep this long inside their race windows.
- */
-static uint fault_delay_ms;
-module_param(fault_delay_ms, uint, 0644);
-MODULE_PARM_DESC(fault_delay_ms, "testing only: ms (at most 1000) that creates sleep in their race windows; 0 (default) is off");
-
-void rof_fault_delay(const char *what, u32 id)
-{
-	uint ms = min(READ_ONCE(fault_delay_ms), 1000U);
-
-	if (likely(!ms))
-		return;
-	/* Logged first: a test can act while the command sleeps. */
-	pr_info("fault injection: %s %u delayed %u ms\n", what, id, ms);
-	msleep(ms);
-}
 
 /* call_rcu, not kfree_rcu: rcu_barrier() waits for it (debugfs quiesce). */
 static void rof_tenant_free_rcu(struct rcu_head *rcu)
@@ -320,23 +301,6 @@ void rof_tenant_count_audit_drop(u32 tenant)
 	if (t)
 		atomic64_inc(&t->ctr[ROF_CTR_AUDIT_DROPPED]);
 	rcu_read_unlock();
-}
-
-/*
- * Names: the rule of rof.h (rof_name_char), NUL-terminated.  Not isalnum():
- * the kernel's takes Latin-1 letters too, which no other checker does.
- */
-int rof_name_check(const char *name)
-{
-	size_t len = strnlen(name, ROF_NAME_MAX);
-	size_t i;
-
-	if (!len || len == ROF_NAME_MAX)
-		return -EINVAL;
-	for (i = 0; i < len; i++)
-		if (!rof_name_char(name[i]))
-			return -EINVAL;
-	return 0;
 }
 
 static void rof_tenant_fill(struct rof_tenant *t, struct rof_tenant_info *info)
@@ -629,110 +593,6 @@ static long rof_tenant_get_info(void __user *uarg)
 			     rof_tenant_get_fill);
 }
 
-/*
- * rof_get_ioctl - every GET command: the object's info struct in (its id
- * and flags), filled by @fill into a kernel copy, copied out after @fill
- * has dropped its locks (the rule of rof_list_ioctl).
- * @uarg:	the command's info struct, in and out
- * @size:	its size
- * @fill:	checks the struct's flags (-EINVAL), takes its lock, fills
- *		@buf from the object it names or returns -ENOENT, drops the
- *		lock; never touches user memory; may sleep
- *
- * Returns 0 or a negative errno; nothing is copied out on an error.
- */
-long rof_get_ioctl(void __user *uarg, size_t size, int (*fill)(void *buf))
-{
-	void *buf;
-	long ret;
-
-	buf = kmalloc(size, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
-	if (copy_from_user(buf, uarg, size))
-		ret = -EFAULT;
-	else
-		ret = fill(buf);
-	if (!ret && copy_to_user(uarg, buf, size))
-		ret = -EFAULT;
-	kfree(buf);
-	return ret;
-}
-
-/* Validate the common LIST header (rof_list_ioctl). */
-static int rof_list_check(const struct rof_list *req, size_t elem_size)
-{
-	if (req->flags & ~ROF_LIST_FROM)
-		return -EINVAL;
-	if (!(req->flags & ROF_LIST_FROM) && req->start)
-		return -EINVAL;
-	if (req->elem_size != elem_size)
-		return -EINVAL;
-	if (req->capacity > ROF_LIST_MAX)
-		return -E2BIG;
-	return 0;
-}
-
-/*
- * rof_list_ioctl - every LIST command: the header in, a snapshot taken
- * under the object type's lock, copied to user space after it is dropped
- * (so that a user array that faults slowly, FUSE or userfaultfd, stalls
- * only its own caller, never the lock), the header out.
- * @uarg:	the command's struct rof_list
- * @elem_size:	the size of one element
- * @snap:	takes its lock, fills at most @cap elements of @buf (zeroed;
- *		NULL when @cap is 0) with the objects whose id is at least
- *		*@pos, in increasing id order, sets *@pos one past the id of
- *		the last element filled (leaves it when it fills none), drops
- *		the lock and returns how many objects with an id of at least
- *		the *@pos it was given exist.  Never touches user memory; may
- *		sleep.
- * @arg:	passed to @snap
- *
- * Without ROF_LIST_FROM the listing starts at id 0.  Objects created
- * between the sizing pass and the snapshot get a bigger snapshot (twice
- * at most; past that, total > count tells the caller to retry, or to go
- * on from @start with ROF_LIST_FROM, as the ABI says).  Returns 0 or a
- * negative errno.
- */
-long rof_list_ioctl(void __user *uarg, size_t elem_size,
-		    u32 (*snap)(void *buf, u32 cap, u32 *pos, void *arg),
-		    void *arg)
-{
-	struct rof_list req;
-	u32 cap = 0, total, tries, pos;
-	void *buf = NULL;
-	int ret;
-
-	if (copy_from_user(&req, uarg, sizeof(req)))
-		return -EFAULT;
-	ret = rof_list_check(&req, elem_size);
-	if (ret)
-		return ret;
-	pos = req.start;
-	total = snap(NULL, 0, &pos, arg);
-	for (tries = 0; tries < 3 && cap < min(req.capacity, total); tries++) {
-		cap = min(req.capacity, total);
-		kvfree(buf);
-		buf = kvcalloc(cap, elem_size, GFP_KERNEL);
-		if (!buf)
-			return -ENOMEM;
-		pos = req.start;
-		total = snap(buf, cap, &pos, arg);
-	}
-	req.count = min(cap, total);
-	req.total = total;
-	if (req.flags & ROF_LIST_FROM)
-		req.start = pos;
-	if (req.count && copy_to_user(u64_to_user_ptr(req.elems), buf,
-				      (size_t)req.count * elem_size))
-		ret = -EFAULT;
-	kvfree(buf);
-	if (!ret && copy_to_user(uarg, &req, sizeof(req)))
-		ret = -EFAULT;
-	return ret;
-}
-
 static u32 rof_tenant_snap(void *buf, u32 cap, u32 *pos, void *arg)
 {
 	struct rof_tenant_info *info = buf;
@@ -756,7 +616,7 @@ static long rof_tenant_list(void __user *uarg)
 			      rof_tenant_snap, NULL);
 }
 
-static long rof_drain(void __user *uarg)
+static long rof_tenant_drain(void __user *uarg)
 {
 	struct rof_drain req;
 	struct rof_tenant *t;
@@ -814,12 +674,14 @@ long rof_tenant_ioctl(unsigned int cmd, void __user *uarg)
 		return rof_tenant_destroy(uarg);
 	case ROF_IOC_TENANT_SET_QUOTA:
 		return rof_tenant_set_quota(uarg);
-	case ROF_IOC_GET_TENANT:
+	case ROF_IOC_TENANT_GET:
 		return rof_tenant_get_info(uarg);
-	case ROF_IOC_LIST_TENANTS:
+	case ROF_IOC_TENANT_LIST:
 		return rof_tenant_list(uarg);
-	case ROF_IOC_DRAIN:
-		return rof_drain(uarg);
+	case ROF_IOC_TENANT_SET_RATE:
+		return rof_tenant_set_rate(uarg);
+	case ROF_IOC_TENANT_DRAIN:
+		return rof_tenant_drain(uarg);
 	default:
 		return -ENOTTY;
 	}

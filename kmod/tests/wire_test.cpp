@@ -71,9 +71,9 @@ TEST(Wire, Abi02AdditionsKeepTheOldLayouts)
 TEST(Wire, IoctlNumbersAreInTheSessionRange)
 {
 	for (unsigned long cmd :
-	     { ROF_IOC_SET_TICKET_KEY, ROF_IOC_SESSION_PREPARE,
-	       ROF_IOC_LIST_SESSIONS, ROF_IOC_GET_SESSION,
-	       ROF_IOC_SESSION_CLOSE, ROF_IOC_TENANT_SET_RATE }) {
+	     { ROF_IOC_TICKET_SET_KEY, ROF_IOC_SESSION_PREPARE,
+	       ROF_IOC_SESSION_LIST, ROF_IOC_SESSION_GET, ROF_IOC_SESSION_CLOSE,
+	       ROF_IOC_TENANT_SET_RATE }) {
 		EXPECT_GE(_IOC_NR(cmd), 0x40u);
 		EXPECT_LE(_IOC_NR(cmd), 0x6fu);
 		EXPECT_EQ(_IOC_TYPE(cmd), static_cast<unsigned>(ROF_IOC_MAGIC));

@@ -174,7 +174,7 @@ int cmd_ioctls() {
     rof_prog_info pi{};
     pi.tenant = t;
     pi.tag = l.tag;
-    expect_errno(dev, ROF_IOC_GET_PROG, &pi, 0, "get");
+    expect_errno(dev, ROF_IOC_PROG_GET, &pi, 0, "get");
     check(!strcmp(pi.name, "small") && pi.budget == 100 && pi.byte_budget == 4096 &&
               pi.nbind == 1 && pi.bind[0].region == rw && pi.insn_cnt == small.insns.size() &&
               pi.resp_max == 8 && pi.args_max == 8 && !pi.flags,
@@ -185,25 +185,25 @@ int cmd_ioctls() {
         li.elems = reinterpret_cast<uintptr_t>(v.data());
         li.capacity = 4;
         li.elem_size = sizeof(rof_prog_info);
-        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, 0, "list");
+        expect_errno(dev, ROF_IOC_PROG_LIST, &li, 0, "list");
         bool found = false;
         for (uint32_t i = 0; i < li.count; i++)
             found |= v[i].tag == l.tag && v[i].tenant == t;
         check(found && li.total >= 1, "list contains it");
         li.elem_size = sizeof(rof_prog_info) - 8;
-        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EINVAL, "list wrong elem_size");
+        expect_errno(dev, ROF_IOC_PROG_LIST, &li, EINVAL, "list wrong elem_size");
         li.elem_size = sizeof(rof_prog_info);
         li.flags = ROF_LIST_FROM << 1;
-        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EINVAL, "list flags");
+        expect_errno(dev, ROF_IOC_PROG_LIST, &li, EINVAL, "list flags");
         li.flags = 0;
         li.start = 1;
-        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EINVAL, "list start without ROF_LIST_FROM");
+        expect_errno(dev, ROF_IOC_PROG_LIST, &li, EINVAL, "list start without ROF_LIST_FROM");
         li.start = 0;
         li.capacity = ROF_LIST_MAX + 1;
-        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, E2BIG, "list capacity too big");
+        expect_errno(dev, ROF_IOC_PROG_LIST, &li, E2BIG, "list capacity too big");
         li.capacity = 4;
         li.elems = 16;
-        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EFAULT, "list unwritable array");
+        expect_errno(dev, ROF_IOC_PROG_LIST, &li, EFAULT, "list unwritable array");
     }
     {
         // ROF_LIST_FROM: a second program (loaded later, so with a later
@@ -216,7 +216,7 @@ int cmd_ioctls() {
         li.elems = reinterpret_cast<uintptr_t>(all.data());
         li.capacity = static_cast<uint32_t>(all.size());
         li.elem_size = sizeof(rof_prog_info);
-        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, 0, "list unpaged");
+        expect_errno(dev, ROF_IOC_PROG_LIST, &li, 0, "list unpaged");
         all.resize(li.count);
         std::vector<std::pair<uint32_t, __u64>> paged;
         uint32_t start = 0, pages = 0;
@@ -229,7 +229,7 @@ int cmd_ioctls() {
             pg.elem_size = sizeof(rof_prog_info);
             pg.flags = ROF_LIST_FROM;
             pg.start = start;
-            if (dev.ioc(ROF_IOC_LIST_PROGS, &pg) != 0) {
+            if (dev.ioc(ROF_IOC_PROG_LIST, &pg) != 0) {
                 check(false, "list ROF_LIST_FROM");
                 break;
             }
@@ -265,13 +265,13 @@ int cmd_ioctls() {
                      "destroy a region a program is bound to, without force");
     }
     pi.flags = 1;
-    expect_errno(dev, ROF_IOC_GET_PROG, &pi, EINVAL, "get flags");
+    expect_errno(dev, ROF_IOC_PROG_GET, &pi, EINVAL, "get flags");
     pi.flags = 0;
     pi.tag ^= 1;
-    expect_errno(dev, ROF_IOC_GET_PROG, &pi, ENOENT, "get unknown tag");
+    expect_errno(dev, ROF_IOC_PROG_GET, &pi, ENOENT, "get unknown tag");
     pi.tag = l.tag;
     pi.tenant = t2;
-    expect_errno(dev, ROF_IOC_GET_PROG, &pi, ENOENT, "get with another tenant");
+    expect_errno(dev, ROF_IOC_PROG_GET, &pi, ENOENT, "get with another tenant");
 
     rof_prog_id id{};
     id.tenant = t;
@@ -457,10 +457,10 @@ int cmd_ioctls() {
         rof_prog_info pp{};
         pp.tenant = t;
         pp.tag = fprog.tag();
-        expect_errno(dev, ROF_IOC_GET_PROG, &pp, EPERM, "no CAP_SYS_ADMIN: get");
+        expect_errno(dev, ROF_IOC_PROG_GET, &pp, EPERM, "no CAP_SYS_ADMIN: get");
         rof_list li{};
         li.elem_size = sizeof(rof_prog_info);
-        expect_errno(dev, ROF_IOC_LIST_PROGS, &li, EPERM, "no CAP_SYS_ADMIN: list");
+        expect_errno(dev, ROF_IOC_PROG_LIST, &li, EPERM, "no CAP_SYS_ADMIN: list");
     });
     check(eperm, "the unprivileged child saw EPERM everywhere");
 
@@ -1108,7 +1108,7 @@ int cmd_drain() {
     kprog::Dev dev;
     rof_drain d{};
     d.flags = ROF_DESTROY_FORCE;
-    dev.must(ROF_IOC_DRAIN, &d, "drain");
+    dev.must(ROF_IOC_TENANT_DRAIN, &d, "drain");
     printf("%u tenants destroyed\n", d.tenants);
     return 0;
 }

@@ -8,7 +8,7 @@
  *   kobj-ioctl setup NAME   create tenant NAME with a 1 MiB region "r0"
  *                           and a free list in it, print the tenant id
  *   kobj-ioctl count        print "tenants regions freelists"
- *   kobj-ioctl drain [force] ROF_IOC_DRAIN; prints "destroyed remaining"
+ *   kobj-ioctl drain [force] ROF_IOC_TENANT_DRAIN; prints "destroyed remaining"
  *   kobj-ioctl cycles N     N create/destroy cycles of every object type
  *                           (tenant, region, mapping, free list, token,
  *                           audit fd); exit status says whether all worked
@@ -247,14 +247,14 @@ static int get_tenant(int fd, uint32_t id, struct rof_tenant_info *ti)
 {
 	memset(ti, 0, sizeof(*ti));
 	ti->id = id;
-	return ioc(fd, ROF_IOC_GET_TENANT, ti);
+	return ioc(fd, ROF_IOC_TENANT_GET, ti);
 }
 
 static int get_region(int fd, uint32_t id, struct rof_region_info *ri)
 {
 	memset(ri, 0, sizeof(*ri));
 	ri->id = id;
-	return ioc(fd, ROF_IOC_GET_REGION, ri);
+	return ioc(fd, ROF_IOC_REGION_GET, ri);
 }
 
 /* Remove CAP_SYS_ADMIN from this process, staying uid 0. */
@@ -352,9 +352,9 @@ static void test_tenants(int fd)
 	/* GET */
 	memset(&ti, 0, sizeof(ti));
 	ti.id = ta;
-	expect(fd, ROF_IOC_GET_TENANT, &ti, 0, "GET_TENANT");
+	expect(fd, ROF_IOC_TENANT_GET, &ti, 0, "TENANT_GET");
 	result(!strcmp(ti.name, "kobj-a2") && ti.id == ta,
-	       "GET_TENANT names kobj-a2 (%s, %u)", ti.name, ti.id);
+	       "TENANT_GET names kobj-a2 (%s, %u)", ti.name, ti.id);
 	result(ti.quota.region_bytes == ROF_QUOTA_UNLIMITED &&
 	       ti.quota.sessions == UINT32_MAX &&
 	       ti.quota.programs == UINT32_MAX &&
@@ -365,11 +365,11 @@ static void test_tenants(int fd)
 	       "new tenant: no usage, no flags");
 	memset(&ti, 0, sizeof(ti));
 	ti.id = 999999;
-	expect(fd, ROF_IOC_GET_TENANT, &ti, ENOENT, "GET_TENANT unknown id");
+	expect(fd, ROF_IOC_TENANT_GET, &ti, ENOENT, "TENANT_GET unknown id");
 	ti.id = ta;
 	ti.flags = 2;
-	expect(fd, ROF_IOC_GET_TENANT, &ti, EINVAL, "GET_TENANT unknown flag");
-	expect(fd, ROF_IOC_GET_TENANT, (void *)8, EFAULT, "GET_TENANT bad pointer");
+	expect(fd, ROF_IOC_TENANT_GET, &ti, EINVAL, "TENANT_GET unknown flag");
+	expect(fd, ROF_IOC_TENANT_GET, (void *)8, EFAULT, "TENANT_GET bad pointer");
 
 	/* SET_QUOTA */
 	memset(&q, 0, sizeof(q));
@@ -382,7 +382,7 @@ static void test_tenants(int fd)
 	get_tenant(fd, ta, &ti);
 	result(ti.quota.region_bytes == 2 * PAGE && ti.quota.sessions == 3 &&
 	       ti.quota.programs == 4 && ti.quota.inflight == 16,
-	       "GET_TENANT shows the new quota");
+	       "TENANT_GET shows the new quota");
 	q.quota.inflight = 0;
 	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA inflight 0");
 	q.quota.inflight = ROF_INFLIGHT_MAX + 1;
@@ -400,26 +400,26 @@ static void test_tenants(int fd)
 	/* LIST */
 	memset(&req, 0, sizeof(req));
 	req.elem_size = sizeof(ti);
-	expect(fd, ROF_IOC_LIST_TENANTS, &req, 0, "LIST_TENANTS sizing call");
+	expect(fd, ROF_IOC_TENANT_LIST, &req, 0, "TENANT_LIST sizing call");
 	result(req.count == 0 && req.total >= 3, "sizing call: count %u total %u",
 	       req.count, req.total);
-	list_header_checks(fd, ROF_IOC_LIST_TENANTS, "LIST_TENANTS", sizeof(ti),
+	list_header_checks(fd, ROF_IOC_TENANT_LIST, "TENANT_LIST", sizeof(ti),
 			   expect_list);
-	list_paging_checks(fd, ROF_IOC_LIST_TENANTS, "LIST_TENANTS", sizeof(ti),
+	list_paging_checks(fd, ROF_IOC_TENANT_LIST, "TENANT_LIST", sizeof(ti),
 			   1, tenant_id_of, expect_list, result_list);
-	list_paging_checks(fd, ROF_IOC_LIST_TENANTS, "LIST_TENANTS", sizeof(ti),
+	list_paging_checks(fd, ROF_IOC_TENANT_LIST, "TENANT_LIST", sizeof(ti),
 			   2, tenant_id_of, expect_list, result_list);
-	if (!list_all(fd, ROF_IOC_LIST_TENANTS, sizeof(ti), (void **)&all, &n)) {
+	if (!list_all(fd, ROF_IOC_TENANT_LIST, sizeof(ti), (void **)&all, &n)) {
 		for (i = 0; i < n; i++)
 			found += (all[i].id == ta && !strcmp(all[i].name, "kobj-a2")) +
 				 (all[i].id == tb && !strcmp(all[i].name, "kobj-b"));
 		free(all);
 	}
-	result(found == 2, "LIST_TENANTS lists kobj-a2 and kobj-b");
+	result(found == 2, "TENANT_LIST lists kobj-a2 and kobj-b");
 
 	/* Destroy kobj-a (the one created by literal). */
 	id = 0;
-	if (!list_all(fd, ROF_IOC_LIST_TENANTS, sizeof(ti), (void **)&all, &n)) {
+	if (!list_all(fd, ROF_IOC_TENANT_LIST, sizeof(ti), (void **)&all, &n)) {
 		for (i = 0; i < n; i++)
 			if (!strcmp(all[i].name, "kobj-a"))
 				id = all[i].id;
@@ -504,31 +504,31 @@ static void test_regions(int fd)
 	expect(fd, ROF_IOC_REGION_CREATE, (void *)8, EFAULT, "REGION_CREATE bad pointer");
 
 	/* GET / LIST */
-	expect(fd, ROF_IOC_GET_REGION, &(struct rof_region_info){ .id = ra },
-	       0, "GET_REGION");
+	expect(fd, ROF_IOC_REGION_GET, &(struct rof_region_info){ .id = ra },
+	       0, "REGION_GET");
 	get_region(fd, ra, &ri);
 	result(!strcmp(ri.name, "ra") && ri.size == 16 * PAGE &&
 	       ri.tenant == ta && ri.rights == (ROF_ACCESS_READ | ROF_ACCESS_WRITE) &&
 	       ri.chunks >= 1 && ri.chunks <= 16 && !ri.attachments &&
 	       !ri.mappings && !ri.freelists,
-	       "GET_REGION: ra, 64 KiB, tenant %u, %u chunk(s)", ri.tenant,
+	       "REGION_GET: ra, 64 KiB, tenant %u, %u chunk(s)", ri.tenant,
 	       ri.chunks);
-	expect(fd, ROF_IOC_GET_REGION, &(struct rof_region_info){ .id = 999999 },
-	       ENOENT, "GET_REGION unknown id");
-	expect(fd, ROF_IOC_GET_REGION, &(struct rof_region_info){ .id = ra,
-	       .flags = ROF_GET_BY_NAME << 1 }, EINVAL, "GET_REGION unknown flag");
+	expect(fd, ROF_IOC_REGION_GET, &(struct rof_region_info){ .id = 999999 },
+	       ENOENT, "REGION_GET unknown id");
+	expect(fd, ROF_IOC_REGION_GET, &(struct rof_region_info){ .id = ra,
+	       .flags = ROF_GET_BY_NAME << 1 }, EINVAL, "REGION_GET unknown flag");
 	/* By name: the Module contract's RegionsAreFoundByTenantAndName. */
-	list_header_checks(fd, ROF_IOC_LIST_REGIONS, "LIST_REGIONS", sizeof(ri),
+	list_header_checks(fd, ROF_IOC_REGION_LIST, "REGION_LIST", sizeof(ri),
 			   expect_list);
-	list_paging_checks(fd, ROF_IOC_LIST_REGIONS, "LIST_REGIONS", sizeof(ri),
+	list_paging_checks(fd, ROF_IOC_REGION_LIST, "REGION_LIST", sizeof(ri),
 			   1, region_id_of, expect_list, result_list);
-	if (!list_all(fd, ROF_IOC_LIST_REGIONS, sizeof(ri), (void **)&all, &n)) {
+	if (!list_all(fd, ROF_IOC_REGION_LIST, sizeof(ri), (void **)&all, &n)) {
 		for (i = 0; i < n; i++)
 			found += (all[i].id == ra && all[i].tenant == ta) +
 				 (all[i].id == rb && all[i].tenant == tb);
 		free(all);
 	}
-	result(found == 2, "LIST_REGIONS lists ra in both tenants");
+	result(found == 2, "REGION_LIST lists ra in both tenants");
 
 	/* 4 MiB: the module tries 2 MiB runs first. */
 	if (!region_create(fd, tb, "big", 1024 * PAGE, ROF_ACCESS_READ, &big)) {
@@ -718,7 +718,7 @@ static void test_mappings(int fd)
 	result(p != MAP_FAILED && pattern_ok(p, 15 * PAGE, PAGE),
 	       "mmap of the last page at its offset");
 	get_region(fd, ra, &ri);
-	result(ri.mappings == 2, "GET_REGION counts the bound fd and the vma (%u)",
+	result(ri.mappings == 2, "REGION_GET counts the bound fd and the vma (%u)",
 	       ri.mappings);
 	if (p != MAP_FAILED)
 		munmap(p, PAGE);
@@ -924,7 +924,7 @@ static void test_freelists(int fd)
 	}
 	result(ok, "blocks chained 1 -> 2 -> ... -> 16 -> 0");
 
-	if (!list_all(fd, ROF_IOC_LIST_FREELISTS, sizeof(*all), (void **)&all, &n)) {
+	if (!list_all(fd, ROF_IOC_FREELIST_LIST, sizeof(*all), (void **)&all, &n)) {
 		ok = 0;
 		for (i = 0; i < n; i++)
 			ok += all[i].id == fl && all[i].region == ra &&
@@ -932,19 +932,19 @@ static void test_freelists(int fd)
 			      all[i].block_size == 64 && all[i].count == 16 &&
 			      all[i].free == 16 && !all[i].flags;
 		free(all);
-		result(ok == 1, "LIST_FREELISTS: 16 of 16 free");
+		result(ok == 1, "FREELIST_LIST: 16 of 16 free");
 	} else {
-		result(0, "LIST_FREELISTS");
+		result(0, "FREELIST_LIST");
 	}
-	list_header_checks(fd, ROF_IOC_LIST_FREELISTS, "LIST_FREELISTS",
+	list_header_checks(fd, ROF_IOC_FREELIST_LIST, "FREELIST_LIST",
 			   sizeof(*all), expect_list);
-	list_paging_checks(fd, ROF_IOC_LIST_FREELISTS, "LIST_FREELISTS",
+	list_paging_checks(fd, ROF_IOC_FREELIST_LIST, "FREELIST_LIST",
 			   sizeof(*all), 1, freelist_id_of, expect_list,
 			   result_list);
 	/* An ALLOC as the executor does it, then a scribble. */
 	h->head = (1ULL << 32) | 2;
 	n = 0;
-	if (!list_all(fd, ROF_IOC_LIST_FREELISTS, sizeof(*all), (void **)&all, &i)) {
+	if (!list_all(fd, ROF_IOC_FREELIST_LIST, sizeof(*all), (void **)&all, &i)) {
 		while (i--)
 			if (all[i].id == fl)
 				n = all[i].free;
@@ -953,7 +953,7 @@ static void test_freelists(int fd)
 	result(n == 15, "after one pop, 15 free (%u)", n);
 	h->head = 99;
 	ok = 0;
-	if (!list_all(fd, ROF_IOC_LIST_FREELISTS, sizeof(*all), (void **)&all, &i)) {
+	if (!list_all(fd, ROF_IOC_FREELIST_LIST, sizeof(*all), (void **)&all, &i)) {
 		while (i--)
 			if (all[i].id == fl)
 				ok = all[i].flags & ROF_FREELIST_CORRUPT;
@@ -1136,19 +1136,19 @@ static int child_unprivileged(void *arg)
 		{ ROF_IOC_TENANT_CREATE, "TENANT_CREATE" },
 		{ ROF_IOC_TENANT_DESTROY, "TENANT_DESTROY" },
 		{ ROF_IOC_TENANT_SET_QUOTA, "TENANT_SET_QUOTA" },
-		{ ROF_IOC_GET_TENANT, "GET_TENANT" },
-		{ ROF_IOC_LIST_TENANTS, "LIST_TENANTS" },
+		{ ROF_IOC_TENANT_GET, "TENANT_GET" },
+		{ ROF_IOC_TENANT_LIST, "TENANT_LIST" },
 		{ ROF_IOC_REGION_CREATE, "REGION_CREATE" },
 		{ ROF_IOC_REGION_DESTROY, "REGION_DESTROY" },
-		{ ROF_IOC_GET_REGION, "GET_REGION" },
-		{ ROF_IOC_LIST_REGIONS, "LIST_REGIONS" },
+		{ ROF_IOC_REGION_GET, "REGION_GET" },
+		{ ROF_IOC_REGION_LIST, "REGION_LIST" },
 		{ ROF_IOC_REGION_TOKEN, "REGION_TOKEN" },
 		{ ROF_IOC_FREELIST_CREATE, "FREELIST_CREATE" },
 		{ ROF_IOC_FREELIST_DESTROY, "FREELIST_DESTROY" },
-		{ ROF_IOC_LIST_FREELISTS, "LIST_FREELISTS" },
+		{ ROF_IOC_FREELIST_LIST, "FREELIST_LIST" },
 		{ ROF_IOC_AUDIT_OPEN, "AUDIT_OPEN" },
 		{ ROF_IOC_AUDIT_STATS, "AUDIT_STATS" },
-		{ ROF_IOC_DRAIN, "DRAIN" },
+		{ ROF_IOC_TENANT_DRAIN, "TENANT_DRAIN" },
 	};
 	union {
 		struct rof_tenant_info ti;
@@ -1281,7 +1281,7 @@ static uint32_t find_region(int fd, uint32_t t, const char *name)
 	struct rof_region_info *all;
 	uint32_t n, i, id = 0;
 
-	if (list_all(fd, ROF_IOC_LIST_REGIONS, sizeof(*all), (void **)&all, &n))
+	if (list_all(fd, ROF_IOC_REGION_LIST, sizeof(*all), (void **)&all, &n))
 		return 0;
 	for (i = 0; i < n; i++)
 		if (all[i].tenant == t && (!name || !strcmp(all[i].name, name)))
@@ -1307,7 +1307,7 @@ static uint32_t find_tenant(int fd, const char *name)
 	struct rof_tenant_info *all;
 	uint32_t n, i, id = 0;
 
-	if (list_all(fd, ROF_IOC_LIST_TENANTS, sizeof(*all), (void **)&all, &n))
+	if (list_all(fd, ROF_IOC_TENANT_LIST, sizeof(*all), (void **)&all, &n))
 		return 0;
 	for (i = 0; i < n; i++)
 		if (!strcmp(all[i].name, name))
@@ -1570,7 +1570,7 @@ static int prog_get(int fd, uint32_t t, uint64_t tag)
 	memset(&pi, 0, sizeof(pi));
 	pi.tenant = t;
 	pi.tag = tag;
-	return ioc(fd, ROF_IOC_GET_PROG, &pi);
+	return ioc(fd, ROF_IOC_PROG_GET, &pi);
 }
 
 static int prog_unload(int fd, uint32_t t, uint64_t tag)
@@ -1746,28 +1746,28 @@ static int cmd_races(int fd, int iters)
 
 	memset(&sizing, 0, sizeof(sizing));
 	sizing.elem_size = sizeof(struct rof_device_info);
-	if (ioc(fd, ROF_IOC_LIST_DEVICES, &sizing) || !sizing.total)
-		printf("ok %d - LIST_DEVICES stall # SKIP no RDMA device\n", ++test_n);
+	if (ioc(fd, ROF_IOC_DEVICE_LIST, &sizing) || !sizing.total)
+		printf("ok %d - DEVICE_LIST stall # SKIP no RDMA device\n", ++test_n);
 	else
-		stall_test(fd, "LIST_DEVICES", ROF_IOC_LIST_DEVICES,
-			   sizeof(struct rof_device_info), ROF_IOC_LIST_DEVICES,
+		stall_test(fd, "DEVICE_LIST", ROF_IOC_DEVICE_LIST,
+			   sizeof(struct rof_device_info), ROF_IOC_DEVICE_LIST,
 			   &sizing);
 	memset(&ti, 0, sizeof(ti));
 	ti.id = t;
-	stall_test(fd, "GET_TENANT", ROF_IOC_LIST_TENANTS, sizeof(ti),
-		   ROF_IOC_GET_TENANT, &ti);
+	stall_test(fd, "TENANT_GET", ROF_IOC_TENANT_LIST, sizeof(ti),
+		   ROF_IOC_TENANT_GET, &ti);
 	memset(&ri, 0, sizeof(ri));
 	ri.id = r;
-	stall_test(fd, "GET_REGION", ROF_IOC_LIST_REGIONS, sizeof(ri),
-		   ROF_IOC_GET_REGION, &ri);
+	stall_test(fd, "REGION_GET", ROF_IOC_REGION_LIST, sizeof(ri),
+		   ROF_IOC_REGION_GET, &ri);
 	memset(&ri, 0, sizeof(ri));
 	ri.id = r;
-	stall_test(fd, "GET_REGION (during LIST_FREELISTS)", ROF_IOC_LIST_FREELISTS,
-		   sizeof(struct rof_freelist_info), ROF_IOC_GET_REGION, &ri);
+	stall_test(fd, "REGION_GET (during FREELIST_LIST)", ROF_IOC_FREELIST_LIST,
+		   sizeof(struct rof_freelist_info), ROF_IOC_REGION_GET, &ri);
 	memset(&sizing, 0, sizeof(sizing));
 	sizing.elem_size = sizeof(struct rof_prog_info);
-	stall_test(fd, "LIST_PROGS", ROF_IOC_LIST_PROGS,
-		   sizeof(struct rof_prog_info), ROF_IOC_LIST_PROGS, &sizing);
+	stall_test(fd, "PROG_LIST", ROF_IOC_PROG_LIST,
+		   sizeof(struct rof_prog_info), ROF_IOC_PROG_LIST, &sizing);
 
 	/* Last: before the fix, these two corrupted freed memory. */
 	race_region_publish(fd, t, 1);
@@ -1800,7 +1800,7 @@ static int cmd_revoke_wait(int fd, int argc, char **argv)
 	for (i = 2; i < argc; i++) {
 		memset(&si, 0, sizeof(si));
 		si.id = strtoul(argv[i], NULL, 0);
-		if (!ioc(fd, ROF_IOC_GET_SESSION, &si) &&
+		if (!ioc(fd, ROF_IOC_SESSION_GET, &si) &&
 		    si.state != ROF_SESSION_CLOSING) {
 			printf("session %u is in state %u after the destroy returned\n",
 			       si.id, si.state);
@@ -1885,8 +1885,8 @@ static int cmd_setup(int fd, const char *name)
 static int cmd_count(int fd)
 {
 	struct rof_list req;
-	unsigned long cmds[3] = { ROF_IOC_LIST_TENANTS, ROF_IOC_LIST_REGIONS,
-				  ROF_IOC_LIST_FREELISTS };
+	unsigned long cmds[3] = { ROF_IOC_TENANT_LIST, ROF_IOC_REGION_LIST,
+				  ROF_IOC_FREELIST_LIST };
 	size_t sizes[3] = { sizeof(struct rof_tenant_info),
 			    sizeof(struct rof_region_info),
 			    sizeof(struct rof_freelist_info) };
@@ -1908,7 +1908,7 @@ static int cmd_count(int fd)
 static int cmd_drain(int fd, int force)
 {
 	struct rof_drain d = { .flags = force ? ROF_DESTROY_FORCE : 0 };
-	int err = ioc(fd, ROF_IOC_DRAIN, &d);
+	int err = ioc(fd, ROF_IOC_TENANT_DRAIN, &d);
 
 	printf("%u %u\n", d.tenants, d.remaining);
 	if (err)

@@ -344,7 +344,7 @@ static uint32_t listed_session(int fd, uint32_t tenant)
 	l.elem_size = sizeof(v[0]);
 	l.capacity = 64;
 	l.elems = (uintptr_t)v;
-	xioctl(fd, ROF_IOC_LIST_SESSIONS, &l, "list sessions");
+	xioctl(fd, ROF_IOC_SESSION_LIST, &l, "list sessions");
 	for (i = 0; i < l.count; i++)
 		if (v[i].tenant == tenant)
 			return v[i].id;
@@ -539,13 +539,13 @@ static int cmd_list(void)
 
 	memset(&l, 0, sizeof(l));
 	l.elem_size = sizeof(*v);
-	xioctl(fd, ROF_IOC_LIST_SESSIONS, &l, "list sessions");
+	xioctl(fd, ROF_IOC_SESSION_LIST, &l, "list sessions");
 	l.capacity = l.total + 8;
 	v = calloc(l.capacity, sizeof(*v));
 	if (!v)
 		die("out of memory");
 	l.elems = (uintptr_t)v;
-	xioctl(fd, ROF_IOC_LIST_SESSIONS, &l, "list sessions");
+	xioctl(fd, ROF_IOC_SESSION_LIST, &l, "list sessions");
 	for (i = 0; i < l.count; i++)
 		print_info(&v[i]);
 	free(v);
@@ -661,7 +661,7 @@ static int cmd_tenant_counters(const char *tenant)
 
 	memset(&ti, 0, sizeof(ti));
 	ti.id = num(tenant);
-	xioctl(rof_fd(), ROF_IOC_GET_TENANT, &ti, "get tenant");
+	xioctl(rof_fd(), ROF_IOC_TENANT_GET, &ti, "get tenant");
 	printf("invocations=%" PRIu64 " invoke_errors=%" PRIu64 " completion_errors=%" PRIu64
 	       " bytes=%" PRIu64 " insns=%" PRIu64 " sessions_opened=%" PRIu64
 	       " sessions_closed=%" PRIu64 " sessions_rejected=%" PRIu64 " audit_dropped=%" PRIu64
@@ -762,13 +762,13 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 	pid_t pid;
 
 	memset(&k, 0, sizeof(k));
-	expect_errno(fd, ROF_IOC_SET_TICKET_KEY, &k, EINVAL, "ticket key all zero");
+	expect_errno(fd, ROF_IOC_TICKET_SET_KEY, &k, EINVAL, "ticket key all zero");
 	k.key[0] = 1;
 	k.flags = 1;
-	expect_errno(fd, ROF_IOC_SET_TICKET_KEY, &k, EINVAL, "ticket key flags");
+	expect_errno(fd, ROF_IOC_TICKET_SET_KEY, &k, EINVAL, "ticket key flags");
 	k.flags = 0;
 	k.reserved = 1;
-	expect_errno(fd, ROF_IOC_SET_TICKET_KEY, &k, EINVAL, "ticket key reserved");
+	expect_errno(fd, ROF_IOC_TICKET_SET_KEY, &k, EINVAL, "ticket key reserved");
 
 	prep_init(&p, tenant);
 	p.flags = 1;
@@ -826,7 +826,7 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 	/* One session exists, so that LIST has something to write. */
 	prep_init(&p, tenant);
 	xioctl(fd, ROF_IOC_SESSION_PREPARE, &p, "session prepare");
-	list_header_checks(fd, ROF_IOC_LIST_SESSIONS, "LIST_SESSIONS", sizeof(si),
+	list_header_checks(fd, ROF_IOC_SESSION_LIST, "SESSION_LIST", sizeof(si),
 			   expect_errno);
 	/* Three sessions, in pages of two (ROF_LIST_FROM). */
 	{
@@ -837,7 +837,7 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 			prep_init(&q[j], tenant);
 			xioctl(fd, ROF_IOC_SESSION_PREPARE, &q[j], "session prepare");
 		}
-		list_paging_checks(fd, ROF_IOC_LIST_SESSIONS, "LIST_SESSIONS", sizeof(si), 2,
+		list_paging_checks(fd, ROF_IOC_SESSION_LIST, "SESSION_LIST", sizeof(si), 2,
 				   session_id_of, expect_list, result_list);
 		for (j = 0; j < 2; j++) {
 			memset(&sc, 0, sizeof(sc));
@@ -849,11 +849,11 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 	memset(&si, 0, sizeof(si));
 	si.id = p.session;
 	si.flags = 1;
-	expect_errno(fd, ROF_IOC_GET_SESSION, &si, EINVAL, "get flags");
+	expect_errno(fd, ROF_IOC_SESSION_GET, &si, EINVAL, "get flags");
 	si.flags = 0;
 	si.id = 0;
-	expect_errno(fd, ROF_IOC_GET_SESSION, &si, ENOENT, "get unknown session");
-	expect_errno(fd, ROF_IOC_GET_SESSION, (void *)16, EFAULT, "get unreadable argument");
+	expect_errno(fd, ROF_IOC_SESSION_GET, &si, ENOENT, "get unknown session");
+	expect_errno(fd, ROF_IOC_SESSION_GET, (void *)16, EFAULT, "get unreadable argument");
 
 	memset(&sc, 0, sizeof(sc));
 	sc.session = p.session;
@@ -887,13 +887,13 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 		if (syscall(SYS_capset, &h, d))
 			die("capset: %s", strerror(errno));
 		k.reserved = 0;
-		expect_errno(fd, ROF_IOC_SET_TICKET_KEY, &k, EPERM, "no CAP_SYS_ADMIN: set key");
+		expect_errno(fd, ROF_IOC_TICKET_SET_KEY, &k, EPERM, "no CAP_SYS_ADMIN: set key");
 		prep_init(&p, tenant);
 		expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EPERM, "no CAP_SYS_ADMIN: prepare");
 		memset(&l, 0, sizeof(l));
 		l.elem_size = sizeof(si);
-		expect_errno(fd, ROF_IOC_LIST_SESSIONS, &l, EPERM, "no CAP_SYS_ADMIN: list");
-		expect_errno(fd, ROF_IOC_GET_SESSION, &si, EPERM, "no CAP_SYS_ADMIN: get");
+		expect_errno(fd, ROF_IOC_SESSION_LIST, &l, EPERM, "no CAP_SYS_ADMIN: list");
+		expect_errno(fd, ROF_IOC_SESSION_GET, &si, EPERM, "no CAP_SYS_ADMIN: get");
 		expect_errno(fd, ROF_IOC_SESSION_CLOSE, &sc, EPERM, "no CAP_SYS_ADMIN: close");
 		expect_errno(fd, ROF_IOC_TENANT_SET_RATE, &tr, EPERM, "no CAP_SYS_ADMIN: tenant rate");
 		_exit(bad_failed ? 1 : 0);
@@ -1908,7 +1908,7 @@ int main(int argc, char **argv)
 		memset(&k, 0, sizeof(k));
 		unhex(argv[2], k.key, sizeof(k.key));
 		fd = rof_fd();
-		xioctl(fd, ROF_IOC_SET_TICKET_KEY, &k, "set ticket key");
+		xioctl(fd, ROF_IOC_TICKET_SET_KEY, &k, "set ticket key");
 		return 0;
 	}
 	if (!strcmp(argv[1], "tenant") && argc == 3) {
@@ -1941,7 +1941,7 @@ int main(int argc, char **argv)
 
 		memset(&si, 0, sizeof(si));
 		si.id = num(argv[2]);
-		xioctl(rof_fd(), ROF_IOC_GET_SESSION, &si, "get session");
+		xioctl(rof_fd(), ROF_IOC_SESSION_GET, &si, "get session");
 		print_info(&si);
 		return 0;
 	}

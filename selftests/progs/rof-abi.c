@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * rof-abi - TAP test of the /dev/rof ABI basics: ROF_IOC_VERSION and
- * ROF_IOC_LIST_DEVICES with good and bad arguments.
+ * ROF_IOC_DEVICE_LIST with good and bad arguments.
  *
  *   rof-abi            run the tests
  *   rof-abi list       print "name index num_ports port:state ..." per device
@@ -57,7 +57,7 @@ static int list_devices(int fd, struct rof_device_info **out, unsigned int *n)
 	for (;;) {
 		memset(&req, 0, sizeof(req));
 		req.elem_size = sizeof(*d);
-		if (ioctl(fd, ROF_IOC_LIST_DEVICES, &req))
+		if (ioctl(fd, ROF_IOC_DEVICE_LIST, &req))
 			return -errno;
 		free(d);
 		d = calloc(req.total ? req.total : 1, sizeof(*d));
@@ -65,7 +65,7 @@ static int list_devices(int fd, struct rof_device_info **out, unsigned int *n)
 			return -ENOMEM;
 		req.elems = (unsigned long)d;
 		req.capacity = req.total;
-		if (ioctl(fd, ROF_IOC_LIST_DEVICES, &req)) {
+		if (ioctl(fd, ROF_IOC_DEVICE_LIST, &req)) {
 			free(d);
 			return -errno;
 		}
@@ -84,7 +84,7 @@ static int cmd_list(int fd)
 	int rc = list_devices(fd, &d, &n);
 
 	if (rc) {
-		fprintf(stderr, "rof-abi: ROF_IOC_LIST_DEVICES: %s\n",
+		fprintf(stderr, "rof-abi: ROF_IOC_DEVICE_LIST: %s\n",
 			strerror(-rc));
 		return 1;
 	}
@@ -140,28 +140,28 @@ static void test_list(int fd)
 
 	memset(&req, 0, sizeof(req));
 	req.elem_size = sizeof(d[0]);
-	expect(fd, ROF_IOC_LIST_DEVICES, &req, 0, "LIST_DEVICES sizing call");
+	expect(fd, ROF_IOC_DEVICE_LIST, &req, 0, "DEVICE_LIST sizing call");
 	result(req.count == 0 && req.total >= 1,
 	       "sizing call: count %u, total %u", req.count, req.total);
 
-	list_header_checks(fd, ROF_IOC_LIST_DEVICES, "LIST_DEVICES", sizeof(d[0]),
+	list_header_checks(fd, ROF_IOC_DEVICE_LIST, "DEVICE_LIST", sizeof(d[0]),
 			   expect);
-	list_paging_checks(fd, ROF_IOC_LIST_DEVICES, "LIST_DEVICES", sizeof(d[0]),
+	list_paging_checks(fd, ROF_IOC_DEVICE_LIST, "DEVICE_LIST", sizeof(d[0]),
 			   1, device_id_of, expect, result_list);
 	/* A wrong elem_size is refused with a valid array, too. */
 	memset(&req, 0, sizeof(req));
 	req.elem_size = sizeof(d[0]) - 8;
 	req.capacity = 2;
 	req.elems = (unsigned long)d;
-	expect(fd, ROF_IOC_LIST_DEVICES, &req, EINVAL, "LIST_DEVICES short elem_size");
+	expect(fd, ROF_IOC_DEVICE_LIST, &req, EINVAL, "DEVICE_LIST short elem_size");
 	req.elem_size = sizeof(d[0]);
 	req.elems = 16;
-	expect(fd, ROF_IOC_LIST_DEVICES, NULL, EFAULT, "LIST_DEVICES NULL argument");
+	expect(fd, ROF_IOC_DEVICE_LIST, NULL, EFAULT, "DEVICE_LIST NULL argument");
 	expect(fd, _IOWR(ROF_IOC_MAGIC, 0xff, struct rof_list), &req, ENOTTY,
 	       "unknown command");
 
 	if (list_devices(fd, &all, &n)) {
-		result(0, "LIST_DEVICES full listing");
+		result(0, "DEVICE_LIST full listing");
 		return;
 	}
 	for (i = 0; i < n; i++) {

@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		5	/* 0.5: GET_REGION by name (docs/kmod.md) */
+#define ROF_ABI_MINOR		6	/* 0.6: every command named OBJECT_VERB */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -173,7 +173,7 @@ struct rof_audit_record {
 #define ROF_IOC_MAGIC		0xB7
 
 #define ROF_IOC_VERSION		_IOWR(ROF_IOC_MAGIC, 0x00, struct rof_version)
-#define ROF_IOC_LIST_DEVICES	_IOWR(ROF_IOC_MAGIC, 0x01, struct rof_list)
+#define ROF_IOC_DEVICE_LIST	_IOWR(ROF_IOC_MAGIC, 0x01, struct rof_list)
 
 /*
  * Tenants, regions, audit (ioctl numbers 0x10-0x3f).
@@ -199,10 +199,10 @@ enum {
 enum rof_destroy_reason {
 	ROF_DESTROY_ADMIN	= 1,	/* a destroy command with ROF_DESTROY_FORCE */
 	ROF_DESTROY_TENANT	= 2,	/* its tenant was destroyed */
-	ROF_DESTROY_DRAIN	= 3,	/* ROF_IOC_DRAIN */
+	ROF_DESTROY_DRAIN	= 3,	/* ROF_IOC_TENANT_DRAIN */
 };
 
-/* Flag of every DESTROY command and of ROF_IOC_DRAIN. */
+/* Flag of every DESTROY command and of ROF_IOC_TENANT_DRAIN. */
 #define ROF_DESTROY_FORCE	(1U << 0)	/* revoke users instead of -EBUSY */
 
 /*
@@ -243,7 +243,7 @@ struct rof_tenant_counters {
 /* rof_tenant_info.flags */
 #define ROF_TENANT_DYING	(1U << 0)	/* a forced destroy is under way */
 
-/* Element of ROF_IOC_LIST_TENANTS; in/out of ROF_IOC_GET_TENANT. */
+/* Element of ROF_IOC_TENANT_LIST; in/out of ROF_IOC_TENANT_GET. */
 struct rof_tenant_info {
 	char name[ROF_NAME_MAX];
 	__u32 id;		/* GET: in */
@@ -290,7 +290,7 @@ struct rof_region_create {
 	__u64 reserved;		/* in: must be 0 */
 };
 
-/* Element of ROF_IOC_LIST_REGIONS; in/out of ROF_IOC_GET_REGION. */
+/* Element of ROF_IOC_REGION_LIST; in/out of ROF_IOC_REGION_GET. */
 struct rof_region_info {
 	char name[ROF_NAME_MAX];	/* GET with ROF_GET_BY_NAME: in */
 	__u64 size;
@@ -304,7 +304,7 @@ struct rof_region_info {
 	__u32 chunks;		/* physically contiguous runs backing it */
 };
 
-/* rof_region_info.flags, GET_REGION's input */
+/* rof_region_info.flags, REGION_GET's input */
 #define ROF_GET_BY_NAME		(1U << 0) /* ABI 0.5: @tenant's region @name */
 
 /*
@@ -350,7 +350,7 @@ struct rof_freelist_create {
 /* rof_freelist_info.flags */
 #define ROF_FREELIST_CORRUPT	(1U << 0)	/* in-region chain is broken */
 
-/* Element of ROF_IOC_LIST_FREELISTS. */
+/* Element of ROF_IOC_FREELIST_LIST. */
 struct rof_freelist_info {
 	__u64 offset;
 	__u32 id;
@@ -400,7 +400,7 @@ struct rof_audit_stats {
 	__u32 reserved2;	/* in: must be 0 */
 };
 
-/* ROF_IOC_DRAIN: destroy every tenant (and so everything) for unload. */
+/* ROF_IOC_TENANT_DRAIN: destroy every tenant (and so everything) for unload. */
 struct rof_drain {
 	__u32 flags;		/* in: ROF_DESTROY_FORCE closes sessions too */
 	__u32 tenants;		/* out: tenants destroyed */
@@ -411,20 +411,20 @@ struct rof_drain {
 #define ROF_IOC_TENANT_CREATE	_IOWR(ROF_IOC_MAGIC, 0x10, struct rof_tenant_create)
 #define ROF_IOC_TENANT_DESTROY	_IOW(ROF_IOC_MAGIC, 0x11, struct rof_destroy)
 #define ROF_IOC_TENANT_SET_QUOTA _IOW(ROF_IOC_MAGIC, 0x12, struct rof_tenant_set_quota)
-#define ROF_IOC_GET_TENANT	_IOWR(ROF_IOC_MAGIC, 0x13, struct rof_tenant_info)
-#define ROF_IOC_LIST_TENANTS	_IOWR(ROF_IOC_MAGIC, 0x14, struct rof_list)
+#define ROF_IOC_TENANT_GET	_IOWR(ROF_IOC_MAGIC, 0x13, struct rof_tenant_info)
+#define ROF_IOC_TENANT_LIST	_IOWR(ROF_IOC_MAGIC, 0x14, struct rof_list)
 #define ROF_IOC_REGION_CREATE	_IOWR(ROF_IOC_MAGIC, 0x18, struct rof_region_create)
 #define ROF_IOC_REGION_DESTROY	_IOW(ROF_IOC_MAGIC, 0x19, struct rof_destroy)
-#define ROF_IOC_GET_REGION	_IOWR(ROF_IOC_MAGIC, 0x1a, struct rof_region_info)
-#define ROF_IOC_LIST_REGIONS	_IOWR(ROF_IOC_MAGIC, 0x1b, struct rof_list)
+#define ROF_IOC_REGION_GET	_IOWR(ROF_IOC_MAGIC, 0x1a, struct rof_region_info)
+#define ROF_IOC_REGION_LIST	_IOWR(ROF_IOC_MAGIC, 0x1b, struct rof_list)
 #define ROF_IOC_REGION_TOKEN	_IOWR(ROF_IOC_MAGIC, 0x1c, struct rof_region_token)
 #define ROF_IOC_REGION_MAP	_IOWR(ROF_IOC_MAGIC, 0x1d, struct rof_region_map)
 #define ROF_IOC_FREELIST_CREATE	_IOWR(ROF_IOC_MAGIC, 0x20, struct rof_freelist_create)
 #define ROF_IOC_FREELIST_DESTROY _IOW(ROF_IOC_MAGIC, 0x21, struct rof_destroy)
-#define ROF_IOC_LIST_FREELISTS	_IOWR(ROF_IOC_MAGIC, 0x22, struct rof_list)
+#define ROF_IOC_FREELIST_LIST	_IOWR(ROF_IOC_MAGIC, 0x22, struct rof_list)
 #define ROF_IOC_AUDIT_OPEN	_IOWR(ROF_IOC_MAGIC, 0x28, struct rof_audit_open)
 #define ROF_IOC_AUDIT_STATS	_IOWR(ROF_IOC_MAGIC, 0x29, struct rof_audit_stats)
-#define ROF_IOC_DRAIN		_IOWR(ROF_IOC_MAGIC, 0x30, struct rof_drain)
+#define ROF_IOC_TENANT_DRAIN	_IOWR(ROF_IOC_MAGIC, 0x30, struct rof_drain)
 
 /* End of tenants, regions, audit. */
 
@@ -510,7 +510,7 @@ enum rof_close_reason {
 	ROF_CLOSE_EXPIRED	= 9,	/* prepared, never connected, ticket expired */
 };
 
-/* ROF_IOC_SET_TICKET_KEY: the MAC key of every ticket from now on. */
+/* ROF_IOC_TICKET_SET_KEY: the MAC key of every ticket from now on. */
 struct rof_ticket_key {
 	__u8 key[ROF_TICKET_KEY_LEN];	/* in: random bytes */
 	__u32 flags;			/* in: must be 0 */
@@ -571,7 +571,7 @@ struct rof_session_counters {
 	__u64 reserved[2];
 };
 
-/* Element of ROF_IOC_LIST_SESSIONS; in/out of ROF_IOC_GET_SESSION. */
+/* Element of ROF_IOC_SESSION_LIST; in/out of ROF_IOC_SESSION_GET. */
 struct rof_session_info {
 	__u32 id;		/* GET: in */
 	__u32 flags;		/* GET: in, must be 0; out: ROF_SESSION_* */
@@ -606,10 +606,10 @@ struct rof_tenant_rate {
 	struct rof_rate rate;	/* in: 0 fields = unlimited */
 };
 
-#define ROF_IOC_SET_TICKET_KEY	_IOW(ROF_IOC_MAGIC, 0x40, struct rof_ticket_key)
+#define ROF_IOC_TICKET_SET_KEY	_IOW(ROF_IOC_MAGIC, 0x40, struct rof_ticket_key)
 #define ROF_IOC_SESSION_PREPARE	_IOWR(ROF_IOC_MAGIC, 0x41, struct rof_session_prepare)
-#define ROF_IOC_LIST_SESSIONS	_IOWR(ROF_IOC_MAGIC, 0x42, struct rof_list)
-#define ROF_IOC_GET_SESSION	_IOWR(ROF_IOC_MAGIC, 0x43, struct rof_session_info)
+#define ROF_IOC_SESSION_LIST	_IOWR(ROF_IOC_MAGIC, 0x42, struct rof_list)
+#define ROF_IOC_SESSION_GET	_IOWR(ROF_IOC_MAGIC, 0x43, struct rof_session_info)
 #define ROF_IOC_SESSION_CLOSE	_IOW(ROF_IOC_MAGIC, 0x44, struct rof_session_close)
 #define ROF_IOC_TENANT_SET_RATE	_IOW(ROF_IOC_MAGIC, 0x45, struct rof_tenant_rate)
 
@@ -742,7 +742,7 @@ struct rof_prog_id {
 /* rof_prog_info.flags (out) */
 #define ROF_PROG_REVOKED	(1U << 0) /* a bound region was destroyed */
 
-/* Element of ROF_IOC_LIST_PROGS; in/out of ROF_IOC_GET_PROG. */
+/* Element of ROF_IOC_PROG_LIST; in/out of ROF_IOC_PROG_GET. */
 struct rof_prog_info {
 	char name[ROF_NAME_MAX];
 	__u64 tag;		/* GET: in */
@@ -775,7 +775,7 @@ struct rof_prog_info {
  * once the runs under way in it have finished.  An INVOKE sees the old
  * program or the new one, never neither.  The new program takes over the old one's
  * charge against the tenant's program quota.  Only INVOKE follows a
- * replaced tag: GET_PROG, PROG_UNLOAD and a second REPLACE name programs
+ * replaced tag: PROG_GET, PROG_UNLOAD and a second REPLACE name programs
  * by their own tag.  -ENOENT: no program @old_tag of the tenant;
  * -EEXIST: the tenant has a program with the new image's tag (the old
  * one included); otherwise the errors of ROF_IOC_PROG_LOAD.
@@ -791,8 +791,8 @@ struct rof_prog_replace {
 
 #define ROF_IOC_PROG_LOAD	_IOWR(ROF_IOC_MAGIC, 0x70, struct rof_prog_load)
 #define ROF_IOC_PROG_UNLOAD	_IOW(ROF_IOC_MAGIC, 0x71, struct rof_prog_id)
-#define ROF_IOC_GET_PROG	_IOWR(ROF_IOC_MAGIC, 0x72, struct rof_prog_info)
-#define ROF_IOC_LIST_PROGS	_IOWR(ROF_IOC_MAGIC, 0x73, struct rof_list)
+#define ROF_IOC_PROG_GET	_IOWR(ROF_IOC_MAGIC, 0x72, struct rof_prog_info)
+#define ROF_IOC_PROG_LIST	_IOWR(ROF_IOC_MAGIC, 0x73, struct rof_list)
 #define ROF_IOC_PROG_REPLACE	_IOWR(ROF_IOC_MAGIC, 0x74, struct rof_prog_replace)
 
 /* End of programs. */
