@@ -383,6 +383,23 @@ TEST(Bpf, RegionChosenByATest) {
     }
 }
 
+// The library's kv-put.c: clang gives each `continue` of its retry loop its
+// own copy of the counter's step and test (no one test runs on every
+// iteration); each back edge's own test bounds the loop, at 32 attempts
+// (before, it was refused: "cannot bound this loop").
+TEST(Bpf, RetryLoopWithATestBeforeEachBackEdge) {
+    auto obj = compile_offload(ROF_CLANG, std::string(ROF_PROGRAMS_SRC) + "/kv-put.c",
+                               {ROF_OFFLOAD_INCLUDE});
+    ASSERT_TRUE(obj.ok()) << obj.error;
+    BpfResult r = translate_bpf(*obj);
+    ASSERT_TRUE(r.ok()) << r.error;
+    std::string text = disassemble_with_source(*r.program, r.locs);
+    // The outer loop (r11): 32 iterations, as kv-put.rofs's `loop r8, retry, 32`.
+    const size_t at = text.find("loop r11, ");
+    ASSERT_NE(at, std::string::npos) << text;
+    EXPECT_EQ(text.substr(text.find(',', at + 10), 5), ", 32\n") << text;
+}
+
 TEST(Bpf, IrreducibleLoopIsRefused) {
     BpfResult r = translate("irreducible.c");
     ASSERT_FALSE(r.ok());
