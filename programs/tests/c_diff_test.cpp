@@ -16,24 +16,6 @@ namespace {
 using namespace rof::programs::test;
 using Bytes = std::vector<uint8_t>;
 
-// programs/NAME.c as rofd would load it: translated, verified with the default
-// limits, the verifier's worst case as its budget.
-Loaded load_c(const std::string& name) {
-    const std::string clang = ROF_CLANG;
-    if (clang.empty())
-        throw std::runtime_error("CMake found no clang: it is in packaging/build-deps");
-    const std::string src = std::string(ROF_PROGRAMS_DIR) + "/" + name + ".c";
-    auto obj = rof::prog::compile_offload(clang, src, {ROF_OFFLOAD_INCLUDE});
-    if (!obj.ok())
-        throw std::runtime_error(src + ": " + obj.error);
-    rof::prog::BpfOptions o;
-    o.object_name = name + ".c";
-    auto r = rof::prog::translate_bpf(*obj, o);
-    if (!r.ok())
-        throw std::runtime_error(r.error + "\n" + (r.verify ? r.verify->log : ""));
-    return {*r.program, r.verify->worst_case};
-}
-
 // The same header: args and resp bounds, slots (names, rights, flags, windows).
 void expect_same_shape(const Loaded& a, const Loaded& c, const std::string& name) {
     EXPECT_EQ(a.prog.args_min, c.prog.args_min) << name;
@@ -143,7 +125,7 @@ struct Progs {
         static std::map<std::pair<std::string, bool>, Loaded> loaded;
         auto it = loaded.find({name, c});
         if (it == loaded.end())
-            it = loaded.emplace(std::pair{name, c}, c ? load_c(name) : load(name)).first;
+            it = loaded.emplace(std::pair{name, c}, c ? load_c(name) : load_rofs(name)).first;
         return it->second;
     }
 };
