@@ -382,7 +382,7 @@ TEST(CDiff, Kv) {
     t.add_region("kv_heap", c.at("HEAP_LEN"));
     t.add_freelist("kv_heap", 0, 256, 40);
     t.add_freelist("kv_heap", large_at, 4368, 6);
-    t.every = 8;
+    t.every = 16;
     const std::vector<Invoker::Bind> lists = {{"", 0}, {"", 0}, {"kv_heap", 1}};
     struct Session {
         Pair get, put, del;
@@ -504,8 +504,10 @@ TEST(CDiff, Kv) {
     EXPECT_TRUE(t.regions_same("kv at the end", true));
 }
 
-// The sizes of both forms: instruction slots and the verifier's worst case (docs/programs.md
-// has this table; run `rof_programs_test --gtest_filter=CDiff.Sizes` to print it).
+// The sizes of both forms: instruction slots and the verifier's worst case, the table of
+// docs/programs.md (`rof_programs_test --gtest_filter=CDiff.Sizes` prints it).  The C build's
+// worst case, the budget rof.ko runs it with, stays within 3x the assembly's (1.2x to 2.4x
+// with clang 14): more is a regression of the translator, or of the C.
 TEST(CDiff, Sizes) {
     std::printf("| program | .rofs insns | .c insns | .rofs worst case | .c worst case |\n");
     std::printf("|---|---:|---:|---:|---:|\n");
@@ -513,6 +515,7 @@ TEST(CDiff, Sizes) {
                              "rs-write", "tx-prepare"}) {
         const Loaded &a = Progs::cached(name, false), &c = Progs::cached(name, true);
         EXPECT_GT(c.budget, 0u);
+        EXPECT_LE(c.budget, 3 * a.budget) << name;
         std::printf("| %s | %zu | %zu | %" PRIu64 " | %" PRIu64 " |\n", name, a.prog.insns.size(),
                     c.prog.insns.size(), a.budget, c.budget);
     }
