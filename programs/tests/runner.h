@@ -53,6 +53,9 @@ inline std::map<std::string, uint64_t> consts_of(const std::string& name) {
     return out;
 }
 
+// The C forms need clang (ROF_CLANG, ROF_OFFLOAD_INCLUDE: programs/CMakeLists.txt defines
+// them); the other users of this header (the kvstore's client test, bench/exec) run the .rofs.
+#if defined(ROF_CLANG) && defined(ROF_OFFLOAD_INCLUDE)
 // programs/NAME.c as rofd would load it: compiled with clang (ROF_CLANG), translated, verified
 // with the default limits, the verifier's worst case as its budget.  Throws with clang's, the
 // translator's or the verifier's message.
@@ -71,6 +74,7 @@ inline Loaded load_c(const std::string& name) {
         throw std::runtime_error(r.error + "\n" + (r.verify ? r.verify->log : ""));
     return {*r.program, r.verify->worst_case};
 }
+#endif
 
 // programs/NAME.rofs.  Throws with the assembler's or the verifier's message
 // (gtest reports it).
@@ -93,8 +97,10 @@ inline Loaded load_rofs(const std::string& name) {
 // The program the tests run: load_rofs, or with ROF_PROGRAMS_FORM=c in the
 // environment load_c, so that every test of the library runs on the C builds.
 inline Loaded load(const std::string& name) {
+#if defined(ROF_CLANG) && defined(ROF_OFFLOAD_INCLUDE)
     if (const char* form = std::getenv("ROF_PROGRAMS_FORM"); form && std::string(form) == "c")
         return load_c(name);
+#endif
     return load_rofs(name);
 }
 
