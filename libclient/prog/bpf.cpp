@@ -399,8 +399,11 @@ enum : int32_t {
     kHelperRespond = 4,
     kHelperAlloc = 5,
     kHelperFree = 6,
-    kHelperCopyBounded = 7
+    kHelperCopyBounded = 7,
+    kHelperCas = 8
 };
+// rof_cas's mode: the ISA's rof_cmp, or'ed with this for `old`.
+constexpr uint64_t kCasOld = 0x100;
 
 // A pseudo-space for the eBPF stack (r10), which becomes the tail of scratch.
 constexpr uint16_t kStack = 0x100;
@@ -1437,6 +1440,7 @@ class Translator {
         std::map<uint32_t, bool> every;  // insn -> runs on every iteration
         uint32_t skip_to = lp.head;      // a forward jump inside the body lands here at most
         bool cont_seen = false;          // a back edge before the latch
+        std::vector<uint32_t> backs;     // the back edges (their jumps) of this loop
         for (uint32_t i = lp.head; i <= lp.latch; i++) {
             if (!start_[i] || !live_[i] || !ain.count(i)) {
                 continue;
@@ -1541,6 +1545,9 @@ class Translator {
                     if (i != lp.latch && !in_inner) {
                         cont_seen = true;
                     }
+                    if (!in_inner) {
+                        backs.push_back(i);
+                    }
                 } else if (t > i && t <= lp.latch) {
                     auto it = ain.find(t);
                     if (it == ain.end()) {
@@ -1562,6 +1569,37 @@ class Translator {
             rof_jmp cont;
             bool is32;
         };
+        // The test at i as a Test of the value it compares, when it is one:
+        // a compare of an induction variable (+ a constant) with a constant.
+        auto as_test = [&](uint32_t i, rof_jmp cont) -> std::optional<Test> {
+            const BInsn& in = ins_[i];
+            Aff x = ain[i][in.dst];
+            if (x.base < 0 || in.imm < 0) {
+                return std::nullopt;
+            }
+            Aff back;
+            if (x.base < 16) {
+                back = (*at_back)[static_cast<size_t>(x.base)];
+            } else if (auto it = at_back->st.find(x.base - kSlot); it != at_back->st.end()) {
+                back = it->second;
+            }
+            if (back.base != x.base || back.d == 0) {
+                return std::nullopt;
+            }
+            return Test{x.base, x.d, back.d, in.imm, cont, in.cls() == kJmp32};
+        };
+        auto is_cond = [&](uint32_t i) {
+            const BInsn& in = ins_[i];
+            for (const auto& o : loops_) {
+                if (&o != &lp && i >= o.head && i <= o.latch && o.head >= lp.head &&
+                    o.latch <= lp.latch) {
+                    return false;  // a test of an inner loop
+                }
+            }
+            return start_[i] && live_[i] && ain.count(i) &&
+                   (in.cls() == kJmp || in.cls() == kJmp32) && !in.x() && in.dst < 10 &&
+                   in.op() != kJa && in.op() != kCall && in.op() != kExit && jmp_op(in.op());
+        };
         std::vector<Test> tests;
         for (uint32_t i = lp.head; i <= lp.latch && at_back; i++) {
             if (!start_[i] || !live_[i] || !every.count(i) || !every[i]) {
@@ -1573,17 +1611,7 @@ class Translator {
                 continue;
             }
             auto j = jmp_op(in.op());
-            Aff x = ain[i][in.dst];
-            if (!j || x.base < 0) {
-                continue;
-            }
-            Aff back;
-            if (x.base < 16) {
-                back = (*at_back)[static_cast<size_t>(x.base)];
-            } else if (auto it = at_back->st.find(x.base - kSlot); it != at_back->st.end()) {
-                back = it->second;
-            }
-            if (back.base != x.base || back.d == 0) {
+            if (!j || !as_test(i, *j)) {
                 continue;
             }
             int64_t t = int64_t{i} + 1 + in.off;
@@ -1602,14 +1630,16 @@ class Translator {
             } else if ((t == lp.head && i == lp.latch) || fall_leaves) {
                 cont = *j;
             }
-            if (cont && in.imm >= 0) {
-                tests.push_back(Test{x.base, x.d, back.d, in.imm, *cont, in.cls() == kJmp32});
+            if (cont) {
+                tests.push_back(*as_test(i, *cont));
             }
         }
         auto unsigned_lt = [](rof_jmp j) { return j == ROF_JMP_JLT || j == ROF_JMP_JLE; };
         auto unsigned_gt = [](rof_jmp j) { return j == ROF_JMP_JGT || j == ROF_JMP_JGE; };
-        uint64_t best = UINT64_MAX;
-        for (const Test& te : tests) {
+        // The trips the test te allows (with the other tests of its loop for
+        // a bound on a decreasing value's start), UINT64_MAX if none.
+        auto bound = [&](const Test& te, const std::vector<Test>& tests) -> uint64_t {
+            uint64_t best = UINT64_MAX;
             int64_t c = te.c, k = te.k;
             const Val* v0v = nullptr;
             if (entry && te.base < 16) {
@@ -1642,7 +1672,7 @@ class Translator {
             }
             if (!u || *u < 0 || *u > (int64_t{1} << 40) ||
                 (te.is32 && (*u > INT32_MAX || k > INT32_MAX))) {
-                continue;
+                return best;
             }
             uint64_t n = UINT64_MAX;
             if (c < 0 && unsigned_lt(te.cont)) {
@@ -1650,8 +1680,7 @@ class Translator {
                 // `n > A && n < B`: n - A - 1 < B - A - 1): it leaves
                 // [0, lim) within lim / |c| + 1 steps, down or by wrapping.
                 int64_t lim = te.cont == ROF_JMP_JLT ? k : k + 1;
-                best = std::min(best, static_cast<uint64_t>((lim - 1) / -c) + 2);
-                continue;
+                return static_cast<uint64_t>((lim - 1) / -c) + 2;
             }
             if (c > 0) {
                 int64_t lim = -1;  // goes on while the value < lim
@@ -1679,7 +1708,61 @@ class Translator {
                     n = *u > lim ? static_cast<uint64_t>((*u - lim - 1) / m) + 2 : 1;
                 }
             }
-            best = std::min(best, n);
+            return std::min(best, n);
+        };
+        uint64_t best = UINT64_MAX;
+        for (const Test& te : tests) {
+            best = std::min(best, bound(te, tests));
+        }
+        // No test runs on every iteration, but each back edge has its own,
+        // just before it (clang duplicates the `i++; if (i < N)` latch of a
+        // loop with several `continue`s): an iteration goes on only through
+        // a test that passed, so the largest of their limits bounds it.
+        if (best == UINT64_MAX && at_back && !backs.empty()) {
+            std::vector<std::pair<uint32_t, rof_jmp>> guard;  // per back edge
+            for (uint32_t b : backs) {
+                const BInsn& bi = ins_[b];
+                if (bi.op() != kJa && is_cond(b)) {
+                    guard.emplace_back(b, *jmp_op(bi.op()));  // `if (x < N) goto head`
+                    continue;
+                }
+                // `if (!(x < N)) goto out; goto head`, the `goto` reached only from the test
+                bool only = b > lp.head && bi.op() == kJa && is_cond(b - 1);
+                for (uint32_t k = lp.head; only && k <= lp.latch; k++) {
+                    if (!start_[k] || !live_[k]) {
+                        continue;
+                    }
+                    for (uint32_t t : succ(k)) {
+                        only = only && (t != b || k == b - 1);
+                    }
+                }
+                if (!only || ins_[b - 1].off == 0) {
+                    guard.clear();
+                    break;
+                }
+                auto inv = isa::inverse(*jmp_op(ins_[b - 1].op()));
+                if (!inv) {
+                    guard.clear();
+                    break;
+                }
+                guard.emplace_back(b - 1, *inv);
+            }
+            std::vector<Test> gt;
+            for (const auto& [g, cont] : guard) {
+                auto te = as_test(g, cont);
+                if (!te) {
+                    gt.clear();
+                    break;
+                }
+                gt.push_back(*te);
+            }
+            uint64_t most = 0;
+            for (const Test& te : gt) {
+                most = std::max(most, bound(te, gt));
+            }
+            if (!gt.empty() && gt.size() == backs.size()) {
+                best = most;
+            }
         }
         if (best == UINT64_MAX) {
             fail(lp.latch,
@@ -1758,6 +1841,76 @@ class Translator {
     }
 
     uint16_t raw_space(uint32_t i, uint8_t reg) const { return in_[i]->r[reg].space; }
+
+    // clang merges `if (c) rof_free(a, x); else rof_free(b, x);` into one
+    // call whose region is a or b by the path: a region argument that is
+    // different regions on the two ways from one test.  When the call at i
+    // has exactly two predecessors, each reached in a straight line (no
+    // other joins, no calls) from the two outcomes of one conditional jump
+    // whose operands nothing on the way writes, and r1 is one region on each,
+    // the test can be repeated at the call.  The region per outcome, or none.
+    struct RegionSelect {
+        uint32_t branch = 0;
+        uint8_t taken = 0, fall = 0;
+    };
+    std::optional<RegionSelect> region_select(uint32_t c) const {
+        std::map<uint32_t, std::vector<uint32_t>> preds;
+        for (uint32_t i = 0; i < ins_.size(); i++) {
+            if (start_[i] && live_[i] && in_[i]) {
+                for (uint32_t t : succ(i)) {
+                    preds[t].push_back(i);
+                }
+            }
+        }
+        if (preds[c].size() != 2) {
+            return std::nullopt;
+        }
+        RegionSelect out;
+        std::optional<uint32_t> branch;
+        bool got_taken = false, got_fall = false;
+        for (uint32_t p : preds[c]) {
+            const Val r1 = step(p, *in_[p]).r[1];
+            if (r1.k != Val::Ptr || r1.space >= ROF_ISA_MAX_SLOTS) {
+                return std::nullopt;
+            }
+            std::set<uint8_t> written;
+            uint32_t next = c, cur = p;
+            for (int steps = 0;; steps++) {
+                const BInsn& in = ins_[cur];
+                bool jmp = in.cls() == kJmp || in.cls() == kJmp32;
+                if (jmp && in.op() != kJa && in.op() != kCall && in.op() != kExit) {
+                    break;  // the conditional jump
+                }
+                if (steps > 64 || (jmp && (in.op() == kCall || in.op() == kExit)) ||
+                    preds[cur].size() != 1) {
+                    return std::nullopt;
+                }
+                if (!jmp && in.cls() != kSt && in.cls() != kStx) {
+                    written.insert(in.dst);
+                }
+                next = cur;
+                cur = preds[cur][0];
+            }
+            const BInsn& br = ins_[cur];
+            if ((branch && *branch != cur) || written.count(br.dst) ||
+                (br.x() && written.count(br.src)) || !jmp_op(br.op())) {
+                return std::nullopt;
+            }
+            branch = cur;
+            bool taken = int64_t{cur} + 1 + br.off == int64_t{next};
+            bool fall = cur + width(cur) == next;
+            if (taken == fall) {
+                return std::nullopt;  // both ways lead here: no choice
+            }
+            (taken ? got_taken : got_fall) = true;
+            (taken ? out.taken : out.fall) = static_cast<uint8_t>(r1.space);
+        }
+        if (!branch || !got_taken || !got_fall) {
+            return std::nullopt;
+        }
+        out.branch = *branch;
+        return out;
+    }
 
     Label target_label(uint32_t from, uint32_t to) {
         const Loop* lp = loop_of_head(to);
@@ -2120,6 +2273,34 @@ class Translator {
             }
             case kHelperAlloc:
             case kHelperFree: {
+                if (st.r[1].k == Val::Mixed) {
+                    if (auto sel = region_select(i)) {
+                        // The test that chose the region, again, then one
+                        // ALLOC or FREE per region.
+                        const BInsn& br = ins_[sel->branch];
+                        Label taken = b_.label(), done = b_.label();
+                        bool is32 = br.cls() == kJmp32;
+                        if (br.x()) {
+                            b_.jmp(*jmp_op(br.op()), br.dst, br.src, taken, is32);
+                        } else {
+                            b_.jmpi(*jmp_op(br.op()), br.dst, br.imm, taken, is32);
+                        }
+                        for (uint8_t slot : {sel->fall, sel->taken}) {
+                            if (in.imm == kHelperAlloc) {
+                                b_.alloc(0, slot);
+                            } else {
+                                b_.free(slot, 2);
+                            }
+                            if (slot == sel->fall) {
+                                b_.ja(done);
+                                b_.bind(taken);
+                            }
+                        }
+                        b_.bind(done);
+                        mark(i, 4);
+                        return;
+                    }
+                }
                 uint8_t s = space_of(i, 1, in.imm == kHelperAlloc ? "rof_alloc" : "rof_free");
                 if (s >= ROF_ISA_MAX_SLOTS) {
                     fail(i, "rof_alloc and rof_free take a region");
@@ -2150,6 +2331,27 @@ class Translator {
                     b_.copy_indirect(at(d, 1, 0), t, at(p, 3, 0), true, len_cap(i, cap), 4, 0);
                 }
                 mark(i, 2);
+                return;
+            }
+            case kHelperCas: {
+                uint8_t t = space_of(i, 1, "rof_cas's target");
+                uint8_t b = space_of(i, 2, "rof_cas's operand block");
+                if (raw_space(i, 1) == kStack || t >= ROF_ISA_MAX_SLOTS) {
+                    fail(i, "rof_cas outside a region (only regions take atomics)");
+                }
+                auto w = known(3);
+                auto m = known(4);
+                if (!w || (*w != 8 && *w != 16 && *w != 24 && *w != 32)) {
+                    fail(i, "rof_cas's width must be a constant 8, 16, 24 or 32");
+                }
+                if (!m || (*m & ~uint64_t{kCasOld}) >= ROF_CMP_COUNT) {
+                    fail(i,
+                         "rof_cas's mode must be a constant ROF_CAS_EQ .. ROF_CAS_GE, "
+                         "with ROF_CAS_OLD or not");
+                }
+                b_.cas(0, static_cast<unsigned>(*w), at(t, 1, 0), at(b, 2, 0),
+                       static_cast<rof_cmp>(*m & ~uint64_t{kCasOld}), (*m & kCasOld) != 0);
+                mark(i, 2);  // cas is wide
                 return;
             }
             default:

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "rof/prog/asm.h"
+#include "rof/prog/bpf.h"
 #include "rof/prog/program.h"
 #include "rof/prog/verifier.h"
 #include "rof_exec.h"
@@ -51,8 +53,32 @@ inline std::map<std::string, uint64_t> consts_of(const std::string& name) {
     return out;
 }
 
-// Throws with the assembler's or the verifier's message (gtest reports it).
-inline Loaded load(const std::string& name) {
+// The C forms need clang (ROF_CLANG, ROF_OFFLOAD_INCLUDE: programs/CMakeLists.txt defines
+// them); the other users of this header (the kvstore's client test, bench/exec) run the .rofs.
+#if defined(ROF_CLANG) && defined(ROF_OFFLOAD_INCLUDE)
+// programs/NAME.c as rofd would load it: compiled with clang (ROF_CLANG), translated, verified
+// with the default limits, the verifier's worst case as its budget.  Throws with clang's, the
+// translator's or the verifier's message.
+inline Loaded load_c(const std::string& name) {
+    const std::string clang = ROF_CLANG;
+    if (clang.empty())
+        throw std::runtime_error("CMake found no clang: it is in packaging/build-deps");
+    const std::string src = std::string(ROF_PROGRAMS_DIR) + "/" + name + ".c";
+    auto obj = rof::prog::compile_offload(clang, src, {ROF_OFFLOAD_INCLUDE});
+    if (!obj.ok())
+        throw std::runtime_error(src + ": " + obj.error);
+    rof::prog::BpfOptions o;
+    o.object_name = name + ".c";
+    auto r = rof::prog::translate_bpf(*obj, o);
+    if (!r.ok())
+        throw std::runtime_error(r.error + "\n" + (r.verify ? r.verify->log : ""));
+    return {*r.program, r.verify->worst_case};
+}
+#endif
+
+// programs/NAME.rofs.  Throws with the assembler's or the verifier's message
+// (gtest reports it).
+inline Loaded load_rofs(const std::string& name) {
     const std::string path = std::string(ROF_PROGRAMS_DIR) + "/" + name + ".rofs";
     std::ifstream in(path);
     if (!in)
@@ -66,6 +92,16 @@ inline Loaded load(const std::string& name) {
     if (!v.ok)
         throw std::runtime_error(name + ".rofs: rejected by the verifier: " + v.error);
     return {*a.program, v.worst_case};
+}
+
+// The program the tests run: load_rofs, or with ROF_PROGRAMS_FORM=c in the
+// environment load_c, so that every test of the library runs on the C builds.
+inline Loaded load(const std::string& name) {
+#if defined(ROF_CLANG) && defined(ROF_OFFLOAD_INCLUDE)
+    if (const char* form = std::getenv("ROF_PROGRAMS_FORM"); form && std::string(form) == "c")
+        return load_c(name);
+#endif
+    return load_rofs(name);
 }
 
 // Regions by name, 8-byte aligned and zeroed, each with its free lists.

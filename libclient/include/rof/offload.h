@@ -124,6 +124,13 @@ struct rof_decl {
 /* The byte offset of a pointer into a space. */
 #define ROF_OFF(space, ptr) ((rof_u64)((char*)(ptr) - (char*)(space)))
 
+/*
+ * A load the compiler must not merge with an earlier one of the same
+ * place, as the kernel's READ_ONCE: to see whether another session changed
+ * a word since the program read it (`if (ROF_READ_ONCE(*slot) != seen)`).
+ */
+#define ROF_READ_ONCE(x) (*(const volatile __typeof__(x)*)&(x))
+
 /* The program: int name(uint64_t args_len), returning its status. */
 #define ROF_PROGRAM __attribute__((section("rof"), used))
 
@@ -162,5 +169,36 @@ static void (*const rof_free)(const void* region, rof_u64 off) = (void*)ROF_HELP
  */
 static rof_u64 (*const rof_copy_bounded)(void* dst, const void* region, const void* pair,
                                          rof_u64 len) = (void*)ROF_HELPER_COPY_BOUNDED;
+
+/*
+ * PRISM's enhanced CAS (docs/isa.md section 4, CAS) on `width` bytes (8,
+ * 16, 24 or 32, a constant) of a region: with M those bytes of *target, as
+ * one unsigned number, if (M & cmp_mask) MODE (cmp & cmp_mask) then
+ * M = (M & ~swap_mask) | (swap & swap_mask).  `ops` points at the operand
+ * block, a struct rof_cas64 or rof_cas128 (in scratch or a local); mode is
+ * a constant ROF_CAS_EQ .. ROF_CAS_GE, or'ed with ROF_CAS_OLD to have the
+ * bytes seen before the swap written to ops->old.  Returns 1 if it swapped,
+ * else 0.  The target needs ROF_ATOMIC; a 16-byte CAS is atomic against
+ * other wide CAS only (docs/isa.md section 5).
+ */
+#define ROF_HELPER_CAS 8
+#define ROF_CAS_EQ 0
+#define ROF_CAS_NE 1
+#define ROF_CAS_LT 2
+#define ROF_CAS_LE 3
+#define ROF_CAS_GT 4
+#define ROF_CAS_GE 5
+#define ROF_CAS_OLD 0x100
+
+/* Operand blocks; a 16-byte value's words are [0] low, [1] high. */
+struct rof_cas64 {
+    rof_u64 cmp, swap, cmp_mask, swap_mask, old;
+};
+struct rof_cas128 {
+    rof_u64 cmp[2], swap[2], cmp_mask[2], swap_mask[2], old[2];
+};
+
+static int (*const rof_cas)(void* target, void* ops, rof_u64 width,
+                            rof_u64 mode) = (void*)ROF_HELPER_CAS;
 
 #endif /* ROF_OFFLOAD_H */

@@ -339,6 +339,67 @@ TEST(Bpf, NestedLoopsWithASpilledCounter) {
     EXPECT_EQ(env.ctx.prog_status, 4u);
 }
 
+// rof_cas: a 16-byte CAS, "less than" on the masked low word, with the old
+// value written back into the operand block (a local: on the stack).
+TEST(Bpf, EnhancedCas) {
+    Program p = must_translate("cas.c");
+    Env env(p);
+    struct Case {
+        uint64_t version, value;
+        uint32_t status;
+        uint64_t old_version, old_value;
+    } cases[] = {{5, 50, 0, 0, 0},
+                 {5, 51, 1, 5, 50},
+                 {4, 40, 1, 5, 50},
+                 {9, 90, 0, 5, 50},
+                 {10, 100, 0, 9, 90}};
+    for (const auto& c : cases) {
+        put64(env.args, 0, c.version);
+        put64(env.args, 8, c.value);
+        ASSERT_EQ(env.run(p), ROF_ISA_OK) << c.version;
+        EXPECT_EQ(env.ctx.prog_status, c.status) << c.version;
+        EXPECT_EQ(get64(env.resp, 0), c.old_version) << c.version;
+        EXPECT_EQ(get64(env.resp, 8), c.old_value) << c.version;
+    }
+    EXPECT_EQ(env.region64(0, 48), 10u);
+    EXPECT_EQ(env.region64(0, 56), 100u);
+}
+
+// `if (c) rof_free(a, x); else rof_free(b, x);` is one call in clang's
+// object, its region chosen by the path: the translator repeats the test.
+TEST(Bpf, RegionChosenByATest) {
+    Program p = must_translate("select.c");
+    ASSERT_EQ(p.slots.size(), 2u);
+    for (uint64_t block : {64ull + 128, 2048ull + 512, 64ull + 3 * 128, 2048ull}) {
+        Env env(p);
+        env.freelist(0, 64, 128, 15);   // small: 64 .. 1856
+        env.freelist(1, 2048, 512, 4);  // large: 2048 .. 3584
+        const auto small = env.mem[0].words, large = env.mem[1].words;
+        put64(env.args, 0, block);
+        ASSERT_EQ(env.run(p), ROF_ISA_OK) << block;
+        // The block went back to its own list (a wrong list would be EFREE).
+        EXPECT_EQ(env.mem[0].words != small, block < 2048) << block;
+        EXPECT_EQ(env.mem[1].words != large, block >= 2048) << block;
+    }
+}
+
+// The library's kv-put.c: clang gives each `continue` of its retry loop its
+// own copy of the counter's step and test (no one test runs on every
+// iteration); each back edge's own test bounds the loop, at 32 attempts
+// (before, it was refused: "cannot bound this loop").
+TEST(Bpf, RetryLoopWithATestBeforeEachBackEdge) {
+    auto obj = compile_offload(ROF_CLANG, std::string(ROF_PROGRAMS_SRC) + "/kv-put.c",
+                               {ROF_OFFLOAD_INCLUDE});
+    ASSERT_TRUE(obj.ok()) << obj.error;
+    BpfResult r = translate_bpf(*obj);
+    ASSERT_TRUE(r.ok()) << r.error;
+    std::string text = disassemble_with_source(*r.program, r.locs);
+    // The outer loop (r11): 32 iterations, as kv-put.rofs's `loop r8, retry, 32`.
+    const size_t at = text.find("loop r11, ");
+    ASSERT_NE(at, std::string::npos) << text;
+    EXPECT_EQ(text.substr(text.find(',', at + 10), 5), ", 32\n") << text;
+}
+
 TEST(Bpf, IrreducibleLoopIsRefused) {
     BpfResult r = translate("irreducible.c");
     ASSERT_FALSE(r.ok());
