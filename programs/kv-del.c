@@ -1,5 +1,5 @@
 /* kv-del: memcached-style DELETE of one key from the kvstore's hash table
- * (the assembly is kv-del.rofs; the layout is kv-get.c's).
+ * (the assembly is kv-del.rofs; the layout is kv.h's).
  *
  * Slots: kv_index; kv_heap bound to the heap's free list 0 (256-byte
  * blocks) and kv_large to the same region's free list 1 (4368-byte blocks
@@ -15,17 +15,9 @@
  */
 #include <rof/offload.h>
 
-#define INDEX_LEN 593920
-#define HEAP_LEN 17338368
-#define MASK 8191
-#define LARGE_AT 8388672
+#include "kv.h"
 
 enum { DELETED, NOT_FOUND, BUSY = 3, BADARG };
-
-struct block {
-	uint32_t klen, vlen, flags, zero;
-	uint64_t key[];
-};
 
 struct del_args {
 	uint32_t klen, zero;
@@ -36,23 +28,6 @@ ROF_ARGS(struct del_args, args, 16, 264);
 ROF_REGION(uint64_t, kv_index, ROF_RWA, INDEX_LEN);
 ROF_REGION_FREELIST(uint8_t, kv_heap, ROF_RWA, HEAP_LEN);
 ROF_REGION_FREELIST(uint8_t, kv_large, ROF_RWA, HEAP_LEN);
-
-/* The index of way 0..15 of the key in kv_index: 8 in its first bucket,
- * then 8 in its second, after the 64-byte header. */
-static inline uint64_t way_of(uint64_t h, uint64_t way)
-{
-	uint64_t bucket = way < 8 ? h & MASK : (h >> 40) & MASK;
-
-	return 8 + bucket * 8 + (way & 7);
-}
-
-static inline int same_key(const struct block *b, uint64_t padded)
-{
-	for (uint64_t w = 0; w < padded / 8 && w < 32; w++)
-		if (b->key[w] != args.key[w])
-			return 0;
-	return 1;
-}
 
 ROF_PROGRAM int kv_del(uint64_t args_len)
 {
@@ -75,7 +50,7 @@ ROF_PROGRAM int kv_del(uint64_t args_len)
 			if (at == 0 || ((entry >> 32) & 0xffff) != tag)
 				continue;
 			struct block *b = ROF_AT(struct block, kv_heap, at);
-			if (b->klen == klen && same_key(b, padded)) {
+			if (b->klen == klen && same_key(b, args.key, padded)) {
 				uint64_t empty = ((entry >> 48) + 1) << 48;
 				if (!__sync_bool_compare_and_swap(slot, entry, empty))
 					break; /* the entry changed: probe again */

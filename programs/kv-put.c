@@ -1,6 +1,6 @@
 /* kv-put: memcached-style SET of one key into the kvstore's hash table
  * (PRISM-KV 6: allocate, write, CAS; the assembly, with the full account of
- * why there are no duplicates, is kv-put.rofs; the layout is kv-get.c's).
+ * why there are no duplicates, is kv-put.rofs; the layout is kv.h's).
  *
  * Slots: kv_index, which also holds one 8-byte insert lock per bucket from
  * LOCKS; kv_heap bound to the heap's free list 0 (256-byte blocks) and
@@ -28,20 +28,9 @@
  */
 #include <rof/offload.h>
 
-#define INDEX_LEN 593920
-#define HEAP_LEN 17338368
-#define MASK 8191
-#define LOCKS 524352
-#define LARGE_AT 8388672
-#define SMALL 256
-#define MAXVAL 4096
+#include "kv.h"
 
 enum { STORED, FULL = 2, BUSY, BADARG };
-
-struct block {
-	uint32_t klen, vlen, flags, zero;
-	uint64_t key[];
-};
 
 struct put_args {
 	uint32_t klen, flags, vlen, voff;
@@ -57,23 +46,6 @@ ROF_SCRATCH(struct session, session);
 ROF_REGION(uint64_t, kv_index, ROF_RWA, INDEX_LEN);
 ROF_REGION_FREELIST(uint8_t, kv_heap, ROF_RWA, HEAP_LEN);
 ROF_REGION_FREELIST(uint8_t, kv_large, ROF_RWA, HEAP_LEN);
-
-/* The index of way 0..15 of the key in kv_index: 8 in its first bucket,
- * then 8 in its second, after the 64-byte header. */
-static inline uint64_t way_of(uint64_t h, uint64_t way)
-{
-	uint64_t bucket = way < 8 ? h & MASK : (h >> 40) & MASK;
-
-	return 8 + bucket * 8 + (way & 7);
-}
-
-static inline int same_key(const struct block *b, uint64_t padded)
-{
-	for (uint64_t w = 0; w < padded / 8 && w < 32; w++)
-		if (b->key[w] != args.key[w])
-			return 0;
-	return 1;
-}
 
 static inline void give_back(uint64_t at)
 {
@@ -158,7 +130,7 @@ ROF_PROGRAM int kv_put(uint64_t args_len)
 			if (((entry >> 32) & 0xffff) != tag)
 				continue;
 			struct block *ob = ROF_AT(struct block, kv_heap, old);
-			if (ob->klen == klen && same_key(ob, padded)) {
+			if (ob->klen == klen && same_key(ob, args.key, padded)) {
 				found = 1;
 				break;
 			}
