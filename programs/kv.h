@@ -10,18 +10,34 @@
  * list 0 and, from LARGE_AT, 4368 bytes each from free list 1; a published
  * block is never written again.  A key's hash h is rof_hash(0, key, klen);
  * its buckets are h & MASK and (h >> 40) & MASK, its tag (h >> 24) & 0xffff.
- * The sizes are the .const defaults of kv-get.rofs, kv-put.rofs, kv-del.rofs.
+ * The sizes are the .const defaults of kv-get.rofs, kv-put.rofs, kv-del.rofs;
+ * -D NAME=VALUE on clang's command line overrides each (rof-kvstore
+ * --programs c compiles them for its --items so, as it sets the .consts).
  */
 #ifndef ROF_PROGRAMS_KV_H
 #define ROF_PROGRAMS_KV_H
 
+#ifndef INDEX_LEN
 #define INDEX_LEN 593920
+#endif
+#ifndef HEAP_LEN
 #define HEAP_LEN 17338368
+#endif
+#ifndef MASK
 #define MASK 8191
+#endif
+#ifndef LOCKS
 #define LOCKS 524352
+#endif
+#ifndef LARGE_AT
 #define LARGE_AT 8388672
+#endif
+#ifndef SMALL
 #define SMALL 256
+#endif
+#ifndef MAXVAL
 #define MAXVAL 4096
+#endif
 
 struct block {
 	uint32_t klen, vlen, flags, zero;

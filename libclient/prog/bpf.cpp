@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -2402,8 +2403,16 @@ BpfResult translate_bpf(std::span<const uint8_t> object, const BpfOptions& optio
 }
 
 Result<std::vector<uint8_t>> compile_offload(const std::string& clang, const std::string& source,
-                                             const std::vector<std::string>& include_dirs) {
+                                             const std::vector<std::string>& include_dirs,
+                                             const std::vector<std::string>& defines) {
     Result<std::vector<uint8_t>> res;
+    for (const auto& d : defines) {
+        // -D's operand is one argument: "-DNAME" or "-DNAME=VALUE", never an option.
+        if (d.empty() || !(std::isalpha(static_cast<unsigned char>(d[0])) || d[0] == '_')) {
+            res.error = "define \"" + d + "\": not NAME or NAME=VALUE";
+            return res;
+        }
+    }
     namespace fs = std::filesystem;
     std::string tmpl = (fs::temp_directory_path() / "rof-cc-XXXXXX").string();
     std::vector<char> dir(tmpl.begin(), tmpl.end());
@@ -2418,6 +2427,9 @@ Result<std::vector<uint8_t>> compile_offload(const std::string& clang, const std
     std::vector<std::string> argv = {clang, "-target", "bpf", "-mcpu=v3", "-O2", "-g", "-Wall"};
     for (const auto& d : include_dirs) {
         argv.push_back("-I" + d);
+    }
+    for (const auto& d : defines) {
+        argv.push_back("-D" + d);
     }
     argv.insert(argv.end(), {"-c", source, "-o", obj.string()});
     std::vector<char*> cargv;

@@ -338,6 +338,28 @@ TEST(Bpf, RetryLoopWithATestBeforeEachBackEdge) {
     EXPECT_EQ(text.substr(text.find(',', at + 10), 5), ", 32\n") << text;
 }
 
+// compile_offload's defines: each one -D argument (kv.h's sizes give way to them, as
+// rof-kvstore --programs c sets them); anything but NAME or NAME=VALUE is refused before clang
+// runs, so a define is never taken for another option.
+TEST(Bpf, CompileOffloadDefines) {
+    const std::string src = std::string(ROF_PROGRAMS_SRC) + "/kv-get.c";
+    auto plain = compile_offload(ROF_CLANG, src, {ROF_OFFLOAD_INCLUDE});
+    auto same = compile_offload(ROF_CLANG, src, {ROF_OFFLOAD_INCLUDE}, {"MASK=8191"});
+    auto other = compile_offload(ROF_CLANG, src, {ROF_OFFLOAD_INCLUDE}, {"MASK=255", "UNUSED"});
+    ASSERT_TRUE(plain.ok()) << plain.error;
+    ASSERT_TRUE(same.ok()) << same.error;
+    ASSERT_TRUE(other.ok()) << other.error;
+    BpfResult a = translate_bpf(*plain), b = translate_bpf(*same), c = translate_bpf(*other);
+    ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << a.error << b.error << c.error;
+    EXPECT_EQ(a.program->tag(), b.program->tag());
+    EXPECT_NE(a.program->tag(), c.program->tag());
+    for (const char* bad : {"", "-o/tmp/x", "=1", "1X=2", " MASK=1"}) {
+        auto r = compile_offload("/nonexistent/clang", src, {ROF_OFFLOAD_INCLUDE}, {bad});
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_NE(r.error.find("not NAME or NAME=VALUE"), std::string::npos) << r.error;
+    }
+}
+
 TEST(Bpf, IrreducibleLoopIsRefused) {
     BpfResult r = translate("irreducible.c");
     ASSERT_FALSE(r.ok());

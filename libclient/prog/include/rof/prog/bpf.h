@@ -59,11 +59,12 @@ struct BpfResult {
 BpfResult translate_bpf(std::span<const uint8_t> object, const BpfOptions& options = {});
 
 // Compiles a C offload with clang: `clang -target bpf -mcpu=v3 -O2 -g -c`,
-// the include directories given as -I.  The object bytes, or clang's
-// messages.
+// the include directories given as -I, each of @defines ("NAME" or
+// "NAME=VALUE") as one -D argument (clang runs without a shell).  The object
+// bytes, or clang's messages.
 rof::prog::Result<std::vector<uint8_t>> compile_offload(
     const std::string& clang, const std::string& source,
-    const std::vector<std::string>& include_dirs);
+    const std::vector<std::string>& include_dirs, const std::vector<std::string>& defines = {});
 
 // The program's canonical text (disassemble) with each C line, as a
 // `; file:line:col: text` comment, before the instructions translated from
