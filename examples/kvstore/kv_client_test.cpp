@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
@@ -18,9 +19,11 @@
 
 #include "kv_client.h"
 #include "kv_layout.h"
+#include "kv_program_c.h"
 #include "kvload.h"
 #include "rof/error.h"
 #include "rof/prog/asm.h"
+#include "rof/prog/program.h"
 #include "rof/prog/verifier.h"
 #include "runner.h"
 
@@ -358,8 +361,9 @@ TEST(GetChunked, RandomChangesNeverTear) {
 
 namespace rt = rof::programs::test;
 
-// kv-get and kv-put as rof-kvstore loads them (program_source for a table of @items), over
-// one table in userspace memory.
+// kv-get and kv-put as rof-kvstore loads them (program_source for a table of @items, or with
+// ROF_PROGRAMS_FORM=c in the environment their C builds for it, as --programs c makes them:
+// the CTest entry kv_client_on_c_builds), over one table in userspace memory.
 class Table {
   public:
     explicit Table(std::uint64_t items = 1024)
@@ -423,15 +427,29 @@ class Table {
 
   private:
     rt::Loaded load(const std::string& name) {
-        auto a = rof::prog::assemble(rofkv::program_source(name, g_), name + ".rofs");
-        if (!a.ok()) {
-            throw std::runtime_error(a.error_text());
+        rof::prog::Program p;
+        if (const char* form = std::getenv("ROF_PROGRAMS_FORM"); form && std::string(form) == "c") {
+            const std::string clang = ROF_KV_CLANG;
+            if (clang.empty()) {
+                throw std::runtime_error("CMake found no clang: it is in packaging/build-deps");
+            }
+            auto d = rof::prog::decode_image(rofkv::program_image_c(name, g_, clang));
+            if (!d.ok()) {
+                throw std::runtime_error(name + ".c: " + d.error);
+            }
+            p = std::move(*d);
+        } else {
+            auto a = rof::prog::assemble(rofkv::program_source(name, g_), name + ".rofs");
+            if (!a.ok()) {
+                throw std::runtime_error(a.error_text());
+            }
+            p = std::move(*a.program);
         }
-        auto v = rof::prog::verify(*a.program);
+        auto v = rof::prog::verify(p);
         if (!v.ok) {
             throw std::runtime_error(name + ": " + v.error);
         }
-        return {*a.program, v.worst_case};
+        return {p, v.worst_case};
     }
     rofkv::Geometry g_;
     rt::Loaded get_, put_;

@@ -6,7 +6,7 @@
 // GET, SET and DELETE is an INVOKE of the programs, as any other client's.
 //
 // Usage: rof-kvstore [--socket PATH] [--tenant NAME] [--listen ADDR:PORT] [--items N]
-//                    [--timeout MS]
+//                    [--timeout MS] [--programs rofs|c]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -29,6 +29,7 @@
 
 #include "kv_client.h"
 #include "kv_layout.h"
+#include "kv_program_c.h"
 #include "rof/client.h"
 #include "rof/mapping.h"
 #include "rof/prog/program.h"
@@ -41,12 +42,15 @@ struct Options {
     std::uint64_t items = rofkv::kDefaultItems;
     // Each call's deadline, and the session's connect timeout (rof::ClientOptions::deadline).
     std::chrono::milliseconds timeout = rof::ClientOptions{}.deadline;
+    // Which build of the programs to load: the assembly (programs/kv-*.rofs) or the C
+    // (programs/kv-*.c, compiled at start with clang: $ROF_CLANG, else clang from PATH).
+    bool c_programs = false;
 };
 
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "rof-kvstore: %s\nusage: rof-kvstore [--socket PATH] [--tenant NAME] "
-                 "[--listen ADDR:PORT] [--items N] [--timeout MS]\n",
+                 "[--listen ADDR:PORT] [--items N] [--timeout MS] [--programs rofs|c]\n",
                  why);
     std::exit(2);
 }
@@ -81,6 +85,11 @@ Options parse(int argc, char** argv) {
                 usage("--timeout: 1 .. 600000 ms");
             }
             o.timeout = std::chrono::milliseconds(ms);
+        } else if (a == "--programs") {
+            if (v != "rofs" && v != "c") {
+                usage("--programs: rofs or c");
+            }
+            o.c_programs = v == "c";
         } else {
             usage(("unknown option " + a).c_str());
         }
@@ -178,11 +187,29 @@ rof::v1::Bind bind(const std::string& slot, const std::string& region,
     return b;
 }
 
-// Loads @name for @g.  A program of that name from an earlier start (the kvstore restarted,
-// or was upgraded) is replaced in one step: sessions that invoke its tag keep being served,
-// by the new image from then on.  The same image loaded already is kept as it is.
+// The program @name for @g: its assembly (.rofs text), or with @c_build its C build, compiled
+// here (clang: $ROF_CLANG, else clang from PATH), translated and verified: an image.
+rof::v1::ProgramSource program_for(const std::string& name, const rofkv::Geometry& g,
+                                   bool c_build) {
+    rof::v1::ProgramSource src;
+    if (c_build) {
+        const char* clang = std::getenv("ROF_CLANG");
+        const auto image = rofkv::program_image_c(name, g, clang && *clang ? clang : "clang");
+        src.set_image(std::string(image.begin(), image.end()));
+        src.set_file(name + ".c");
+    } else {
+        src.set_source(rofkv::program_source(name, g));
+        src.set_file(name + ".rofs");
+    }
+    return src;
+}
+
+// Loads @src as @name.  A program of that name from an earlier
+// start (the kvstore restarted, or was upgraded) is replaced in one step: sessions that invoke its
+// tag keep being served, by the new image from then on.  The same image loaded already is kept as
+// it is.
 void load_program(rof::Client& c, const std::string& tenant, const std::string& name,
-                  const rofkv::Geometry& g) {
+                  const rof::v1::ProgramSource& src) {
     std::vector<rof::v1::Bind> binds = {bind("kv_index", rofkv::kIndexRegion),
                                         bind("kv_heap", rofkv::kHeapRegion, 0)};
     if (name != "kv-get") {
@@ -190,9 +217,6 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
     } else {
         binds[1].clear_freelist();
     }
-    rof::v1::ProgramSource src;
-    src.set_source(rofkv::program_source(name, g));
-    src.set_file(name + ".rofs");
 
     rof::v1::ListProgramsRequest lr;
     lr.set_tenant(tenant);
@@ -574,6 +598,13 @@ int run(const Options& o) {
     ::signal(SIGPIPE, SIG_IGN);
 
     const rofkv::Geometry g = rofkv::Geometry::for_items(o.items);
+    // The programs first, before rofd is asked for anything: a C build that does not compile
+    // stops the start here.  Once per start (clang takes seconds of an emulated guest's CPU).
+    const char* const names[] = {"kv-get", "kv-put", "kv-del"};
+    std::vector<rof::v1::ProgramSource> programs;
+    for (const char* p : names) {
+        programs.push_back(program_for(p, g, o.c_programs));
+    }
     rof::ClientOptions copt;
     copt.target = o.socket;
     copt.deadline = o.timeout;
@@ -586,8 +617,8 @@ int run(const Options& o) {
     rof::RegionMapping index = rof::RegionMapping::map(client, o.tenant, rofkv::kIndexRegion, true);
     rof::RegionMapping heap = rof::RegionMapping::map(client, o.tenant, rofkv::kHeapRegion, true);
     const bool formatted = format_if_needed(index, heap, g);
-    for (const char* p : {"kv-get", "kv-put", "kv-del"}) {
-        load_program(client, o.tenant, p, g);
+    for (std::size_t i = 0; i < programs.size(); i++) {
+        load_program(client, o.tenant, names[i], programs[i]);
     }
 
     rof::Session session = open_session(client, o.tenant, o.timeout);
@@ -595,8 +626,9 @@ int run(const Options& o) {
     Store store{{}, &kv};
 
     const int lfd = listen_on(o.listen);
-    std::printf("rof-kvstore: ready on %s, %llu items, %s table\n", o.listen.c_str(),
-                static_cast<unsigned long long>(g.items), formatted ? "new" : "existing");
+    std::printf("rof-kvstore: ready on %s, %llu items, %s table, programs kv-*.%s\n",
+                o.listen.c_str(), static_cast<unsigned long long>(g.items),
+                formatted ? "new" : "existing", o.c_programs ? "c" : "rofs");
     std::fflush(stdout);
 
     std::thread acceptor([lfd, &store] {

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+// The C builds of kv-get, kv-put and kv-del as rof-kvstore --programs c makes them
+// (kv_program_c.h): compiled with clang for a geometry, translated and verified; the same
+// region slots as the assembly program_source gives for that geometry, the geometry's
+// constants in the instructions.  (kv_client_test runs them, ROF_PROGRAMS_FORM=c.)
+#include "kv_program_c.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kv_layout.h"
+#include "rof/prog/asm.h"
+#include "rof/prog/bpf.h"
+#include "rof/prog/program.h"
+#include "rof/prog/verifier.h"
+
+namespace {
+
+const char* const kNames[] = {"kv-get", "kv-put", "kv-del"};
+
+std::string clang() {
+    const std::string c = ROF_CLANG;
+    if (c.empty()) {
+        throw std::runtime_error("CMake found no clang: it is in packaging/build-deps");
+    }
+    return c;
+}
+
+rof::prog::Program decoded(const std::vector<std::uint8_t>& image) {
+    auto p = rof::prog::decode_image(image);
+    if (!p.ok()) {
+        throw std::runtime_error(p.error);
+    }
+    return *p;
+}
+
+rof::prog::Program assembled(const std::string& name, const rofkv::Geometry& g) {
+    auto a = rof::prog::assemble(rofkv::program_source(name, g), name + ".rofs");
+    if (!a.ok()) {
+        throw std::runtime_error(a.error_text());
+    }
+    return *a.program;
+}
+
+// programs/NAME.c from the source tree, compiled with @defines and translated: its tag.
+std::uint64_t tree_tag(const std::string& name, const std::vector<std::string>& defines) {
+    auto obj = rof::prog::compile_offload(
+        clang(), std::string(ROF_PROGRAMS_DIR) + "/" + name + ".c", {ROF_OFFLOAD_INCLUDE}, defines);
+    if (!obj.ok()) {
+        throw std::runtime_error(obj.error);
+    }
+    auto r = rof::prog::translate_bpf(*obj);
+    if (!r.ok()) {
+        throw std::runtime_error(r.error);
+    }
+    return r.program->tag();
+}
+
+TEST(KvProgramC, DefinesAreTheGeometry) {
+    const auto g = rofkv::Geometry::for_items(2000);
+    EXPECT_EQ(
+        rofkv::c_defines(g),
+        (std::vector<std::string>{
+            "INDEX_LEN=" + std::to_string(g.index_len), "HEAP_LEN=" + std::to_string(g.heap_len),
+            "MASK=" + std::to_string(g.nbuckets - 1), "LOCKS=" + std::to_string(g.locks),
+            "LARGE_AT=" + std::to_string(g.large_at)}));
+}
+
+// The demo's table (selftests/demo.sh, DEMO_ITEMS=2000) and the default and largest ones:
+// each C build verifies, and binds the regions as its assembly does (names, rights, lengths:
+// the geometry's).
+TEST(KvProgramC, SameSlotsAsTheAssemblyForEachGeometry) {
+    for (const std::uint64_t items :
+         {std::uint64_t{2000}, rofkv::kDefaultItems, rofkv::kMaxItems}) {
+        const auto g = rofkv::Geometry::for_items(items);
+        for (const char* name : kNames) {
+            SCOPED_TRACE(std::string(name) + " for " + std::to_string(items) + " items");
+            const rof::prog::Program c = decoded(rofkv::program_image_c(name, g, clang()));
+            const rof::prog::Program s = assembled(name, g);
+            const auto v = rof::prog::verify(c);
+            EXPECT_TRUE(v.ok) << v.error;
+            ASSERT_EQ(c.slots.size(), s.slots.size());
+            for (std::size_t i = 0; i < c.slots.size(); i++) {
+                EXPECT_EQ(c.slots[i].name, s.slots[i].name);
+                EXPECT_EQ(c.slots[i].rights, s.slots[i].rights);
+                EXPECT_EQ(c.slots[i].len, s.slots[i].len);
+            }
+            const auto index = c.find_slot("kv_index");
+            ASSERT_TRUE(index.has_value());
+            EXPECT_EQ(c.slots[*index].len, g.index_len);
+            if (const auto heap = c.find_slot("kv_heap")) {
+                EXPECT_EQ(c.slots[*heap].len, g.heap_len);
+            }
+            EXPECT_EQ(c.args_max, s.args_max);
+            EXPECT_EQ(c.resp_max, s.resp_max);
+        }
+    }
+}
+
+// Two geometries, two images (the tag covers the image): the geometry reaches the image.
+TEST(KvProgramC, GeometryChangesTheImage) {
+    for (const char* name : kNames) {
+        const auto a = rofkv::program_image_c(name, rofkv::Geometry::for_items(2000), clang());
+        const auto b = rofkv::program_image_c(name, rofkv::Geometry::for_items(4000), clang());
+        EXPECT_NE(decoded(a).tag(), decoded(b).tag()) << name;
+    }
+}
+
+// Each define reaches the instructions, not only the slot lengths: the image rof-kvstore
+// builds for 2000 items is programs/NAME.c compiled with c_defines (the compiled-in text is
+// the tree's), and with any one define given another geometry's value instead it differs.
+// MASK is in every program; LOCKS and LARGE_AT in the writers'.
+TEST(KvProgramC, EachDefineReachesTheImage) {
+    const auto g = rofkv::Geometry::for_items(2000);
+    const auto defs = rofkv::c_defines(g),
+               others = rofkv::c_defines(rofkv::Geometry::for_items(100000));
+    std::vector<unsigned> changed(defs.size());
+    for (const char* name : kNames) {
+        SCOPED_TRACE(name);
+        const std::uint64_t base = tree_tag(name, defs);
+        EXPECT_EQ(base, decoded(rofkv::program_image_c(name, g, clang())).tag());
+        for (std::size_t i = 0; i < defs.size(); i++) {
+            auto d = defs;
+            d[i] = others[i];
+            if (tree_tag(name, d) != base) {
+                changed[i]++;
+            }
+        }
+    }
+    EXPECT_EQ(changed[2], 3u) << "MASK";
+    for (std::size_t i = 0; i < defs.size(); i++) {
+        EXPECT_GT(changed[i], 0u) << defs[i];
+    }
+}
+
+TEST(KvProgramC, NoClangSaysWhatToDo) {
+    try {
+        rofkv::program_image_c("kv-get", rofkv::Geometry::for_items(2000),
+                               "/nonexistent/rof-no-clang");
+        FAIL() << "compiled without clang";
+    } catch (const std::runtime_error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("kv-get.c: cannot run /nonexistent/rof-no-clang"), std::string::npos) << m;
+        EXPECT_NE(m.find("install clang, or use --programs rofs"), std::string::npos) << m;
+    }
+}
+
+TEST(KvProgramC, UnknownProgramThrows) {
+    EXPECT_THROW(rofkv::program_image_c("kv-cas", rofkv::Geometry::for_items(2000), clang()),
+                 std::invalid_argument);
+}
+
+}  // namespace
