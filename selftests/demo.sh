@@ -9,7 +9,9 @@
 # DEMO_SECONDS (default 30): how long rof-kvload runs at least (it is
 # stopped with SIGTERM once both kills are behind it); DEMO_KEYS its keys;
 # DEMO_RATE its operations a second (rof-kvload --rate; default 0, as fast
-# as it goes).
+# as it goes); DEMO_PROGRAMS the build of kv-get, kv-put and kv-del
+# rof-kvstore loads (--programs: rofs, the default, or c: compiled with
+# clang at each start).
 . "$ROF_SRC/selftests/lib.sh"
 set -u
 
@@ -19,6 +21,7 @@ DEMO_KEYS=${DEMO_KEYS:-1000}
 DEMO_RATE=${DEMO_RATE:-0}
 # 2000 items keep the regions small (kv_heap near 1 MiB).
 DEMO_ITEMS=${DEMO_ITEMS:-2000}
+DEMO_PROGRAMS=${DEMO_PROGRAMS:-rofs}
 GUEST_UID=1003
 S=$ROF_SCRATCH/demo
 rm -rf "$S" && mkdir -p "$S"
@@ -79,7 +82,7 @@ kvstore_start() {
 	# --timeout: a loaded host in TCG can keep rofd off the CPU for more
 	# than the default 10 s (a restart after SIGKILL failed so).
 	rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items "$DEMO_ITEMS" --timeout 120000 \
-		>"$S/kvstore.out" 2>>"$S/kvstore.err" &
+		--programs "$DEMO_PROGRAMS" >"$S/kvstore.out" 2>>"$S/kvstore.err" &
 	KV_PID=$!
 	until kvstore_started; do nap 0.2; done
 	if kvstore_ready; then
@@ -87,6 +90,40 @@ kvstore_start() {
 	else
 		cat "$S/kvstore.err"
 		return 1
+	fi
+}
+
+# Which build of kv-get, kv-put and kv-del rofd runs: "c", "rofs", or the
+# programs' own answers when they differ ("?" for neither).  rofd loaded
+# each with its verified worst case as its budget; that of programs/NAME.c
+# and that of NAME.rofs differ, and the geometry (rof-kvstore's -D defines,
+# .const lines) changes neither: it is verified here, offline, from the
+# source tree (the C only when DEMO_PROGRAMS=c: clang takes seconds here).
+declare -A worst_c=() worst_rofs=()
+programs_build() {
+	local p b got=()
+	for p in kv-get kv-put kv-del; do
+		[ -n "${worst_rofs[$p]:-}" ] || worst_rofs[$p]=$(rofctl -j prog verify --offline \
+			"$ROF_SRC/programs/$p.rofs" 2>/dev/null | jq -r '.worst_case // empty | tostring')
+		if [ "$DEMO_PROGRAMS" = c ] && [ -z "${worst_c[$p]:-}" ]; then
+			worst_c[$p]=$(ROF_OFFLOAD_INCLUDE=$ROF_SRC/libclient/include rofctl -j prog verify \
+				--offline "$ROF_SRC/programs/$p.c" 2>/dev/null | jq -r '.worst_case // empty | tostring')
+		fi
+		b=$(rofctl_ -j prog list --tenant kv 2>/dev/null |
+			jq -r --arg n "$p" '.programs[]? | select(.name == $n) | .budget | tostring')
+		if [ -n "$b" ] && [ "$b" = "${worst_c[$p]:-}" ]; then
+			got+=(c)
+		elif [ -n "$b" ] && [ "$b" = "${worst_rofs[$p]:-}" ]; then
+			got+=(rofs)
+		else
+			got+=("?")
+		fi
+		echo "   $p: budget ${b:-none}; worst case of $p.c ${worst_c[$p]:--}, of $p.rofs ${worst_rofs[$p]:--}" >&2
+	done
+	if [ "${got[0]}" = "${got[1]}" ] && [ "${got[1]}" = "${got[2]}" ]; then
+		echo "${got[0]}"
+	else
+		echo "${got[*]}"
 	fi
 }
 
@@ -154,6 +191,10 @@ else
 	note programs failed
 fi
 cat "$S/progs"
+build=$(programs_build)
+echo "   the build rofd runs: $build (rof-kvstore --programs $DEMO_PROGRAMS)"
+note programs_build "$build"
+[ "$build" = "$DEMO_PROGRAMS" ] || fail "rofd runs the $build build of the kv programs, not $DEMO_PROGRAMS"
 
 section "rof-kvload: YCSB A, zipf, 2 threads, ${DEMO_SECONDS}s or more; rofd and rof-kvstore killed meanwhile"
 # setpriv (as_uid's) execs rof-kvload, so LOAD_PID is rof-kvload's own and
@@ -210,6 +251,11 @@ note kill_rofd "$kill_rofd"
 note kill_kvstore "$kill_kv"
 note run_end "$t_end"
 [ "$load_rc" = 0 ] || fail "rof-kvload exited with status $load_rc"
+# rof-kvstore restarted loaded its programs again (ReplaceProgram or kept).
+build=$(programs_build)
+echo "   after the restarts, the build rofd runs: $build"
+note programs_build_restarted "$build"
+[ "$build" = "$DEMO_PROGRAMS" ] || fail "after the restarts rofd runs the $build build, not $DEMO_PROGRAMS"
 
 section "tenant guest (uid $GUEST_UID) asks to map kv's table"
 echo "   \$ rofctl region map kv/kv_index --rights r"
