@@ -204,10 +204,9 @@ rof::v1::ProgramSource program_for(const std::string& name, const rofkv::Geometr
     return src;
 }
 
-// Loads @src as @name.  A program of that name from an earlier
-// start (the kvstore restarted, or was upgraded) is replaced in one step: sessions that invoke its
-// tag keep being served, by the new image from then on.  The same image loaded already is kept as
-// it is.
+// Loads @src as @name.  A program of that name from an earlier start (the kvstore restarted,
+// or was upgraded) is replaced in one step: sessions that invoke its tag keep being served,
+// by the new image from then on.  The same image loaded already is kept as it is.
 void load_program(rof::Client& c, const std::string& tenant, const std::string& name,
                   const rof::v1::ProgramSource& src) {
     std::vector<rof::v1::Bind> binds = {bind("kv_index", rofkv::kIndexRegion),
