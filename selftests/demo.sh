@@ -99,16 +99,23 @@ kvstore_start() {
 # and that of NAME.rofs differ, and the geometry (rof-kvstore's -D defines,
 # .const lines) changes neither: it is verified here, offline, from the
 # source tree (the C only when DEMO_PROGRAMS=c: clang takes seconds here).
+# worst_cases fills worst_c and worst_rofs, once: programs_build runs in
+# a subshell.
 declare -A worst_c=() worst_rofs=()
-programs_build() {
-	local p b got=()
+worst_cases() {
+	local p
 	for p in kv-get kv-put kv-del; do
-		[ -n "${worst_rofs[$p]:-}" ] || worst_rofs[$p]=$(rofctl -j prog verify --offline \
-			"$ROF_SRC/programs/$p.rofs" 2>/dev/null | jq -r '.worst_case // empty | tostring')
-		if [ "$DEMO_PROGRAMS" = c ] && [ -z "${worst_c[$p]:-}" ]; then
+		worst_rofs[$p]=$(rofctl -j prog verify --offline "$ROF_SRC/programs/$p.rofs" 2>/dev/null |
+			jq -r '.worst_case // empty | tostring')
+		if [ "$DEMO_PROGRAMS" = c ]; then
 			worst_c[$p]=$(ROF_OFFLOAD_INCLUDE=$ROF_SRC/libclient/include rofctl -j prog verify \
 				--offline "$ROF_SRC/programs/$p.c" 2>/dev/null | jq -r '.worst_case // empty | tostring')
 		fi
+	done
+}
+programs_build() {
+	local p b got=()
+	for p in kv-get kv-put kv-del; do
 		b=$(rofctl_ -j prog list --tenant kv 2>/dev/null |
 			jq -r --arg n "$p" '.programs[]? | select(.name == $n) | .budget | tostring')
 		if [ -n "$b" ] && [ "$b" = "${worst_c[$p]:-}" ]; then
@@ -191,6 +198,7 @@ else
 	note programs failed
 fi
 cat "$S/progs"
+worst_cases
 build=$(programs_build)
 echo "   the build rofd runs: $build (rof-kvstore --programs $DEMO_PROGRAMS)"
 note programs_build "$build"
