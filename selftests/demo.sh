@@ -11,7 +11,7 @@
 # DEMO_RATE its operations a second (rof-kvload --rate; default 0, as fast
 # as it goes); DEMO_PROGRAMS the build of kv-get, kv-put and kv-del
 # rof-kvstore loads (--programs: rofs, the default, or c: compiled with
-# clang at each start).
+# clang at its first start, kept in $S/images for the restart).
 . "$ROF_SRC/selftests/lib.sh"
 set -u
 
@@ -82,7 +82,8 @@ kvstore_start() {
 	# --timeout: a loaded host in TCG can keep rofd off the CPU for more
 	# than the default 10 s (a restart after SIGKILL failed so).
 	rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items "$DEMO_ITEMS" --timeout 120000 \
-		--programs "$DEMO_PROGRAMS" >"$S/kvstore.out" 2>>"$S/kvstore.err" &
+		--programs "$DEMO_PROGRAMS" --image-cache "$S/images" \
+		>"$S/kvstore.out" 2>>"$S/kvstore.err" &
 	KV_PID=$!
 	until kvstore_started; do nap 0.2; done
 	if kvstore_ready; then
@@ -262,6 +263,8 @@ note run_end "$t_end"
 build=$(programs_build)
 echo "   after the restarts, the build rofd runs: $build"
 note programs_build_restarted "$build"
+# The C builds' objects kept for the restart (--image-cache): one a program.
+note images "$(find "$S/images" -name '*.o' 2>/dev/null | wc -l)"
 [ "$build" = "$DEMO_PROGRAMS" ] || fail "after the restarts rofd runs the $build build, not $DEMO_PROGRAMS"
 
 section "tenant guest (uid $GUEST_UID) asks to map kv's table"

@@ -7,9 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kv_layout.h"
 #include "rof/prog/asm.h"
@@ -146,6 +151,46 @@ TEST(KvProgramC, NoClangSaysWhatToDo) {
         EXPECT_NE(m.find("kv-get.c: cannot run /nonexistent/rof-no-clang"), std::string::npos) << m;
         EXPECT_NE(m.find("install clang, or use --programs rofs"), std::string::npos) << m;
     }
+}
+
+// --image-cache: the first build keeps clang's object, one file a program and geometry; a
+// second build of the same input runs no clang (one that cannot run still gives the same
+// image); another geometry is another file; a file that does not translate is compiled again
+// and replaced.
+TEST(KvProgramC, ImageCacheSkipsClangForTheSameInput) {
+    namespace fs = std::filesystem;
+    std::string tmpl = (fs::temp_directory_path() / "rof-kvcache-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    const fs::path dir = fs::path(tmpl) / "images";  // made by the first build
+    const auto objects = [&] {
+        std::vector<fs::path> out;
+        for (const auto& e : fs::directory_iterator(dir)) {
+            out.push_back(e.path());
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    const auto g = rofkv::Geometry::for_items(2000);
+    const auto first = rofkv::program_image_c("kv-put", g, clang(), dir.string());
+    ASSERT_EQ(objects().size(), 1u);
+    const fs::path kept = objects()[0];
+    EXPECT_EQ(kept.filename().string().rfind("kv-put-", 0), 0u) << kept;
+    EXPECT_EQ(kept.extension(), ".o");
+    EXPECT_EQ(rofkv::program_image_c("kv-put", g, "/nonexistent/rof-no-clang", dir.string()),
+              first);
+    EXPECT_EQ(first, rofkv::program_image_c("kv-put", g, clang()));  // the cache changes nothing
+
+    rofkv::program_image_c("kv-put", rofkv::Geometry::for_items(4000), clang(), dir.string());
+    EXPECT_EQ(objects().size(), 2u);
+
+    std::ofstream(kept, std::ios::binary | std::ios::trunc) << "not an object";
+    EXPECT_THROW(rofkv::program_image_c("kv-put", g, "/nonexistent/rof-no-clang", dir.string()),
+                 std::runtime_error);
+    EXPECT_EQ(rofkv::program_image_c("kv-put", g, clang(), dir.string()), first);
+    EXPECT_EQ(rofkv::program_image_c("kv-put", g, "/nonexistent/rof-no-clang", dir.string()),
+              first);
+    EXPECT_EQ(objects().size(), 2u);  // replaced, and no temporary left
+    fs::remove_all(tmpl);
 }
 
 TEST(KvProgramC, UnknownProgramThrows) {

@@ -6,7 +6,7 @@
 // GET, SET and DELETE is an INVOKE of the programs, as any other client's.
 //
 // Usage: rof-kvstore [--socket PATH] [--tenant NAME] [--listen ADDR:PORT] [--items N]
-//                    [--timeout MS] [--programs rofs|c]
+//                    [--timeout MS] [--programs rofs|c] [--image-cache DIR]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -45,12 +45,15 @@ struct Options {
     // Which build of the programs to load: the assembly (programs/kv-*.rofs) or the C
     // (programs/kv-*.c, compiled at start with clang: $ROF_CLANG, else clang from PATH).
     bool c_programs = false;
+    // With c: where clang's objects are kept across starts (empty: compiled at each start).
+    std::string image_cache;
 };
 
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "rof-kvstore: %s\nusage: rof-kvstore [--socket PATH] [--tenant NAME] "
-                 "[--listen ADDR:PORT] [--items N] [--timeout MS] [--programs rofs|c]\n",
+                 "[--listen ADDR:PORT] [--items N] [--timeout MS] [--programs rofs|c]\n"
+                 "       [--image-cache DIR]\n",
                  why);
     std::exit(2);
 }
@@ -90,6 +93,11 @@ Options parse(int argc, char** argv) {
                 usage("--programs: rofs or c");
             }
             o.c_programs = v == "c";
+        } else if (a == "--image-cache") {
+            if (v.empty()) {
+                usage("--image-cache: a directory");
+            }
+            o.image_cache = v;
         } else {
             usage(("unknown option " + a).c_str());
         }
@@ -189,12 +197,13 @@ rof::v1::Bind bind(const std::string& slot, const std::string& region,
 
 // The program @name for @g: its assembly (.rofs text), or with @c_build its C build, compiled
 // here (clang: $ROF_CLANG, else clang from PATH), translated and verified: an image.
-rof::v1::ProgramSource program_for(const std::string& name, const rofkv::Geometry& g,
-                                   bool c_build) {
+rof::v1::ProgramSource program_for(const std::string& name, const rofkv::Geometry& g, bool c_build,
+                                   const std::string& image_cache) {
     rof::v1::ProgramSource src;
     if (c_build) {
         const char* clang = std::getenv("ROF_CLANG");
-        const auto image = rofkv::program_image_c(name, g, clang && *clang ? clang : "clang");
+        const auto image =
+            rofkv::program_image_c(name, g, clang && *clang ? clang : "clang", image_cache);
         src.set_image(std::string(image.begin(), image.end()));
         src.set_file(name + ".c");
     } else {
@@ -602,7 +611,7 @@ int run(const Options& o) {
     const char* const names[] = {"kv-get", "kv-put", "kv-del"};
     std::vector<rof::v1::ProgramSource> programs;
     for (const char* p : names) {
-        programs.push_back(program_for(p, g, o.c_programs));
+        programs.push_back(program_for(p, g, o.c_programs, o.image_cache));
     }
     rof::ClientOptions copt;
     copt.target = o.socket;
