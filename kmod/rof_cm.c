@@ -201,6 +201,8 @@ void rof_conn_release(struct rof_session *s)
 {
 	u32 i;
 
+	/* Its polling thread no longer touches it (the close work did it). */
+	rof_poll_detach(s);
 	if (s->qp) {
 		rdma_destroy_qp(s->cm_id);
 		s->qp = NULL;
@@ -357,6 +359,8 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 		s->cq = NULL;
 		return ROF_REJECT_RESOURCES;
 	}
+	/* To a polling thread, if any: before any completion can come. */
+	rof_poll_attach(s);
 	if (rof_conn_create_qp(s, id))
 		return ROF_REJECT_RESOURCES;
 

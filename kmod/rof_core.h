@@ -258,6 +258,8 @@ long rof_session_ioctl(unsigned int cmd, void __user *uarg);
 /* rof_dp.c: the sessions' data path (rof_session.h has the rest) */
 struct dentry;
 void rof_dp_debugfs(struct dentry *dir);	/* debugfs rof/datapath */
+/* rof_poll.c */
+void rof_poll_debugfs(struct dentry *dir);	/* debugfs rof/poll */
 
 /* rof_ticket.c: the ticket MAC key; checks return enum rof_reject_reason. */
 long rof_ticket_set_key(void __user *uarg);

@@ -104,6 +104,8 @@ void rof_kick(struct rof_session *s)
 		return;
 	if (test_bit(ROF_SF_WELCOME, &s->flags))
 		queue_work(rof_ctl_wq, &s->welcome_work);
+	else if (READ_ONCE(s->poller))
+		rof_poll_wake(READ_ONCE(s->poller));	/* a polled session */
 	else
 		queue_work(rof_sess_wq, &s->poll_work);
 }
@@ -522,8 +524,11 @@ static void rof_dp_release(struct rof_session *s)
 		rof_kick(s);
 }
 
+/* Who runs the data path: the poll work, the softirq, a polling thread. */
+enum rof_run_mode { ROF_RUN_WORK, ROF_RUN_SIRQ, ROF_RUN_THREAD };
+
 static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
-			 bool atomic);
+			 enum rof_run_mode mode);
 
 /* Start a run's tally; the completion event's delay if it started one. */
 static u64 rof_dp_start(struct rof_session *s, struct rof_dp_stats *st)
@@ -614,7 +619,7 @@ static void rof_poll_work(struct work_struct *work)
 	if (!rof_dp_claim_work(s))
 		return;
 	start = rof_dp_start(s, &st);
-	rof_poll_run(s, &st, false);
+	rof_poll_run(s, &st, ROF_RUN_WORK);
 	st.run_ns = local_clock() - start;
 	rof_dp_release(s);
 	rof_dp_account(&st);
@@ -663,7 +668,7 @@ static int rof_iop_poll(struct irq_poll *iop, int weight)
 		goto out;
 	}
 	start = rof_dp_start(s, &st);
-	if (rof_poll_run(s, &st, true)) {
+	if (rof_poll_run(s, &st, ROF_RUN_SIRQ)) {
 		st.sirq_defers = 1;
 		rof_kick(s);
 	}
@@ -694,8 +699,9 @@ out:
  * it to the poll work.
  */
 static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
-			 bool atomic)
+			 enum rof_run_mode mode)
 {
+	bool atomic = mode == ROF_RUN_SIRQ, thread = mode == ROF_RUN_THREAD;
 	struct ib_wc wcs[ROF_POLL_BATCH];
 	struct rof_run_budget budget = {
 		.insns = atomic ? ROF_SIRQ_INSNS : ROF_POLL_INSNS,
@@ -725,7 +731,13 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 			WRITE_ONCE(s->last_active_ns, now);
 			spinning = false;
 		}
-		if (n > 0 || s->pend_count) {
+		/*
+		 * A polling thread comes back at once, whatever it finds:
+		 * requests waiting for tokens wait for the throttle work's
+		 * kick, as on the event path, not for every pass.
+		 */
+		if (n > 0 || (s->pend_count &&
+			      !(thread && delayed_work_pending(&s->throttle_work)))) {
 			ret = rof_process_pending(s, &budget, st, atomic, &defer);
 			if (ret) {
 				pr_info_ratelimited("session %u: post failed: %d\n",
@@ -739,7 +751,7 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 		/* Busy polling an idle CQ is bounded by its time, not rounds. */
 		if (!budget.insns || !budget.bytes ||
 		    (!spinning && ++rounds >= max_rounds)) {
-			if (atomic)
+			if (mode != ROF_RUN_WORK)
 				return true;
 			/* Let other sessions' work run; come back at once. */
 			rof_kick(s);
@@ -749,6 +761,9 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 			cond_resched();
 		if (n == ROF_POLL_BATCH)
 			continue;
+		/* The polling thread re-arms the CQ only before it sleeps. */
+		if (thread)
+			return false;
 		/*
 		 * Idle: busy poll a while if asked to (not in the softirq), and
 		 * not while a rate limit holds requests back.
@@ -777,6 +792,42 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 	}
 }
 
+/*
+ * One turn of a polled session in its polling thread (rof_poll.c), in
+ * process context as the poll work: it owns the data path as the poll
+ * work does (leaving ROF_SF_KICKED to an owner it finds, the welcome
+ * work, which kicks the thread as it lets go), does not run before
+ * ESTABLISHED nor before the welcome (the welcome work's, as for the
+ * softirq), and runs one bounded run of the poll work's budgets.  It
+ * never re-arms the CQ: the thread does, before it sleeps.  Adds its
+ * polls and requests to @t; returns true when it found work.
+ */
+bool rof_dp_poll_turn(struct rof_session *s, struct rof_poll_tally *t)
+{
+	struct rof_dp_stats st = {};
+	u64 start;
+	bool more;
+
+	if (!rof_dp_claim_work(s))
+		return false;
+	if (!test_bit_acquire(ROF_SF_OPENED, &s->flags) ||
+	    test_bit(ROF_SF_WELCOME, &s->flags)) {
+		rof_dp_release(s);
+		return false;
+	}
+	start = rof_dp_start(s, &st);
+	more = rof_poll_run(s, &st, ROF_RUN_THREAD);
+	st.run_ns = local_clock() - start;
+	rof_dp_release(s);
+	t->polls += st.polls;
+	t->requests += st.requests;
+	if (!more && !st.wcs && !st.requests)
+		return false;
+	/* Only the turns that found work: an idle spin is the thread's. */
+	rof_dp_account(&st);
+	return true;
+}
+
 static void rof_throttle_work(struct work_struct *work)
 {
 	struct rof_session *s = container_of(to_delayed_work(work),
@@ -789,9 +840,13 @@ void rof_cq_comp(struct ib_cq *cq, void *ctx)
 {
 	struct rof_session *s = ctx;
 
+	struct rof_poller *pt = READ_ONCE(s->poller);
+
 	/* When the event came, for the scheduling delay (rof_dp_stats). */
 	cmpxchg64(&s->kick_ns, 0, local_clock());
-	if (READ_ONCE(poll_softirq) && !test_bit(ROF_SF_CLOSING, &s->flags))
+	if (pt)
+		rof_poll_wake(pt);	/* its polling thread serves it */
+	else if (READ_ONCE(poll_softirq) && !test_bit(ROF_SF_CLOSING, &s->flags))
 		irq_poll_sched(&s->iop);
 	else
 		rof_kick(s);
@@ -890,6 +945,7 @@ void rof_dp_session_init(struct rof_session *s)
 	INIT_WORK(&s->welcome_work, rof_welcome_work);
 	irq_poll_init(&s->iop, ROF_SIRQ_WEIGHT, rof_iop_poll);
 	INIT_DELAYED_WORK(&s->throttle_work, rof_throttle_work);
+	INIT_LIST_HEAD(&s->poll_node);
 }
 
 /*

@@ -78,6 +78,7 @@ static int __init rof_init(void)
 	debugfs_create_file_unsafe("quiesce", 0200, rof_debugfs, NULL,
 				   &rof_quiesce_fops);
 	rof_dp_debugfs(rof_debugfs);
+	rof_poll_debugfs(rof_debugfs);
 
 	pr_info("loaded, ABI %u.%u\n", ROF_ABI_MAJOR, ROF_ABI_MINOR);
 	return 0;

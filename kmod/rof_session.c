@@ -156,6 +156,12 @@ static void rof_close_work(struct work_struct *work)
 	irq_poll_disable(&s->iop);
 	while (atomic_read_acquire(&s->sirq_active))
 		usleep_range(50, 100);
+	/*
+	 * Its polling thread, if any, as the softirq: off the thread's list,
+	 * and no turn on it under way (a turn may arm the throttle or queue
+	 * the welcome, as the poll work may).
+	 */
+	rof_poll_detach(s);
 	cancel_work_sync(&s->welcome_work);
 	cancel_work_sync(&s->poll_work);
 	cancel_delayed_work_sync(&s->throttle_work);
@@ -586,13 +592,18 @@ int rof_session_init(void)
 		ret = -ENOMEM;
 		goto err_wq;
 	}
-	ret = rof_cm_listen();
+	ret = rof_poll_init();
 	if (ret)
 		goto err_ctl_wq;
+	ret = rof_cm_listen();
+	if (ret)
+		goto err_poll;
 	INIT_DELAYED_WORK(&rof_reap_work, rof_reap_fn);
 	queue_delayed_work(rof_ctl_wq, &rof_reap_work, ROF_REAP_PERIOD);
 	return 0;
 
+err_poll:
+	rof_poll_exit();
 err_ctl_wq:
 	destroy_workqueue(rof_ctl_wq);
 err_wq:
@@ -608,6 +619,7 @@ void rof_session_exit(void)
 	rof_cm_unlisten();
 	cancel_delayed_work_sync(&rof_reap_work);
 	rof_close_matching(rof_match_all, NULL, ROF_CLOSE_UNLOAD);
+	rof_poll_exit();		/* no session left to poll */
 	destroy_workqueue(rof_ctl_wq);
 	destroy_workqueue(rof_sess_wq);
 	rof_trl_exit();

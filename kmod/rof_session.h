@@ -51,6 +51,14 @@ struct rof_slot {
 	u64 dma;
 };
 
+struct rof_poller;
+
+/* What a polling thread's turns did (rof_dp_poll_turn). */
+struct rof_poll_tally {
+	u64 polls;
+	u64 requests;
+};
+
 struct rof_pending {
 	u32 slot;
 	u32 len;
@@ -115,6 +123,14 @@ struct rof_session {
 	struct irq_poll iop;		/* the softirq side of the data path */
 	atomic_t sirq_active;		/* rof_iop_poll runs under way */
 	struct delayed_work throttle_work; /* rof_sess_wq */
+	/*
+	 * The polling thread serving the session (poll_cpus), or NULL: the
+	 * completion event's path.  Set once the CQ exists, before any
+	 * completion can come, and kept; poll_node is on its list while the
+	 * thread may serve the session (rof_poll.c).
+	 */
+	struct rof_poller *poller;
+	struct list_head poll_node;
 	struct work_struct close_work;	/* rof_ctl_wq */
 
 	u64 kick_ns;			/* local_clock of a completion event; xchg */
@@ -153,5 +169,13 @@ void rof_prep_rx(struct rof_session *s, u32 slot, struct ib_recv_wr ***tail);
 void rof_cq_comp(struct ib_cq *cq, void *ctx);
 void rof_cq_event(struct ib_event *ev, void *ctx);
 void rof_qp_event(struct ib_event *ev, void *ctx);
+bool rof_dp_poll_turn(struct rof_session *s, struct rof_poll_tally *t);
+
+/* rof_poll.c: the polling threads (poll_cpus). */
+int rof_poll_init(void);
+void rof_poll_exit(void);
+void rof_poll_attach(struct rof_session *s);
+void rof_poll_detach(struct rof_session *s);
+void rof_poll_wake(struct rof_poller *pt);
 
 #endif /* ROF_SESSION_H */
