@@ -104,7 +104,8 @@ void rof_kick(struct rof_session *s)
 		return;
 	if (test_bit(ROF_SF_WELCOME, &s->flags))
 		queue_work(rof_ctl_wq, &s->welcome_work);
-	else if (READ_ONCE(s->poller))
+	else if (READ_ONCE(s->poller) &&
+		 !test_bit(ROF_SF_DEFERRED, &s->flags))
 		rof_poll_wake(READ_ONCE(s->poller));	/* a polled session */
 	else
 		queue_work(rof_sess_wq, &s->poll_work);
@@ -616,13 +617,25 @@ static void rof_poll_work(struct work_struct *work)
 	struct rof_dp_stats st = {};
 	u64 start;
 
+	struct rof_poller *pt = READ_ONCE(s->poller);
+	bool handed;
+
 	if (!rof_dp_claim_work(s))
 		return;
 	start = rof_dp_start(s, &st);
 	rof_poll_run(s, &st, ROF_RUN_WORK);
 	st.run_ns = local_clock() - start;
+	/*
+	 * A polled session its thread handed over (ROF_SF_DEFERRED): back
+	 * to the thread once this run is over.  A run that stopped with
+	 * work left kicked first, while DEFERRED still held, so that work
+	 * is this work's again.
+	 */
+	handed = test_and_clear_bit(ROF_SF_DEFERRED, &s->flags);
 	rof_dp_release(s);
 	rof_dp_account(&st);
+	if (handed && pt)
+		rof_poll_wake(pt);
 }
 
 /*
@@ -701,7 +714,8 @@ out:
 static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 			 enum rof_run_mode mode)
 {
-	bool atomic = mode == ROF_RUN_SIRQ, thread = mode == ROF_RUN_THREAD;
+	/* A polling thread serves what the softirq would, within its bounds. */
+	bool atomic = mode != ROF_RUN_WORK, thread = mode == ROF_RUN_THREAD;
 	struct ib_wc wcs[ROF_POLL_BATCH];
 	struct rof_run_budget budget = {
 		.insns = atomic ? ROF_SIRQ_INSNS : ROF_POLL_INSNS,
@@ -745,8 +759,12 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 				rof_session_close(s, ROF_CLOSE_QP_ERROR);
 				return false;
 			}
-			if (defer)
+			if (defer) {
+				/* Its thread hands the session to the poll work. */
+				if (thread)
+					set_bit(ROF_SF_DEFERRED, &s->flags);
 				return true;
+			}
 		}
 		/* Busy polling an idle CQ is bounded by its time, not rounds. */
 		if (!budget.insns || !budget.bytes ||
@@ -793,14 +811,15 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 }
 
 /*
- * One turn of a polled session in its polling thread (rof_poll.c), in
- * process context as the poll work: it owns the data path as the poll
- * work does (leaving ROF_SF_KICKED to an owner it finds, the welcome
- * work, which kicks the thread as it lets go), does not run before
- * ESTABLISHED nor before the welcome (the welcome work's, as for the
- * softirq), and runs one bounded run of the poll work's budgets.  It
- * never re-arms the CQ: the thread does, before it sleeps.  Adds its
- * polls and requests to @t; returns true when it found work.
+ * One turn of a polled session in its polling thread (rof_poll.c): the
+ * softirq's run, in process context.  It owns the data path as a work
+ * does (leaving ROF_SF_KICKED to an owner it finds, which kicks as it
+ * lets go), does not run before ESTABLISHED nor before the welcome (the
+ * welcome work's), serves within the softirq's bounds, and hands what the
+ * softirq would leave to the poll work to it (ROF_SF_DEFERRED, until that
+ * work's run is over).  It never re-arms the CQ: the thread does, before
+ * it sleeps.  Adds its polls and requests to @t; returns true when it
+ * found work.
  */
 bool rof_dp_poll_turn(struct rof_session *s, struct rof_poll_tally *t)
 {
@@ -808,7 +827,8 @@ bool rof_dp_poll_turn(struct rof_session *s, struct rof_poll_tally *t)
 	u64 start;
 	bool more;
 
-	if (!rof_dp_claim_work(s))
+	/* Handed to its poll work, which gives it back when done. */
+	if (test_bit(ROF_SF_DEFERRED, &s->flags) || !rof_dp_claim_work(s))
 		return false;
 	if (!test_bit_acquire(ROF_SF_OPENED, &s->flags) ||
 	    test_bit(ROF_SF_WELCOME, &s->flags)) {
@@ -819,6 +839,16 @@ bool rof_dp_poll_turn(struct rof_session *s, struct rof_poll_tally *t)
 	more = rof_poll_run(s, &st, ROF_RUN_THREAD);
 	st.run_ns = local_clock() - start;
 	rof_dp_release(s);
+	/*
+	 * A request that needs the poll work (a long program, a scratch to
+	 * grow): queued once the data path is let go, so that the work
+	 * does not find it owned.  Nothing is queued once closing.
+	 */
+	if (test_bit(ROF_SF_DEFERRED, &s->flags)) {
+		st.sirq_defers = 1;
+		if (!test_bit(ROF_SF_CLOSING, &s->flags))
+			queue_work(rof_sess_wq, &s->poll_work);
+	}
 	t->polls += st.polls;
 	t->requests += st.requests;
 	if (!more && !st.wcs && !st.requests)
@@ -826,6 +856,29 @@ bool rof_dp_poll_turn(struct rof_session *s, struct rof_poll_tally *t)
 	/* Only the turns that found work: an idle spin is the thread's. */
 	rof_dp_account(&st);
 	return true;
+}
+
+/*
+ * Before its thread sleeps: re-arm a polled session's CQ, owning its data
+ * path as a turn does.  Returns true when the thread must not sleep yet: a
+ * completion came before the arm (IB_CQ_REPORT_MISSED_EVENTS), or another
+ * owner (the welcome work) has the data path now.  A session handed to
+ * its poll work is that work's to re-arm.
+ */
+bool rof_dp_poll_arm(struct rof_session *s)
+{
+	bool busy;
+
+	if (!test_bit_acquire(ROF_SF_OPENED, &s->flags) ||
+	    test_bit(ROF_SF_CLOSING, &s->flags) ||
+	    test_bit(ROF_SF_DEFERRED, &s->flags))
+		return false;
+	if (!rof_dp_claim(s))
+		return true;
+	busy = ib_req_notify_cq(s->cq, IB_CQ_NEXT_COMP |
+				IB_CQ_REPORT_MISSED_EVENTS) > 0;
+	rof_dp_release(s);
+	return busy;
 }
 
 static void rof_throttle_work(struct work_struct *work)

@@ -5,10 +5,13 @@
  * With poll_cpus set (a CPU list, read at load), a kernel thread bound to
  * each listed CPU that is online then (rof-poll/N) serves the sessions
  * assigned to it: it busy-polls their CQs and answers their requests
- * through the same code as the poll work (rof_dp_poll_turn: the same
- * claim of the data path, budgets, rate limits and audit), one bounded
- * turn per session in a round robin.  A session is assigned at connect,
- * to the thread with the fewest sessions, and stays with it.
+ * through the same code as the softirq (rof_dp_poll_turn: the same claim
+ * of the data path, bounds, rate limits and audit), one bounded turn per
+ * session in a round robin.  What the softirq leaves to the poll work (a
+ * long program, a scratch to grow), the thread does too (ROF_SF_DEFERRED):
+ * one flooding session's programs do not hold up the thread's other
+ * sessions.  A session is assigned at connect, to the thread with the
+ * fewest sessions, and stays with it.
  *
  * After poll_idle_us with no work on any of its sessions, a thread
  * re-arms their CQs, looks once more (a completion may have come before
@@ -164,9 +167,9 @@ static bool rof_poll_pass(struct rof_poller *pt)
 }
 
 /*
- * Before sleeping: re-arm the CQ of every open session (the build armed
- * it first; the thread is the only one to arm it after).  Returns true
- * when a completion came before the arm: then the thread must not sleep.
+ * Before sleeping: re-arm the CQ of every open session (rof_dp_poll_arm).
+ * Returns true when a completion came before an arm, or a session's data
+ * path was owned elsewhere: then the thread must not sleep yet.
  */
 static bool rof_poll_arm(struct rof_poller *pt)
 {
@@ -175,10 +178,7 @@ static bool rof_poll_arm(struct rof_poller *pt)
 
 	spin_lock(&pt->lock);
 	list_for_each_entry(s, &pt->sessions, poll_node)
-		if (test_bit_acquire(ROF_SF_OPENED, &s->flags) &&
-		    !test_bit(ROF_SF_CLOSING, &s->flags) &&
-		    ib_req_notify_cq(s->cq, IB_CQ_NEXT_COMP |
-				     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		if (rof_dp_poll_arm(s))
 			missed = true;
 	spin_unlock(&pt->lock);
 	return missed;

@@ -32,6 +32,7 @@ enum {
 	ROF_SF_ERR_AUDITED,	/* the error that closes it is audited */
 	ROF_SF_POLLING,		/* the data path is owned: a work or the softirq */
 	ROF_SF_KICKED,		/* a work found it owned: kick it after */
+	ROF_SF_DEFERRED,	/* its polling thread handed it to the poll work */
 };
 
 struct rof_sregion {
@@ -170,6 +171,7 @@ void rof_cq_comp(struct ib_cq *cq, void *ctx);
 void rof_cq_event(struct ib_event *ev, void *ctx);
 void rof_qp_event(struct ib_event *ev, void *ctx);
 bool rof_dp_poll_turn(struct rof_session *s, struct rof_poll_tally *t);
+bool rof_dp_poll_arm(struct rof_session *s);
 
 /* rof_poll.c: the polling threads (poll_cpus). */
 int rof_poll_init(void);
