@@ -14,7 +14,9 @@
  * a workqueue's guarantee that a work item never runs twice at once, and
  * flush_work()'s wait, hold within one workqueue only.  Short requests are
  * served in the completion's softirq (irq_poll), within a budget of
- * instructions and bytes, the rest by the poll work.
+ * instructions and bytes, the rest by the poll work.  With poll_cpus
+ * (rof_poll.c) a polling thread takes the softirq's place for the sessions
+ * assigned to it: the completion event and rof_kick wake the thread.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -96,7 +98,8 @@ static DEFINE_PER_CPU(struct rof_dp_stats, rof_dp_stats);
  * welcome is due, the welcome work (high priority) runs it: a connect is
  * complete only once the client has the welcome, and that must not wait
  * behind busy sessions' poll work at normal priority.  Once it is sent,
- * the poll work (normal priority).
+ * the poll work (normal priority), or for a polled session its polling
+ * thread, unless the thread handed the session to the poll work.
  */
 void rof_kick(struct rof_session *s)
 {

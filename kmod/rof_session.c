@@ -27,7 +27,9 @@
  * have armed the throttle or queued the welcome), the throttle work (which
  * may have queued either), destroys the QP and CQ (no completion callback
  * after that) and the cm_id (no CM handler after that), and cancels all
- * three again.
+ * three again.  Before the first cancels it stops the softirq side and
+ * takes the session off its polling thread (rof_poll_detach), either of
+ * which may queue the poll work or arm the throttle as the poll work may.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -30,7 +30,7 @@ enum {
 	ROF_SF_WELCOME,		/* established: register MRs, send regions */
 	ROF_SF_OPENED,		/* established and audited: the data path may run */
 	ROF_SF_ERR_AUDITED,	/* the error that closes it is audited */
-	ROF_SF_POLLING,		/* the data path is owned: a work or the softirq */
+	ROF_SF_POLLING,		/* the data path is owned: a work, the softirq, a polling thread */
 	ROF_SF_KICKED,		/* a work found it owned: kick it after */
 	ROF_SF_DEFERRED,	/* its polling thread handed it to the poll work */
 };
