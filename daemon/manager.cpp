@@ -867,10 +867,8 @@ void Manager::reconcile() {
         }
         const std::uint32_t tid = v->tenant_id.at(r.tenant);
         try {
-            const std::uint32_t rid = module_->region_create(tid, r.name, r.size, r.rights);
-            for (const auto& f : r.freelists) {
-                module_->freelist_create(rid, f.block_size, f.offset, f.count);
-            }
+            auto lists = freelist_specs(r.freelists);
+            module_->region_create(tid, r.name, r.size, r.rights, lists);
         } catch (const KmodError& e) {
             errors.push_back("tenant " + quoted(r.tenant) + ": region " + quoted(r.name) +
                              ": could not be created: " + e.what());

@@ -71,8 +71,12 @@ class Module {
     virtual std::optional<rof_tenant_info> get_tenant(std::uint32_t id) = 0;
 
     // Regions and their free lists.
+    // A region with its free lists (none: an empty span), all or nothing;
+    // each list's id is written back into @freelists (ROF_IOC_REGION_CREATE).  Every
+    // override has the same default.
     virtual std::uint32_t region_create(std::uint32_t tenant, const std::string& name,
-                                        std::uint64_t size, std::uint32_t rights) = 0;
+                                        std::uint64_t size, std::uint32_t rights,
+                                        std::span<rof_freelist_spec> freelists = {}) = 0;
     virtual void region_destroy(std::uint32_t id, bool force) = 0;
     virtual std::vector<rof_region_info> list_regions() = 0;
     virtual std::optional<rof_region_info> get_region(std::uint32_t id) = 0;
