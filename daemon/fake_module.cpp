@@ -512,15 +512,7 @@ void FakeModule::check_freelist_fields(std::uint32_t block_size, std::uint64_t o
 
 void FakeModule::add_freelist_locked(std::uint32_t region, std::uint32_t tenant,
                                      const rof_freelist_spec& spec) {
-    rof_freelist_info f{};
-    f.offset = spec.offset;
-    f.id = spec.id;
-    f.region = region;
-    f.tenant = tenant;
-    f.block_size = spec.block_size;
-    f.count = spec.count;
-    f.free = spec.count;
-    freelists_.emplace(spec.id, f);
+    freelists_.emplace(spec.id, freelist_made(spec, region, tenant));
 }
 
 std::uint32_t FakeModule::freelist_create(std::uint32_t region, std::uint32_t block_size,

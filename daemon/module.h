@@ -54,6 +54,11 @@ using TicketKey = std::array<std::uint8_t, ROF_TICKET_KEY_LEN>;
 // A name as the ABI holds it; empty when the array is not NUL-terminated.
 std::string abi_name(const char (&name)[ROF_NAME_MAX]);
 
+// A free list as FREELIST_LIST shows it right after @spec made it in @region
+// of @tenant: every block free.
+rof_freelist_info freelist_made(const rof_freelist_spec& spec, std::uint32_t region,
+                                std::uint32_t tenant);
+
 class Module {
   public:
     virtual ~Module() = default;

@@ -254,15 +254,7 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
         // The lists as made: every block free (no LIST of every tenant's lists).
         RegionContext made{{}, m_.store().regions()};
         for (const auto& f : lists) {
-            rof_freelist_info fi{};
-            fi.offset = f.offset;
-            fi.id = f.id;
-            fi.region = rid;
-            fi.tenant = tid;
-            fi.block_size = f.block_size;
-            fi.count = f.count;
-            fi.free = f.count;
-            made.freelists.push_back(fi);
+            made.freelists.push_back(freelist_made(f, rid, tid));
         }
         std::sort(made.freelists.begin(), made.freelists.end(),
                   [](const auto& a, const auto& b) { return a.offset < b.offset; });
