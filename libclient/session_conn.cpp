@@ -20,7 +20,7 @@ std::string errno_text(int e) {
     return std::generic_category().message(e);
 }
 
-void FreeDel::operator()(std::byte* p) const {
+void free_buffers(std::byte* p) {
     std::free(p);  // NOLINT(*-no-malloc,*-owning-memory)
 }
 
@@ -117,7 +117,7 @@ void Connection::create(const BufferLayout& layout) {
     std::size_t bytes = (static_cast<std::size_t>(layout.receives) + layout.requests) * stride_ +
                         layout.one_sided * layout.transfer;
     bytes = (bytes + 4095) & ~static_cast<std::size_t>(4095);
-    // Page-aligned, for the MR; freed by FreeDel.
+    // Page-aligned, for the MR; freed by free_buffers().
     mem_.reset(static_cast<std::byte*>(
         std::aligned_alloc(4096, bytes)));  // NOLINT(*-no-malloc,*-owning-memory)
     if (!mem_) {

@@ -26,30 +26,15 @@ using Clock = std::chrono::steady_clock;
 
 std::string errno_text(int e);
 
-struct EcDel {
-    void operator()(rdma_event_channel* p) const { rdma_destroy_event_channel(p); }
+// A unique_ptr deleter calling @Free (rdma_destroy_id, ibv_dealloc_pd, ...).
+template <auto Free>
+struct Deleter {
+    template <typename T>
+    void operator()(T* p) const {
+        Free(p);
+    }
 };
-struct IdDel {
-    void operator()(rdma_cm_id* p) const { rdma_destroy_id(p); }
-};
-struct PdDel {
-    void operator()(ibv_pd* p) const { ibv_dealloc_pd(p); }
-};
-struct CompDel {
-    void operator()(ibv_comp_channel* p) const { ibv_destroy_comp_channel(p); }
-};
-struct CqDel {
-    void operator()(ibv_cq* p) const { ibv_destroy_cq(p); }
-};
-struct MrDel {
-    void operator()(ibv_mr* p) const { ibv_dereg_mr(p); }
-};
-struct QpDel {  // the QP of an rdma_cm id
-    void operator()(rdma_cm_id* id) const { rdma_destroy_qp(id); }
-};
-struct FreeDel {
-    void operator()(std::byte* p) const;
-};
+void free_buffers(std::byte* p);
 
 // The buffers and queues of a connection, fixed before it is made.
 struct BufferLayout {
@@ -132,14 +117,14 @@ class Connection {
     void cm_expect(rdma_cm_event_type want, Clock::time_point deadline, const char* what) const;
 
     // Declared in construction order: destroyed in reverse (QP first).
-    std::unique_ptr<rdma_event_channel, EcDel> ec_;
-    std::unique_ptr<rdma_cm_id, IdDel> id_;
-    std::unique_ptr<ibv_pd, PdDel> pd_;
-    std::unique_ptr<ibv_comp_channel, CompDel> comp_;
-    std::unique_ptr<ibv_cq, CqDel> cq_;
-    std::unique_ptr<std::byte, FreeDel> mem_;
-    std::unique_ptr<ibv_mr, MrDel> mr_;
-    std::unique_ptr<rdma_cm_id, QpDel> qp_guard_;
+    std::unique_ptr<rdma_event_channel, Deleter<rdma_destroy_event_channel>> ec_;
+    std::unique_ptr<rdma_cm_id, Deleter<rdma_destroy_id>> id_;
+    std::unique_ptr<ibv_pd, Deleter<ibv_dealloc_pd>> pd_;
+    std::unique_ptr<ibv_comp_channel, Deleter<ibv_destroy_comp_channel>> comp_;
+    std::unique_ptr<ibv_cq, Deleter<ibv_destroy_cq>> cq_;
+    std::unique_ptr<std::byte, Deleter<free_buffers>> mem_;
+    std::unique_ptr<ibv_mr, Deleter<ibv_dereg_mr>> mr_;
+    std::unique_ptr<rdma_cm_id, Deleter<rdma_destroy_qp>> qp_guard_;  // the QP of id_
     ibv_qp* qp_ = nullptr;
 
     std::uint32_t session_ = 0;
