@@ -74,7 +74,8 @@ struct OneSided {
 
 struct Session::Impl {
     // Declared in construction order: the keepalive thread stops first,
-    // the connection goes last.
+    // the connection goes last (it disconnects, then frees the QP, the
+    // buffers, the CQ...).
     Connection conn;
     SendPath send;
     CompletionPath completions;
@@ -97,10 +98,7 @@ struct Session::Impl {
     std::mutex mu;
     Keepalive keepalive;
 
-    ~Impl() {
-        keepalive.stop();
-        conn.disconnect();
-    }
+    ~Impl() { keepalive.stop(); }
 
     std::uint32_t session() const noexcept { return conn.session(); }
     [[noreturn]] void fail(Code c, const std::string& what) const { conn.fail(c, what); }

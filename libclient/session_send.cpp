@@ -62,68 +62,6 @@ void SendPath::clear_in_flight() {
     sq_.reset(sq_.depth(), 1);
 }
 
-std::uint32_t SendPath::acquire_request() noexcept {
-    std::uint32_t slot = req_pool_.acquire();
-    req_ops_[slot] = Op{};
-    return slot;
-}
-
-std::uint32_t SendPath::answer_slot(std::uint64_t rid) const noexcept {
-    std::uint32_t slot = static_cast<std::uint32_t>(rid & 0xffff) - 1;
-    if (slot >= req_ops_.size() || req_ops_[slot].answered || inflight_ == 0) {
-        return UINT32_MAX;
-    }
-    return slot;
-}
-
-void SendPath::answered(std::uint32_t slot) noexcept {
-    req_ops_[slot].answered = true;
-    inflight_--;
-}
-
-void SendPath::release_request(std::uint32_t slot) noexcept {
-    req_ops_[slot] = Op{};
-    req_pool_.release(slot);
-}
-
-std::uint32_t SendPath::acquire_one_sided() noexcept {
-    std::uint32_t slot = one_pool_.acquire();
-    one_ops_[slot] = Op{};
-    return slot;
-}
-
-void SendPath::release_one_sided(std::uint32_t slot) noexcept {
-    one_ops_[slot] = Op{};
-    one_pool_.release(slot);
-}
-
-ibv_send_wr& SendPath::add(std::uint64_t id, std::byte* buf, std::uint32_t len) noexcept {
-    ibv_send_wr& w = batch_[batch_n_];
-    ibv_sge& s = batch_sge_[batch_n_];
-    batch_n_++;
-    s.addr = reinterpret_cast<std::uintptr_t>(buf);
-    s.length = len;
-    s.lkey = lkey_;
-    w = ibv_send_wr{};
-    w.wr_id = id;
-    w.sg_list = &s;
-    w.num_sge = 1;
-    if (wr_kind(id) == WrKind::request) {
-        inflight_++;
-        batch_has_req_ = true;
-    }
-    return w;
-}
-
-void SendPath::push_fifo(std::uint64_t id) noexcept {
-    std::uint32_t at = fifo_head_ + fifo_n_;
-    if (at >= fifo_.size()) {
-        at -= static_cast<std::uint32_t>(fifo_.size());
-    }
-    fifo_[at] = id & ~kWrRetireMask;
-    fifo_n_++;
-}
-
 ibv_send_wr* SendPath::seal(bool* had_request) noexcept {
     *had_request = batch_has_req_;
     batch_has_req_ = false;

@@ -207,4 +207,68 @@ class SendPath {
     std::uint32_t fifo_head_ = 0, fifo_n_ = 0;
 };
 
+// ---- what every post and completion calls, inline ----
+
+inline std::uint32_t SendPath::acquire_request() noexcept {
+    std::uint32_t slot = req_pool_.acquire();
+    req_ops_[slot] = Op{};
+    return slot;
+}
+
+inline std::uint32_t SendPath::answer_slot(std::uint64_t rid) const noexcept {
+    std::uint32_t slot = static_cast<std::uint32_t>(rid & 0xffff) - 1;
+    if (slot >= req_ops_.size() || req_ops_[slot].answered || inflight_ == 0) {
+        return UINT32_MAX;
+    }
+    return slot;
+}
+
+inline void SendPath::answered(std::uint32_t slot) noexcept {
+    req_ops_[slot].answered = true;
+    inflight_--;
+}
+
+inline void SendPath::release_request(std::uint32_t slot) noexcept {
+    req_ops_[slot] = Op{};
+    req_pool_.release(slot);
+}
+
+inline std::uint32_t SendPath::acquire_one_sided() noexcept {
+    std::uint32_t slot = one_pool_.acquire();
+    one_ops_[slot] = Op{};
+    return slot;
+}
+
+inline void SendPath::release_one_sided(std::uint32_t slot) noexcept {
+    one_ops_[slot] = Op{};
+    one_pool_.release(slot);
+}
+
+inline ibv_send_wr& SendPath::add(std::uint64_t id, std::byte* buf, std::uint32_t len) noexcept {
+    ibv_send_wr& w = batch_[batch_n_];
+    ibv_sge& s = batch_sge_[batch_n_];
+    batch_n_++;
+    s.addr = reinterpret_cast<std::uintptr_t>(buf);
+    s.length = len;
+    s.lkey = lkey_;
+    w = ibv_send_wr{};
+    w.wr_id = id;
+    w.sg_list = &s;
+    w.num_sge = 1;
+    if (wr_kind(id) == WrKind::request) {
+        inflight_++;
+        batch_has_req_ = true;
+    }
+    return w;
+}
+
+inline void SendPath::push_fifo(std::uint64_t id) noexcept {
+    std::uint32_t at = fifo_head_ + fifo_n_;
+    if (at >= fifo_.size()) {
+        at -= static_cast<std::uint32_t>(fifo_.size());
+    }
+    fifo_[at] = id & ~kWrRetireMask;
+    fifo_n_++;
+}
+
 }  // namespace rof::detail
