@@ -41,7 +41,12 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-Histogram measure_latency(const Env& env, std::string_view what, const std::function<void()>& op) {
+namespace {
+
+// Warm-up, then opt.reps repetitions of opt.seconds; @op runs one operation
+// and returns the histogram its latency goes to.
+template <typename Op>
+void timed_loop(const Env& env, std::string_view what, Op&& op) {
     const Options& o = env.opt;
     std::string id = env.report.json().value("id", "");
     progress(id, std::string(what) + ": warm-up");
@@ -49,20 +54,47 @@ Histogram measure_latency(const Env& env, std::string_view what, const std::func
     do {
         op();
     } while (now_ns() < end);
-    Histogram all;
     for (int rep = 0; rep < o.reps; rep++) {
         progress(id, std::string(what) + ": rep " + std::to_string(rep + 1) + "/" +
                          std::to_string(o.reps));
         end = now_ns() + std::uint64_t(o.seconds * 1e9);
         std::uint64_t t = now_ns();
         do {
-            op();
+            Histogram* h = op();
             std::uint64_t t2 = now_ns();
-            all.record(t2 - t);
+            h->record(t2 - t);
             t = t2;
         } while (t < end);
     }
+}
+
+}  // namespace
+
+Histogram measure_latency(const Env& env, std::string_view what, const std::function<void()>& op) {
+    Histogram all;
+    timed_loop(env, what, [&] {
+        op();
+        return &all;
+    });
     return all;
+}
+
+std::pair<Histogram, Histogram> measure_latency_pair(const Env& env, std::string_view what,
+                                                     const std::function<void()>& a,
+                                                     const std::function<void()>& b) {
+    Histogram ha, hb;
+    bool first = true;
+    timed_loop(env, what, [&] {
+        Histogram* h = first ? &ha : &hb;
+        if (first) {
+            a();
+        } else {
+            b();
+        }
+        first = !first;
+        return h;
+    });
+    return {std::move(ha), std::move(hb)};
 }
 
 double measure_rate(const Env& env, std::string_view what,

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bench.h"
@@ -30,6 +31,12 @@ std::string need(const std::string& v, const char* what);
 // of opt.seconds, each operation's latency recorded.  @op throws on a wrong
 // answer (a benchmark that reads a wrong value has measured nothing).
 Histogram measure_latency(const Env& env, std::string_view what, const std::function<void()>& op);
+// Two operations measured in turn, one call of each alternately, so that both
+// see the same conditions (a loaded host, a noisy neighbour): for comparing
+// two ways of doing one thing.
+std::pair<Histogram, Histogram> measure_latency_pair(const Env& env, std::string_view what,
+                                                     const std::function<void()>& a,
+                                                     const std::function<void()>& b);
 
 // Throughput: @run(ns) does as many operations as it can in ns nanoseconds
 // and returns how many; warm-up, then opt.reps runs; the median rate (ops/s).

@@ -13,6 +13,9 @@
 # (default $ROF_SCRATCH/bench/result.json).  With BENCH_PRINT=1 it also
 # prints the JSON on stdout between "# rofbench: json begin/end" lines,
 # which is how the host gets it out of the VM.  Exits with rof-bench's status.
+# BENCH_KV_C=1 (bench/run --kv-c) also starts a second rof-kvstore, for
+# tenant kvc, on the C builds of its programs (clang runs here), which B1
+# measures beside the first.
 . "$ROF_SRC/selftests/rofd-lib.sh"
 set -u
 
@@ -20,6 +23,7 @@ S=$ROF_SCRATCH/bench
 rm -rf "$S" && mkdir -p "$S"
 BENCH_OUT=${BENCH_OUT:-$S/result.json}
 BENCH_ARGS=${BENCH_ARGS:-}
+BENCH_KV_C=${BENCH_KV_C:-0}
 RAW_PORT=18600
 MC_PORT=11311
 PATH=$ROF_BUILD/bench:$ROF_BUILD/examples:$PATH
@@ -42,15 +46,19 @@ policy() {
 	regions = 8
 	region_bytes = "16MiB"
 	EOF
-	cat >"$ROF_ETC/tenants.d/kv.toml" <<-EOF
-	name = "kv"
-	control_rate = 0
-	[quota]
-	sessions = 64
-	programs = 16
-	regions = 8
-	region_bytes = "96MiB"
-	EOF
+	local kv kvs=kv
+	[ "$BENCH_KV_C" = 1 ] && kvs="kv kvc"
+	for kv in $kvs; do
+		cat >"$ROF_ETC/tenants.d/$kv.toml" <<-EOF
+		name = "$kv"
+		control_rate = 0
+		[quota]
+		sessions = 64
+		programs = 16
+		regions = 8
+		region_bytes = "96MiB"
+		EOF
+	done
 	# B4: an aggressor limited to 500 requests/s, a victim that is not.
 	cat >"$ROF_ETC/tenants.d/aggressor.toml" <<-EOF
 	name = "aggressor"
@@ -124,6 +132,15 @@ if ! "$ROF_SRC/selftests/rofd-call" --socket "$ROF_SOCKET" --wait 120 Health.Che
 	exit 1
 fi
 respawn kvstore rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items 4096
+kv_args=()
+if [ "$BENCH_KV_C" = 1 ]; then
+	# Its first start runs clang three times under emulation; a respawn
+	# (B3) translates the cached objects again.
+	respawn kvstore-c rof-kvstore --socket "$ROF_SOCKET" --tenant kvc --items 4096 \
+		--listen 127.0.0.1:11212 --programs c --image-cache "$S/images"
+	wait_for 900 ready kvstore-c '^rof-kvstore: ready' || { log "rof-kvstore (C builds) is not ready:"; cat "$S/kvstore-c.err" >&2; exit 1; }
+	kv_args=(--set kv_c_tenant=kvc)
+fi
 wait_for 180 ready kvstore '^rof-kvstore: ready' || { log "rof-kvstore is not ready:"; cat "$S/kvstore.err" >&2; exit 1; }
 rof-bench-server --bind "$ROF_ADDR" --port $RAW_PORT --items 1024 --cpu 1 >"$S/raw.out" 2>"$S/raw.err" &
 PIDS+=($!)
@@ -147,7 +164,7 @@ dp=/sys/kernel/debug/rof/datapath
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
 rof-bench --rofd "unix:$ROF_SOCKET" --raw-server "$ROF_ADDR:$RAW_PORT" \
 	--memcached "127.0.0.1:$MC_PORT" --set "kill_cmd=$S/kill-round" \
-	--set "policy_dir=$ROF_ETC/tenants.d" $BENCH_ARGS -o "$BENCH_OUT"
+	--set "policy_dir=$ROF_ETC/tenants.d" "${kv_args[@]}" $BENCH_ARGS -o "$BENCH_OUT"
 rc=$?
 # What the module did for the whole run (docs/kmod.md, section 8.3).
 [ -r $dp ] && sed 's/^/# bench: datapath: /' $dp >&2

@@ -90,11 +90,17 @@ void FakeModule::fail(int err, const char* cmd) {
 }
 
 void FakeModule::enter(const char* cmd) {
+    commands_[cmd]++;
     if (fail_next_) {
         const int err = *fail_next_;
         fail_next_.reset();
         fail(err, cmd);
     }
+}
+
+std::map<std::string, std::uint64_t> FakeModule::commands() const {
+    std::lock_guard lock(mu_);
+    return commands_;
 }
 
 FakeModule::Tenant& FakeModule::tenant_locked(std::uint32_t id, const char* cmd) {
@@ -296,7 +302,8 @@ std::optional<rof_tenant_info> FakeModule::get_tenant(std::uint32_t id) {
 // ---- Regions and free lists ----
 
 std::uint32_t FakeModule::region_create(std::uint32_t tenant, const std::string& name,
-                                        std::uint64_t size, std::uint32_t rights) {
+                                        std::uint64_t size, std::uint32_t rights,
+                                        std::span<rof_freelist_spec> freelists) {
     constexpr const char* cmd = "ROF_IOC_REGION_CREATE";
     std::lock_guard lock(mu_);
     enter(cmd);
@@ -307,6 +314,23 @@ std::uint32_t FakeModule::region_create(std::uint32_t tenant, const std::string&
     }
     if (size > ROF_REGION_SIZE_MAX) {
         fail(E2BIG, cmd);
+    }
+    // The free lists are checked first, against the new region and each other.
+    if (freelists.size() > ROF_REGION_FREELISTS_MAX) {
+        fail(E2BIG, cmd);
+    }
+    for (std::size_t i = 0; i < freelists.size(); i++) {
+        const rof_freelist_spec& f = freelists[i];
+        if (f.reserved != 0) {
+            fail(EINVAL, cmd);
+        }
+        const std::uint64_t end = check_freelist(f.block_size, f.offset, f.count, size, cmd);
+        for (std::size_t j = 0; j < i; j++) {
+            const rof_freelist_spec& g = freelists[j];
+            if (f.offset < freelist_end(g.block_size, g.offset, g.count) && g.offset < end) {
+                fail(EADDRINUSE, cmd);
+            }
+        }
     }
     const rof_tenant_info t = tenant_info_locked(tenant_locked(tenant, cmd));
     for (const auto& [id, r] : regions_) {
@@ -322,7 +346,23 @@ std::uint32_t FakeModule::region_create(std::uint32_t tenant, const std::string&
     if (!id) {
         fail(ENOSPC, cmd);
     }
+    // Every free list's id, before anything is made: all or nothing.
+    constexpr std::uint32_t id_max = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> ids;
+    std::uint32_t last = last_freelist_;
+    for (std::size_t i = 0; i < freelists.size(); i++) {
+        std::optional<std::uint32_t> fid;
+        do {  // past the ids this call took already
+            fid = next_free_id(fid.value_or(last), id_max, freelists_);
+            if (!fid || freelists_.size() + ids.size() >= id_max) {
+                fail(ENOSPC, cmd);
+            }
+        } while (std::find(ids.begin(), ids.end(), *fid) != ids.end());
+        ids.push_back(*fid);
+        last = *fid;
+    }
     last_region_ = *id;
+    last_freelist_ = last;
 
     rof_region_info r{};
     set_name(r.name, name);
@@ -332,6 +372,10 @@ std::uint32_t FakeModule::region_create(std::uint32_t tenant, const std::string&
     r.rights = rights;
     r.chunks = 1;
     regions_.emplace(*id, r);
+    for (std::size_t i = 0; i < freelists.size(); i++) {
+        freelists[i].id = ids[i];
+        add_freelist_locked(*id, tenant, freelists[i]);
+    }
     return *id;
 }
 
@@ -439,31 +483,53 @@ RegionToken FakeModule::region_token(std::uint32_t region, std::uint32_t rights,
     return RegionToken{random_u64(), random_u64()};
 }
 
-std::uint32_t FakeModule::freelist_create(std::uint32_t region, std::uint32_t block_size,
-                                          std::uint64_t offset, std::uint32_t count) {
-    constexpr const char* cmd = "ROF_IOC_FREELIST_CREATE";
-    std::lock_guard lock(mu_);
-    enter(cmd);
+std::uint64_t FakeModule::freelist_end(std::uint32_t block_size, std::uint64_t offset,
+                                       std::uint32_t count) {
+    // count <= 2^20 and block_size < 2^32: the length cannot overflow.
+    return offset + sizeof(rof_isa_freelist) + std::uint64_t{count} * block_size;
+}
 
+std::uint64_t FakeModule::check_freelist(std::uint32_t block_size, std::uint64_t offset,
+                                         std::uint32_t count, std::uint64_t region_size,
+                                         const char* cmd) {
+    check_freelist_fields(block_size, offset, count, cmd);
+    const std::uint64_t len = sizeof(rof_isa_freelist) + std::uint64_t{count} * block_size;
+    if (offset > std::numeric_limits<std::uint64_t>::max() - len || offset + len > region_size) {
+        fail(ERANGE, cmd);
+    }
+    return offset + len;
+}
+
+void FakeModule::check_freelist_fields(std::uint32_t block_size, std::uint64_t offset,
+                                       std::uint32_t count, const char* cmd) {
     if (block_size < 8 || block_size % 8 != 0 || offset % 8 != 0 || count == 0) {
         fail(EINVAL, cmd);
     }
     if (count > ROF_FREELIST_BLOCKS_MAX) {
         fail(E2BIG, cmd);
     }
+}
+
+void FakeModule::add_freelist_locked(std::uint32_t region, std::uint32_t tenant,
+                                     const rof_freelist_spec& spec) {
+    freelists_.emplace(spec.id, freelist_made(spec, region, tenant));
+}
+
+std::uint32_t FakeModule::freelist_create(std::uint32_t region, std::uint32_t block_size,
+                                          std::uint64_t offset, std::uint32_t count) {
+    constexpr const char* cmd = "ROF_IOC_FREELIST_CREATE";
+    std::lock_guard lock(mu_);
+    enter(cmd);
+
+    check_freelist_fields(block_size, offset, count, cmd);
     const auto rit = regions_.find(region);
     if (rit == regions_.end()) {
         fail(ENOENT, cmd);
     }
-    // count <= 2^20 and block_size < 2^32: the length cannot overflow.
-    const std::uint64_t len = 64 + std::uint64_t{count} * block_size;
-    if (offset > std::numeric_limits<std::uint64_t>::max() - len ||
-        offset + len > rit->second.size) {
-        fail(ERANGE, cmd);
-    }
+    const std::uint64_t end = check_freelist(block_size, offset, count, rit->second.size, cmd);
     for (const auto& [id, f] : freelists_) {
-        const std::uint64_t flen = 64 + std::uint64_t{f.count} * f.block_size;
-        if (f.region == region && offset < f.offset + flen && f.offset < offset + len) {
+        if (f.region == region && offset < freelist_end(f.block_size, f.offset, f.count) &&
+            f.offset < end) {
             fail(EADDRINUSE, cmd);
         }
     }
@@ -473,16 +539,8 @@ std::uint32_t FakeModule::freelist_create(std::uint32_t region, std::uint32_t bl
         fail(ENOSPC, cmd);
     }
     last_freelist_ = *id;
-
-    rof_freelist_info f{};
-    f.offset = offset;
-    f.id = *id;
-    f.region = region;
-    f.tenant = rit->second.tenant;
-    f.block_size = block_size;
-    f.count = count;
-    f.free = count;
-    freelists_.emplace(*id, f);
+    add_freelist_locked(region, rit->second.tenant,
+                        rof_freelist_spec{offset, block_size, count, *id, 0});
     return *id;
 }
 

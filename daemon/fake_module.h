@@ -58,7 +58,8 @@ class FakeModule final : public Module {
     std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override;
 
     std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                std::uint32_t rights) override;
+                                std::uint32_t rights,
+                                std::span<rof_freelist_spec> freelists = {}) override;
     void region_destroy(std::uint32_t id, bool force) override;
     std::vector<rof_region_info> list_regions() override;
     std::optional<rof_region_info> get_region(std::uint32_t id) override;
@@ -104,6 +105,9 @@ class FakeModule final : public Module {
     // The next Module call, whichever it is, throws KmodError(@err) without
     // doing anything.
     void fail_next(int err);
+    // The commands the module would have been sent so far, by name
+    // ("ROF_IOC_REGION_CREATE"): what a call costs in round trips.
+    std::map<std::string, std::uint64_t> commands() const;
 
     // Writes one audit record, with the next seq (the record's own is
     // ignored); it reaches the reader's fd if one is open.
@@ -138,12 +142,25 @@ class FakeModule final : public Module {
                                       bool quota, const char* cmd);
     void unalias_locked(std::uint32_t tenant, std::uint64_t tag);
     void destroy_region_locked(std::uint32_t id, std::uint32_t reason);
+    // A free list's end: header and blocks.
+    static std::uint64_t freelist_end(std::uint32_t block_size, std::uint64_t offset,
+                                      std::uint32_t count);
+    // FREELIST_CREATE's rules of a list's fields (EINVAL, E2BIG) and its range in a region of
+    // @region_size bytes (ERANGE): where it ends.
+    static void check_freelist_fields(std::uint32_t block_size, std::uint64_t offset,
+                                      std::uint32_t count, const char* cmd);
+    static std::uint64_t check_freelist(std::uint32_t block_size, std::uint64_t offset,
+                                        std::uint32_t count, std::uint64_t region_size,
+                                        const char* cmd);
+    void add_freelist_locked(std::uint32_t region, std::uint32_t tenant,
+                             const rof_freelist_spec& spec);
     void audit_locked(rof_audit_record record);
     void flush_audit_locked();
     bool reader_open_locked();
 
     mutable std::mutex mu_;
     std::optional<int> fail_next_;
+    std::map<std::string, std::uint64_t> commands_;
     std::vector<DeviceInfo> devices_;
 
     std::map<std::uint32_t, Tenant> tenants_;

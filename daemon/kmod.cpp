@@ -180,7 +180,7 @@ std::optional<rof_tenant_info> Kmod::get_tenant(std::uint32_t id) {
 }
 
 std::uint32_t Kmod::region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                  std::uint32_t rights) {
+                                  std::uint32_t rights, std::span<rof_freelist_spec> freelists) {
     const auto cmd = ROFD_CMD(ROF_IOC_REGION_CREATE);
     struct rof_region_create req {};
 
@@ -188,7 +188,38 @@ std::uint32_t Kmod::region_create(std::uint32_t tenant, const std::string& name,
     req.size = size;
     req.tenant = tenant;
     req.rights = rights;
+    if (freelists.empty()) {
+        checked_ioctl(cmd, &req);
+        return req.id;
+    }
+    if (abi_minor() < abi_minor_region_freelists) {
+        // An older module: the region, then each list; on a failure, the
+        // region goes again, with the lists made so far.
+        checked_ioctl(cmd, &req);
+        try {
+            for (auto& f : freelists) {
+                f.id = freelist_create(req.id, f.block_size, f.offset, f.count);
+            }
+        } catch (const KmodError&) {
+            try {
+                region_destroy(req.id, true);
+            } catch (const KmodError&) {  // the list's error is the one to report
+            }
+            throw;
+        }
+        return req.id;
+    }
+    if (freelists.size() > ROF_REGION_FREELISTS_MAX) {
+        fail(E2BIG, cmd, "too many free lists");
+    }
+    // struct rof_region_freelists: a count, then the lists.
+    std::vector<std::uint8_t> buf(sizeof(rof_region_freelists) + freelists.size_bytes());
+    const rof_region_freelists head{static_cast<std::uint32_t>(freelists.size()), 0};
+    std::memcpy(buf.data(), &head, sizeof(head));
+    std::memcpy(buf.data() + sizeof(head), freelists.data(), freelists.size_bytes());
+    req.freelists = reinterpret_cast<std::uintptr_t>(buf.data());
     checked_ioctl(cmd, &req);
+    std::memcpy(freelists.data(), buf.data() + sizeof(head), freelists.size_bytes());
     return req.id;
 }
 

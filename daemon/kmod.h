@@ -14,11 +14,12 @@
 namespace rofd {
 
 // The oldest module ABI minor rofd works with: 0.2 has every command it
-// uses; 0.3 added ROF_LIST_FROM and 0.5 ROF_GET_BY_NAME, which Kmod uses
-// when they are there.  A loaded module outlives a package upgrade, so rofd
-// keeps working with it.
+// uses; 0.3 added ROF_LIST_FROM, 0.5 ROF_GET_BY_NAME and 0.7 REGION_CREATE's
+// free lists, which Kmod uses when they are there.  A loaded module outlives a package upgrade, so
+// rofd keeps working with it.
 inline constexpr std::uint32_t abi_minor_min = 2;
 inline constexpr std::uint32_t abi_minor_get_by_name = 5;
+inline constexpr std::uint32_t abi_minor_region_freelists = 7;
 
 // The open /dev/rof: rofd::Module with one ioctl per call.  Each call is one
 // ioctl on a shared fd (LIST commands: a few); the module serialises what
@@ -49,7 +50,8 @@ class Kmod final : public Module {
     std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override;
 
     std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                std::uint32_t rights) override;
+                                std::uint32_t rights,
+                                std::span<rof_freelist_spec> freelists = {}) override;
     void region_destroy(std::uint32_t id, bool force) override;
     std::vector<rof_region_info> list_regions() override;
     std::optional<rof_region_info> get_region(std::uint32_t id) override;

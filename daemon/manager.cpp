@@ -792,13 +792,14 @@ void Manager::reconcile() {
     // others an id, which could be one asked for later (EEXIST).  A tenant
     // that cannot be created is not served: its calls are UNAVAILABLE.
     std::map<std::string, std::uint32_t> created;
+    std::vector<StoredTenant> created_rows;
     for (const bool with_id : {true, false}) {
         for (const auto& t : plan.tenants) {
             if (t.create && (t.id != 0) == with_id) {
                 try {
                     const std::uint32_t id = module_->tenant_create(t.name, t.id);
                     created[t.name] = id;
-                    store_->put_tenant(StoredTenant{t.name, id});
+                    created_rows.push_back(StoredTenant{t.name, id});
                 } catch (const KmodError& e) {
                     errors.push_back("tenant " + quoted(t.name) +
                                      ": could not be created: " + e.what());
@@ -821,9 +822,18 @@ void Manager::reconcile() {
                              ": quota and rate could not be applied: " + e.what());
         }
     }
-    for (const auto& t : plan.store_tenants) {
-        store_->put_tenant(t);
-    }
+    // One transaction for them all: a commit is a sync of the store's log,
+    // and a reload that adds 10,000 tenants made 10,000 of them (B8).  A
+    // crash before it loses nothing: the next reconciliation finds the
+    // tenants in the module by name.
+    store_->transaction([&] {
+        for (const auto& t : created_rows) {
+            store_->put_tenant(t);
+        }
+        for (const auto& t : plan.store_tenants) {
+            store_->put_tenant(t);
+        }
+    });
     // Module tenants not in policy keep their names for audit and lists,
     // and are being removed: a removal already under way keeps its
     // deadline, a new one (or one found at start-up) gets the full grace.
@@ -867,10 +877,8 @@ void Manager::reconcile() {
         }
         const std::uint32_t tid = v->tenant_id.at(r.tenant);
         try {
-            const std::uint32_t rid = module_->region_create(tid, r.name, r.size, r.rights);
-            for (const auto& f : r.freelists) {
-                module_->freelist_create(rid, f.block_size, f.offset, f.count);
-            }
+            auto lists = freelist_specs(r.freelists);
+            module_->region_create(tid, r.name, r.size, r.rights, lists);
         } catch (const KmodError& e) {
             errors.push_back("tenant " + quoted(r.tenant) + ": region " + quoted(r.name) +
                              ": could not be created: " + e.what());

@@ -54,6 +54,11 @@ using TicketKey = std::array<std::uint8_t, ROF_TICKET_KEY_LEN>;
 // A name as the ABI holds it; empty when the array is not NUL-terminated.
 std::string abi_name(const char (&name)[ROF_NAME_MAX]);
 
+// A free list as FREELIST_LIST shows it right after @spec made it in @region
+// of @tenant: every block free.
+rof_freelist_info freelist_made(const rof_freelist_spec& spec, std::uint32_t region,
+                                std::uint32_t tenant);
+
 class Module {
   public:
     virtual ~Module() = default;
@@ -71,8 +76,12 @@ class Module {
     virtual std::optional<rof_tenant_info> get_tenant(std::uint32_t id) = 0;
 
     // Regions and their free lists.
+    // A region with its free lists (none: an empty span), all or nothing;
+    // each list's id is written back into @freelists (ROF_IOC_REGION_CREATE).  Every
+    // override has the same default.
     virtual std::uint32_t region_create(std::uint32_t tenant, const std::string& name,
-                                        std::uint64_t size, std::uint32_t rights) = 0;
+                                        std::uint64_t size, std::uint32_t rights,
+                                        std::span<rof_freelist_spec> freelists = {}) = 0;
     virtual void region_destroy(std::uint32_t id, bool force) = 0;
     virtual std::vector<rof_region_info> list_regions() = 0;
     virtual std::optional<rof_region_info> get_region(std::uint32_t id) = 0;

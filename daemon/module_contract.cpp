@@ -337,6 +337,63 @@ void freelists_fit_their_region(Module& m, Scope& s) {
     EXPECT_EQ(m.get_region(r)->freelists, 2U);
 }
 
+// REGION_CREATE makes a region with its free lists, checked as FREELIST_CREATE
+// checks one, or nothing at all: a refused list leaves no region, no charge.
+void region_create_with_freelists(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    auto spec = [](std::uint64_t offset, std::uint32_t block_size, std::uint32_t count) {
+        return rof_freelist_spec{offset, block_size, count, 0, 0};
+    };
+    auto refused = [&](std::vector<rof_freelist_spec> lists) {
+        return errno_of([&] { m.region_create(kv, "table", 4096, ROF_ACCESS_ALL, lists); });
+    };
+    EXPECT_EQ(refused({spec(0, 4, 1)}), EINVAL);
+    EXPECT_EQ(refused({spec(4, 8, 1)}), EINVAL);
+    EXPECT_EQ(refused({spec(0, 8, 0)}), EINVAL);
+    EXPECT_EQ(refused({spec(0, 8, ROF_FREELIST_BLOCKS_MAX + 1)}), E2BIG);
+    EXPECT_EQ(refused({spec(0, 64, 64)}), ERANGE);  // 64 + 4096 bytes
+    EXPECT_EQ(refused({spec(~0ULL - 7, 8, 1)}), ERANGE);
+    EXPECT_EQ(refused({spec(0, 64, 10), spec(696, 64, 1)}), EADDRINUSE);  // [0, 704)
+    auto bad = spec(0, 8, 1);
+    bad.reserved = 1;
+    EXPECT_EQ(refused({spec(1024, 8, 1), bad}), EINVAL);
+    EXPECT_EQ(refused(std::vector<rof_freelist_spec>(ROF_REGION_FREELISTS_MAX + 1, spec(0, 8, 1))),
+              E2BIG);
+    EXPECT_TRUE(regions_of(m, kv).empty());
+    EXPECT_TRUE(freelists_of(m, kv).empty());
+    auto u = m.get_tenant(kv)->usage;
+    EXPECT_EQ(u.regions, 0U);
+    EXPECT_EQ(u.region_bytes, 0U);
+    EXPECT_EQ(u.freelists, 0U);
+
+    std::vector<rof_freelist_spec> lists{spec(704, 64, 10), spec(0, 64, 10)};
+    const auto r = m.region_create(kv, "table", 4096, ROF_ACCESS_ALL, lists);
+    EXPECT_NE(lists[0].id, 0U);
+    EXPECT_NE(lists[1].id, 0U);
+    EXPECT_NE(lists[0].id, lists[1].id);
+    auto made = freelists_of(m, kv);
+    std::sort(made.begin(), made.end(),
+              [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    ASSERT_EQ(made.size(), 2U);
+    EXPECT_EQ(made[0].id, lists[1].id);
+    EXPECT_EQ(made[1].id, lists[0].id);
+    for (const auto& f : made) {
+        EXPECT_EQ(f.region, r);
+        EXPECT_EQ(f.block_size, 64U);
+        EXPECT_EQ(f.count, 10U);
+        EXPECT_EQ(f.free, 10U);
+    }
+    EXPECT_EQ(m.get_region(r)->freelists, 2U);
+    u = m.get_tenant(kv)->usage;
+    EXPECT_EQ(u.freelists, 2U);
+    // Lists of one region are apart from the ones made after it, too.
+    EXPECT_EQ(errno_of([&] { m.freelist_create(r, 64, 696, 1); }), EADDRINUSE);
+    // A name taken refuses the whole, lists included.
+    std::vector<rof_freelist_spec> again{spec(0, 8, 1)};
+    EXPECT_EQ(errno_of([&] { m.region_create(kv, "table", 4096, ROF_ACCESS_ALL, again); }), EEXIST);
+    EXPECT_EQ(freelists_of(m, kv).size(), 2U);
+}
+
 // A prepare checks its tenant, grants, expiry, rate and flags.
 void prepare_checks_the_grants(Module& m, Scope& s) {
     const auto kv = s.tenant("kv");
@@ -618,6 +675,7 @@ const std::vector<Case>& cases() {
         {"BusyObjectsNeedForce", busy_objects_need_force},
         {"TenantDestroyTakesEverythingWithIt", tenant_destroy_takes_everything_with_it},
         {"FreeListsFitTheirRegion", freelists_fit_their_region},
+        {"RegionCreateWithFreeLists", region_create_with_freelists},
         {"PrepareChecksTheGrants", prepare_checks_the_grants},
         {"PreparedSessionsAndTheirTickets", prepared_sessions_and_their_tickets},
         {"ProgramsAreNamedByTenantAndTag", programs_are_named_by_tenant_and_tag},

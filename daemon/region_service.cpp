@@ -114,9 +114,10 @@ void check_create(const v1::CreateRegionRequest& req) {
                         req.size()));
     }
     check_rights("rights", req.rights());
-    if (req.freelists_size() > 64) {
+    if (req.freelists_size() > ROF_REGION_FREELISTS_MAX) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                        fmt::format("freelists: {}; at most 64", req.freelists_size()));
+                        fmt::format("freelists: {}; at most {}", req.freelists_size(),
+                                    ROF_REGION_FREELISTS_MAX));
     }
     std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
     for (int i = 0; i < req.freelists_size(); i++) {
@@ -237,16 +238,12 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
             m_.store().put_region(row);
             m_.begin(id);
         });
+        // One command makes the region and its free lists, or nothing.
+        auto lists = freelist_specs(row.freelists);
         std::uint32_t rid = 0;
         try {
-            rid = m_.module().region_create(tid, req->name(), req->size(), req->rights());
-            for (const auto& f : row.freelists) {
-                m_.module().freelist_create(rid, f.block_size, f.offset, f.count);
-            }
+            rid = m_.module().region_create(tid, req->name(), req->size(), req->rights(), lists);
         } catch (const KmodError& e) {
-            if (rid != 0) {
-                m_.module().region_destroy(rid, true);
-            }
             m_.store().delete_region(tenant, req->name());
             return module_status(e, what);
         }
@@ -254,7 +251,14 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
         if (!info) {
             return grpc::Status(grpc::StatusCode::ABORTED, what + ": destroyed while created");
         }
-        fill_region(*v, RegionContext::fetch(m_), *info, resp);
+        // The lists as made: every block free (no LIST of every tenant's lists).
+        RegionContext made{{}, m_.store().regions()};
+        for (const auto& f : lists) {
+            made.freelists.push_back(freelist_made(f, rid, tid));
+        }
+        std::sort(made.freelists.begin(), made.freelists.end(),
+                  [](const auto& a, const auto& b) { return a.offset < b.offset; });
+        fill_region(*v, made, *info, resp);
         row.state = RowState::committed;
         m_.store().transaction([&] {
             m_.store().put_region(row);

@@ -656,6 +656,45 @@ const v1::Region* find_region(const v1::ListRegionsResponse& l, const std::strin
     return nullptr;
 }
 
+// A region and its free lists are one module command (ROF_IOC_REGION_CREATE,
+// ABI 0.7), and the answer lists them without listing every tenant's.
+TEST_F(Service, CreateRegionMakesItsFreeListsInOneCommand) {
+    auto c = h_.client(kv_user);
+    auto req = region_request("heap", 16384, 7);
+    for (std::uint64_t offset : {0, 4096, 8192}) {
+        auto* f = req.add_freelists();
+        f->set_block_size(64);
+        f->set_offset(offset);
+        f->set_count(16);
+    }
+    const auto before = h_.fake().commands();
+    v1::Region made;
+    const auto st = rpc(*c->regions, &v1::Regions::Stub::CreateRegion, req, &made);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    auto after = h_.fake().commands();
+    auto delta = [&](const std::string& cmd) {
+        const auto b = before.find(cmd);
+        return after[cmd] - (b == before.end() ? 0 : b->second);
+    };
+    EXPECT_EQ(delta("ROF_IOC_REGION_CREATE"), 1U);
+    EXPECT_EQ(delta("ROF_IOC_FREELIST_CREATE"), 0U);
+    ASSERT_EQ(made.freelists_size(), 3);
+    for (int i = 0; i < 3; i++) {
+        EXPECT_EQ(made.freelists(i).offset(), 4096U * i);
+        EXPECT_EQ(made.freelists(i).count(), 16U);
+        EXPECT_EQ(made.freelists(i).free(), 16U);
+        EXPECT_NE(made.freelists(i).id(), 0U);
+    }
+    v1::ListRegionsResponse list;
+    ASSERT_TRUE(rpc(*c->regions, &v1::Regions::Stub::ListRegions, {}, &list).ok());
+    const auto* heap = find_region(list, "kv", "heap");
+    ASSERT_NE(heap, nullptr) << list.DebugString();
+    ASSERT_EQ(heap->freelists_size(), 3);
+    for (int i = 0; i < 3; i++) {
+        EXPECT_EQ(heap->freelists(i).id(), made.freelists(i).id());
+    }
+}
+
 TEST_F(Service, RegionsHaveTheirOrigin) {
     auto c = h_.client(kv_user);
     v1::Region made;

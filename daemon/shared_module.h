@@ -87,8 +87,9 @@ class SharedModule final : public Module {
         return m_->get_tenant(id);
     }
     std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                std::uint32_t rights) override {
-        return done("region_create", m_->region_create(tenant, name, size, rights));
+                                std::uint32_t rights,
+                                std::span<rof_freelist_spec> freelists = {}) override {
+        return done("region_create", m_->region_create(tenant, name, size, rights, freelists));
     }
     void region_destroy(std::uint32_t id, bool force) override {
         m_->region_destroy(id, force);

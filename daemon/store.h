@@ -48,6 +48,16 @@ struct StoredFreeList {
     std::uint32_t count = 0;
 };
 
+// What Module::region_create takes to make @lists with their region.
+inline std::vector<rof_freelist_spec> freelist_specs(const std::vector<StoredFreeList>& lists) {
+    std::vector<rof_freelist_spec> out;
+    out.reserve(lists.size());
+    for (const auto& f : lists) {
+        out.push_back(rof_freelist_spec{f.offset, f.block_size, f.count, 0, 0});
+    }
+    return out;
+}
+
 struct StoredRegion {
     std::string tenant;
     std::string name;

@@ -449,17 +449,92 @@ static bool rof_region_name_taken(struct rof_tenant *t, const char *name)
 	return rof_region_by_name(rof_tenant_id(t), name);
 }
 
+static int rof_freelist_check(u32 block_size, u64 offset, u32 count);
+static int rof_freelist_end(u32 block_size, u64 offset, u32 count, u64 size,
+			    u64 *end);
+static struct rof_freelist *rof_freelist_alloc(u32 block_size, u64 offset,
+					       u32 count);
+static int rof_freelist_publish(struct rof_region *r, struct rof_freelist *fl);
+
+/*
+ * The free lists a REGION_CREATE makes with its region (ABI 0.7), read
+ * from @uptr and checked as FREELIST_CREATE checks one, against the new
+ * region's @size and each other.
+ */
+static struct rof_region_freelists *rof_region_freelists_read(u64 uptr,
+							      u64 size)
+{
+	void __user *ufls = u64_to_user_ptr(uptr);
+	struct rof_region_freelists hdr, *fls;
+	u64 end, end_j;
+	u32 i, j;
+	int ret;
+
+	if (copy_from_user(&hdr, ufls, sizeof(hdr)))
+		return ERR_PTR(-EFAULT);
+	if (hdr.reserved)
+		return ERR_PTR(-EINVAL);
+	if (hdr.count > ROF_REGION_FREELISTS_MAX)
+		return ERR_PTR(-E2BIG);
+	fls = memdup_user(ufls, struct_size(fls, list, hdr.count));
+	if (IS_ERR(fls))
+		return fls;
+	ret = -EINVAL;
+	if (fls->count != hdr.count)	/* changed between the two reads */
+		goto err;
+	for (i = 0; i < fls->count; i++) {
+		const struct rof_freelist_spec *f = &fls->list[i];
+
+		ret = -EINVAL;
+		if (f->reserved)
+			goto err;
+		ret = rof_freelist_check(f->block_size, f->offset, f->count);
+		if (!ret)
+			ret = rof_freelist_end(f->block_size, f->offset,
+					       f->count, size, &end);
+		if (ret)
+			goto err;
+		for (j = 0; j < i; j++) {
+			const struct rof_freelist_spec *g = &fls->list[j];
+
+			rof_freelist_end(g->block_size, g->offset, g->count,
+					 size, &end_j);
+			if (f->offset < end_j && g->offset < end) {
+				ret = -EADDRINUSE;
+				goto err;
+			}
+		}
+	}
+	return fls;
+
+err:
+	kfree(fls);
+	return ERR_PTR(ret);
+}
+
+static void rof_freelists_free(struct rof_freelist **fl, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		kfree(fl[i]);
+	kfree(fl);
+}
+
 static long rof_region_create(void __user *uarg)
 {
+	struct rof_region_freelists *fls = NULL;
 	struct rof_region_create req;
+	struct rof_freelist **fl = NULL;
 	struct rof_tenant *t;
 	struct rof_region *r;
-	bool revoke, mine;
+	bool revoke = false, mine;
+	u32 i, nfl = 0;
 	int ret;
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags || req.reserved || req.rights & ~ROF_ACCESS_ALL)
+	if (req.flags || req.rights & ~ROF_ACCESS_ALL)
 		return -EINVAL;
 	if (rof_name_check(req.name))
 		return -EINVAL;
@@ -467,10 +542,28 @@ static long rof_region_create(void __user *uarg)
 		return -EINVAL;
 	if (req.size > ROF_REGION_SIZE_MAX)
 		return -E2BIG;
+	if (req.freelists) {
+		fls = rof_region_freelists_read(req.freelists, req.size);
+		if (IS_ERR(fls))
+			return PTR_ERR(fls);
+		nfl = fls->count;
+	}
 
+	ret = -ENOMEM;
+	fl = kcalloc(nfl, sizeof(*fl), GFP_KERNEL);
+	if (!fl && nfl)
+		goto err_fls;
+	for (i = 0; i < nfl; i++) {
+		fl[i] = rof_freelist_alloc(fls->list[i].block_size,
+					   fls->list[i].offset,
+					   fls->list[i].count);
+		if (!fl[i])
+			goto err_fl;
+	}
 	t = rof_tenant_get(req.tenant);
+	ret = -ENOENT;
 	if (!t)
-		return -ENOENT;
+		goto err_fl;
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r) {
 		ret = -ENOMEM;
@@ -529,22 +622,47 @@ static long rof_region_create(void __user *uarg)
 	 */
 	req.id = r->id;
 	kref_get(&r->ref);
+	/*
+	 * Its free lists before the lock is dropped: no other command sees
+	 * the region without them.  If one cannot be published (ids run
+	 * out), the region goes with the ones that were.
+	 */
+	ret = 0;
+	for (i = 0; i < nfl && !ret; i++) {
+		ret = rof_freelist_publish(r, fl[i]);
+		if (!ret) {
+			fls->list[i].id = fl[i]->id;
+			fl[i] = NULL;	/* the xarray's now */
+		}
+	}
+	mine = ret && !rof_region_unlink(r, true, &revoke);
 	mutex_unlock(&rof_regions_lock);
+	if (ret)
+		goto err_published;
 	rof_fault_delay("region create (published)", req.id);
 
-	ret = 0;
-	if (copy_to_user(uarg, &req, sizeof(req))) {
+	if (copy_to_user(uarg, &req, sizeof(req)) ||
+	    (fls && copy_to_user(u64_to_user_ptr(req.freelists), fls,
+				 struct_size(fls, list, nfl)))) {
 		/* Nobody learnt the id: undo, unless a destroy came first. */
 		mutex_lock(&rof_regions_lock);
 		mine = xa_load(&rof_regions, req.id) == r &&
 		       !rof_region_unlink(r, true, &revoke);
 		mutex_unlock(&rof_regions_lock);
-		if (mine)
-			rof_region_finish_destroy(r, false, revoke,
-						  ROF_DESTROY_ADMIN);
 		ret = -EFAULT;
+		goto err_published;
 	}
 	rof_region_put(r);
+	rof_freelists_free(fl, nfl);
+	kfree(fls);
+	return 0;
+
+err_published:
+	if (mine)
+		rof_region_finish_destroy(r, false, revoke, ROF_DESTROY_ADMIN);
+	rof_region_put(r);
+	rof_freelists_free(fl, nfl);
+	kfree(fls);
 	return ret;
 
 err_unlock:
@@ -556,6 +674,10 @@ err_free:
 	kfree(r);
 err_tenant:
 	rof_tenant_put(t);
+err_fl:
+	rof_freelists_free(fl, nfl);
+err_fls:
+	kfree(fls);
 	return ret;
 }
 
@@ -983,48 +1105,55 @@ static bool rof_freelist_overlaps(struct rof_region *r, u64 start, u64 end)
 	return false;
 }
 
-static long rof_freelist_create(void __user *uarg)
+/* The rules of a free list's fields. */
+static int rof_freelist_check(u32 block_size, u64 offset, u32 count)
 {
-	struct rof_freelist_create req;
-	struct rof_freelist *fl;
-	struct rof_region *r;
-	u64 len, end;
+	if (block_size < 8 || block_size % 8 || offset % 8 || !count)
+		return -EINVAL;
+	if (count > ROF_FREELIST_BLOCKS_MAX)
+		return -E2BIG;
+	return 0;
+}
+
+/*
+ * Where a checked free list ends: its header and blocks, which must fit
+ * in a region of @size bytes (-ERANGE).
+ */
+static int rof_freelist_end(u32 block_size, u64 offset, u32 count, u64 size,
+			    u64 *end)
+{
+	/* < 2^52 + 64: cannot overflow. */
+	u64 len = sizeof(struct rof_isa_freelist) + (u64)block_size * count;
+
+	if (check_add_overflow(offset, len, end) || *end > size)
+		return -ERANGE;
+	return 0;
+}
+
+static struct rof_freelist *rof_freelist_alloc(u32 block_size, u64 offset,
+					       u32 count)
+{
+	struct rof_freelist *fl = kzalloc(sizeof(*fl), GFP_KERNEL);
+
+	if (!fl)
+		return NULL;
+	kref_init(&fl->ref);
+	fl->block_size = block_size;
+	fl->count = count;
+	fl->offset = offset;
+	return fl;
+}
+
+/*
+ * Format @fl inside @r and publish it; on failure @fl is left to the
+ * caller to free.  Caller holds rof_regions_lock, has checked the range
+ * and that no other list of @r overlaps it.
+ */
+static int rof_freelist_publish(struct rof_region *r, struct rof_freelist *fl)
+{
 	int ret;
 
-	if (copy_from_user(&req, uarg, sizeof(req)))
-		return -EFAULT;
-	if (req.flags || req.reserved)
-		return -EINVAL;
-	if (req.block_size < 8 || req.block_size % 8 || req.offset % 8 ||
-	    !req.count)
-		return -EINVAL;
-	if (req.count > ROF_FREELIST_BLOCKS_MAX)
-		return -E2BIG;
-
-	fl = kzalloc(sizeof(*fl), GFP_KERNEL);
-	if (!fl)
-		return -ENOMEM;
-	kref_init(&fl->ref);
-	fl->block_size = req.block_size;
-	fl->count = req.count;
-	fl->offset = req.offset;
-
-	mutex_lock(&rof_regions_lock);
-	r = xa_load(&rof_regions, req.region);
-	if (!r) {
-		ret = -ENOENT;
-		goto err_unlock;
-	}
-	/* < 2^52 + 64: cannot overflow. */
-	len = sizeof(struct rof_isa_freelist) + (u64)req.block_size * req.count;
-	if (check_add_overflow(req.offset, len, &end) || end > r->size) {
-		ret = -ERANGE;
-		goto err_unlock;
-	}
-	if (rof_freelist_overlaps(r, req.offset, end)) {
-		ret = -EADDRINUSE;
-		goto err_unlock;
-	}
+	lockdep_assert_held(&rof_regions_lock);
 	/* Complete before publishing: rof_freelist_get reads it locklessly. */
 	kref_get(&r->ref);
 	fl->region = r;
@@ -1033,12 +1162,52 @@ static long rof_freelist_create(void __user *uarg)
 			      &rof_freelist_next, GFP_KERNEL);
 	if (ret < 0) {
 		WRITE_ONCE(rof_freelist_hdr(fl)->magic, 0);
+		fl->region = NULL;
 		rof_region_put(r);	/* never the last: rof_regions has one */
-		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto err_unlock;
+		return ret == -EBUSY ? -ENOSPC : ret;
 	}
 	r->nfreelists++;
 	rof_tenant_count_freelists(r->tenant, 1);
+	return 0;
+}
+
+static long rof_freelist_create(void __user *uarg)
+{
+	struct rof_freelist_create req;
+	struct rof_freelist *fl;
+	struct rof_region *r;
+	u64 end;
+	int ret;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.reserved)
+		return -EINVAL;
+	ret = rof_freelist_check(req.block_size, req.offset, req.count);
+	if (ret)
+		return ret;
+
+	fl = rof_freelist_alloc(req.block_size, req.offset, req.count);
+	if (!fl)
+		return -ENOMEM;
+
+	mutex_lock(&rof_regions_lock);
+	r = xa_load(&rof_regions, req.region);
+	if (!r) {
+		ret = -ENOENT;
+		goto err_unlock;
+	}
+	ret = rof_freelist_end(req.block_size, req.offset, req.count, r->size,
+			       &end);
+	if (ret)
+		goto err_unlock;
+	if (rof_freelist_overlaps(r, req.offset, end)) {
+		ret = -EADDRINUSE;
+		goto err_unlock;
+	}
+	ret = rof_freelist_publish(r, fl);
+	if (ret)
+		goto err_unlock;
 	req.id = fl->id;
 	mutex_unlock(&rof_regions_lock);
 

@@ -1,85 +1,43 @@
 // SPDX-License-Identifier: MIT
 // rof::Session: the data path of librof (docs/protocol.md, docs/librof.md).
 //
-// One RC connection to rof.ko.  Everything the fast path touches is
-// allocated and registered at connect: receive buffers (one per credit and
-// one spare), request buffers (one per credit and one for the keepalive),
-// and one transfer buffer per one-sided slot.  Posts go into a batch of
-// work requests that flush() chains into one ibv_post_send; only the last
-// request of a batch (and one in every sq_depth/2) is signalled, and a
-// signalled completion retires every entry before it (RC completes a send
-// queue in order), which is also when unsignalled one-sided operations
-// complete.  Responses are matched to requests by id (the request slot in
-// the low 16 bits).  A keepalive thread sends a NOP when no request went
-// out for a third of the idle timeout; it shares the state under one mutex.
+// One RC connection to rof.ko.  Session::Impl owns the session's lock and
+// composes four parts, each in its own file:
+//   - Connection (session_conn.h): rdma_cm and verbs resources, the
+//     connect handshake, the registered buffers: receive buffers (one per
+//     credit and one spare), request buffers (one per credit and one for
+//     the keepalive), one transfer buffer per one-sided slot;
+//   - SendPath (session_send.h): slots, credits, the batch that flush()
+//     chains into one ibv_post_send, selective signalling and the FIFO of
+//     entries a signalled completion retires (RC completes a send queue in
+//     order, which is also when unsignalled one-sided operations complete);
+//   - CompletionPath (session_completion.h): responses (matched to
+//     requests by id, the request slot in the low 16 bits) and one-sided
+//     results decoded into completions for the waiting verb or poll();
+//   - Keepalive (session_keepalive.h): a thread that has a NOP sent when
+//     no request went out for a third of the idle timeout.
+// The glue is here: the drain of the CQ, waiting for progress, the break of
+// a session, the verbs.  Everything the fast path touches is allocated at
+// connect.
 #include <endian.h>
-#include <fcntl.h>
-#include <infiniband/verbs.h>
 #include <poll.h>
-#include <rdma/rdma_cma.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <system_error>
-#include <thread>
 
 #include "rof/session.h"
+#include "session_completion.h"
+#include "session_conn.h"
 #include "session_internal.h"
+#include "session_keepalive.h"
+#include "session_send.h"
 #include "uapi/rof.h"
 
 namespace rof {
 namespace {
 
 using namespace detail;
-using Clock = std::chrono::steady_clock;
-
-// ---- RAII for verbs and rdma_cm handles --------------------------------
-
-struct EcDel {
-    void operator()(rdma_event_channel* p) const { rdma_destroy_event_channel(p); }
-};
-struct IdDel {
-    void operator()(rdma_cm_id* p) const { rdma_destroy_id(p); }
-};
-struct PdDel {
-    void operator()(ibv_pd* p) const { ibv_dealloc_pd(p); }
-};
-struct CompDel {
-    void operator()(ibv_comp_channel* p) const { ibv_destroy_comp_channel(p); }
-};
-struct CqDel {
-    void operator()(ibv_cq* p) const { ibv_destroy_cq(p); }
-};
-struct MrDel {
-    void operator()(ibv_mr* p) const { ibv_dereg_mr(p); }
-};
-struct QpDel {  // the QP of an rdma_cm id
-    void operator()(rdma_cm_id* id) const { rdma_destroy_qp(id); }
-};
-struct FreeDel {
-    void operator()(std::byte* p) const { std::free(p); }  // NOLINT(*-no-malloc,*-owning-memory)
-};
-
-// wr_id: kind in bits 60..63, for signalled sends the entries the
-// completion retires in bits 32..59, the slot in bits 0..31.
-enum Kind : std::uint64_t { kRecv = 1, kReq = 2, kOne = 3 };
-constexpr std::uint64_t wr_id(Kind k, std::uint32_t slot) {
-    return (static_cast<std::uint64_t>(k) << 60) | slot;
-}
-constexpr Kind wr_kind(std::uint64_t id) {
-    return static_cast<Kind>(id >> 60);
-}
-constexpr std::uint32_t wr_slot(std::uint64_t id) {
-    return static_cast<std::uint32_t>(id);
-}
-constexpr std::uint32_t wr_retire(std::uint64_t id) {
-    return static_cast<std::uint32_t>((id >> 32) & 0xfffffff);
-}
 
 // rof.ko's idle_timeout_ms default: only for an older rofd that answers 0
 // (rofd answers the timeout in force, the module parameter's included).
@@ -87,159 +45,65 @@ constexpr std::uint32_t kDefaultIdleMs = 300000;
 constexpr std::uint32_t kPollBatch = 32;
 constexpr int kSpin = 200;  // empty CQ polls before a blocking wait
 
-std::string errno_text(int e) {
-    return std::generic_category().message(e);
-}
+// A request to rof.ko (a SEND the module answers) as post_request() takes
+// it.
+struct Request {
+    std::uint16_t opcode = ROF_OP_NOP;
+    Verb verb = Verb::nop;
+    std::uint64_t tag = 0;  // INVOKE: the program
+    std::span<const std::byte> args{};
+    std::span<std::byte> out{};  // INVOKE: the response's destination
+    std::uint64_t user = 0;
+    Delivery delivery = Delivery::polled;
+};
+
+// A one-sided verb (RDMA READ/WRITE, atomics) as post_one_sided() takes it.
+struct OneSided {
+    Verb verb = Verb::read;
+    std::string_view region;
+    std::uint64_t offset = 0;
+    std::span<std::byte> out{};       // read: the destination
+    std::span<const std::byte> in{};  // write: the source
+    std::uint64_t compare_add = 0;    // cas: expected; faa: the addend
+    std::uint64_t swap = 0;           // cas: desired
+    std::uint64_t user = 0;
+    Delivery delivery = Delivery::polled;
+};
 
 }  // namespace
 
 struct Session::Impl {
-    // Declared in construction order: destroyed in reverse (QP first).
-    std::unique_ptr<rdma_event_channel, EcDel> ec;
-    std::unique_ptr<rdma_cm_id, IdDel> id;
-    std::unique_ptr<ibv_pd, PdDel> pd;
-    std::unique_ptr<ibv_comp_channel, CompDel> comp;
-    std::unique_ptr<ibv_cq, CqDel> cq;
-    std::unique_ptr<std::byte, FreeDel> mem;
-    std::unique_ptr<ibv_mr, MrDel> mr;
-    std::unique_ptr<rdma_cm_id, QpDel> qp_guard;
-    ibv_qp* qp = nullptr;
+    // Declared in construction order: the keepalive thread stops first,
+    // the connection goes last (it disconnects, then frees the QP, the
+    // buffers, the CQ...).
+    Connection conn;
+    SendPath send;
+    CompletionPath completions;
+    RecvChain recv;
 
     SessionOptions opt;
-    std::uint32_t session = 0;
-    std::uint32_t credits = 0;
+    std::uint32_t credits = 0;  // as accepted, for credits()
     std::uint32_t msg = ROF_MSG_SIZE;
-    std::uint32_t max_inline = 0;
-    std::uint32_t nrx = 0, nreq = 0, none = 0;
-    std::size_t xfer = 0;
-    std::string peer;
     std::vector<RegionEntry> regions;
     std::vector<GrantedRegion> granted;
     ProgramNames programs;
-    bool connected = false;
-
-    // Buffers inside mem.
-    std::byte* rx_base = nullptr;
-    std::byte* req_base = nullptr;
-    std::byte* one_base = nullptr;
-    std::byte* rx(std::uint32_t i) const { return rx_base + static_cast<std::size_t>(i) * msg; }
-    std::byte* req(std::uint32_t i) const { return req_base + static_cast<std::size_t>(i) * msg; }
-    std::byte* one(std::uint32_t i) const { return one_base + i * xfer; }
-
-    struct Op {
-        std::uint64_t user = 0;
-        std::span<std::byte> out;  // read destination, invoke response
-        std::uint64_t tag = 0;
-        std::uint32_t len = 0;
-        Verb verb = Verb::nop;
-        bool sync = false;
-        bool internal = false;  // the keepalive's NOP
-        bool answered = false;
-        bool retired = false;
-    };
-    std::vector<Op> req_ops, one_ops;
-    SlotPool req_pool, one_pool;
-    SendQueue sq;
-    std::uint64_t seq = 0;
-
-    // The batch flush() posts.
-    std::vector<ibv_send_wr> batch;
-    std::vector<ibv_sge> batch_sge;
-    std::uint32_t batch_n = 0;
-    bool batch_has_req = false;
-    // Send queue entries posted and not retired, in order.
-    std::vector<std::uint64_t> fifo;
-    std::uint32_t fifo_head = 0, fifo_n = 0;
-    // Receive buffers to re-post, one ibv_post_recv per drain.
-    std::vector<ibv_recv_wr> rx_wr;
-    std::vector<ibv_sge> rx_sge;
-    std::uint32_t rx_n = 0;
-
-    // Completions waiting for poll().
-    struct Ready {
-        Completion c;
-        std::string err;
-    };
-    std::vector<Ready> ready;
-    std::uint32_t ready_head = 0, ready_n = 0;
-    std::vector<std::string> poll_err;  // what poll()'s string_views point at
-    std::size_t outstanding = 0;        // async ops posted, not yet polled
-    std::uint32_t inflight = 0;         // requests at the server
-    // The synchronous verb's result.
-    bool sync_done = false;
-    Completion sync_c;
-    std::string sync_err;
-    std::uint64_t progress = 0;
-    std::uint64_t empty_polls = 0;  // busy_poll: poll() calls that found nothing
 
     bool welcome_pending = true;
     std::vector<rof_wire_region> welcome;
     bool broken = false;
     Code broken_code = Code::unavailable;
     std::string broken_msg;
+    std::uint64_t empty_polls = 0;  // busy_poll: poll() calls that found nothing
 
-    // Keepalive.
     std::mutex mu;
-    std::condition_variable cv;
-    std::thread ka;
-    bool stop = false;
-    bool ka_inflight = false;
-    std::chrono::milliseconds ka_interval{0};
-    Clock::time_point last_req;
-    std::uint64_t keepalives = 0;
+    Keepalive keepalive;
 
-    ~Impl() {
-        {
-            std::lock_guard lk(mu);
-            stop = true;
-        }
-        cv.notify_all();
-        if (ka.joinable()) {
-            ka.join();
-        }
-        if (connected && id) {
-            rdma_disconnect(id.get());
-        }
-    }
+    ~Impl() { keepalive.stop(); }
 
-    std::string head() const { return "session " + std::to_string(session) + ": "; }
-
-    [[noreturn]] void fail(Code c, const std::string& what) const { throw Error(c, head() + what); }
+    std::uint32_t session() const noexcept { return conn.session(); }
+    [[noreturn]] void fail(Code c, const std::string& what) const { conn.fail(c, what); }
 
     // ---- connect -------------------------------------------------------
-
-    rdma_cm_event* cm_wait(Clock::time_point deadline) const {
-        for (;;) {
-            rdma_cm_event* ev = nullptr;
-            if (rdma_get_cm_event(ec.get(), &ev) == 0) {
-                return ev;
-            }
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                fail(Code::internal, "rdma_get_cm_event: " + errno_text(errno));
-            }
-            auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-            if (left.count() <= 0) {
-                return nullptr;
-            }
-            pollfd p{ec->fd, POLLIN, 0};
-            ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
-        }
-    }
-
-    void cm_expect(rdma_cm_event_type want, Clock::time_point deadline, const char* what) const {
-        rdma_cm_event* ev = cm_wait(deadline);
-        if (!ev) {
-            fail(Code::deadline_exceeded, std::string(what) + " " + peer + ": timed out");
-        }
-        rdma_cm_event_type got = ev->event;
-        int status = ev->status;
-        rdma_ack_cm_event(ev);
-        if (got != want) {
-            fail(Code::unavailable, std::string(what) + " " + peer + ": " + rdma_event_str(got) +
-                                        " (status " + std::to_string(status) + ")");
-        }
-    }
 
     void connect(const v1::OpenSessionResponse& prep, const SessionOptions& o) {
         opt = o;
@@ -247,10 +111,10 @@ struct Session::Impl {
         if (t.size() >= 12) {
             std::uint32_t s;
             std::memcpy(&s, t.data() + 8, 4);
-            session = le32toh(s);
+            conn.set_session(le32toh(s));
         }
         if (prep.session()) {
-            session = prep.session();
+            conn.set_session(prep.session());
         }
         if (t.size() != sizeof(rof_ticket)) {
             fail(Code::invalid_argument, "the ticket has " + std::to_string(t.size()) +
@@ -268,199 +132,74 @@ struct Session::Impl {
         if (!parse_address(address, port, &sa, &why)) {
             fail(Code::invalid_argument, why);
         }
-        peer = format_peer(sa);
         auto deadline = Clock::now() + opt.connect_timeout;
         int ms = static_cast<int>(std::clamp<long long>(opt.connect_timeout.count(), 1, 60000));
+        conn.resolve(sa, deadline, ms);
 
-        ec.reset(rdma_create_event_channel());
-        if (!ec) {
-            fail(Code::unavailable,
-                 "rdma_create_event_channel: " + errno_text(errno) + " (is rdma_ucm loaded?)");
-        }
-        fcntl(ec->fd, F_SETFL, fcntl(ec->fd, F_GETFL) | O_NONBLOCK);
-        rdma_cm_id* raw = nullptr;
-        if (rdma_create_id(ec.get(), &raw, nullptr, RDMA_PS_TCP)) {
-            fail(Code::unavailable, "rdma_create_id: " + errno_text(errno));
-        }
-        id.reset(raw);
-        if (rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(sa.storage), ms)) {
-            fail(Code::unavailable, "resolve " + peer + ": " + errno_text(errno));
-        }
-        cm_expect(RDMA_CM_EVENT_ADDR_RESOLVED, deadline, "resolve address");
-        if (rdma_resolve_route(id.get(), ms)) {
-            fail(Code::unavailable, "resolve route to " + peer + ": " + errno_text(errno));
-        }
-        cm_expect(RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, "resolve route to");
-
-        ibv_device_attr da{};
-        if (ibv_query_device(id->verbs, &da)) {
-            fail(Code::unavailable, "ibv_query_device: " + errno_text(errno));
-        }
+        const ibv_device_attr& da = conn.device();
         // Credits are known only from the accept, and receives go up before
         // the connect: size for the tenant's quota when rofd said it.
         std::uint32_t cap = prep.inflight()
                                 ? std::min<std::uint32_t>(prep.inflight(), ROF_SESSION_CREDITS_MAX)
                                 : ROF_SESSION_CREDITS_MAX;
         msg = std::max<std::uint32_t>(prep.msg_size(), ROF_MSG_SIZE);
-        nrx = cap + 1;
-        nreq = cap + 1;  // one for the keepalive
-        none = opt.depth;
-        xfer = (opt.max_transfer + 63) & ~static_cast<std::size_t>(63);
-        std::uint32_t sq_depth = nreq + none + 1;
-        if (sq_depth > static_cast<std::uint32_t>(da.max_qp_wr) ||
-            nrx > static_cast<std::uint32_t>(da.max_qp_wr)) {
+        BufferLayout l;
+        l.msg = msg;
+        l.receives = cap + 1;
+        l.requests = cap + 1;  // one for the keepalive
+        l.one_sided = opt.depth;
+        l.transfer = (opt.max_transfer + 63) & ~static_cast<std::size_t>(63);
+        l.send_depth = l.requests + l.one_sided + 1;
+        if (l.send_depth > static_cast<std::uint32_t>(da.max_qp_wr) ||
+            l.receives > static_cast<std::uint32_t>(da.max_qp_wr)) {
             fail(Code::resource_exhausted, "the device allows " + std::to_string(da.max_qp_wr) +
                                                " work requests per queue, " +
-                                               std::to_string(sq_depth) + " needed");
+                                               std::to_string(l.send_depth) + " needed");
         }
-
-        pd.reset(ibv_alloc_pd(id->verbs));
-        if (!pd) {
-            fail(Code::unavailable, "ibv_alloc_pd: " + errno_text(errno));
-        }
-        comp.reset(ibv_create_comp_channel(id->verbs));
-        if (!comp) {
-            fail(Code::unavailable, "ibv_create_comp_channel: " + errno_text(errno));
-        }
-        fcntl(comp->fd, F_SETFL, fcntl(comp->fd, F_GETFL) | O_NONBLOCK);
-        cq.reset(
-            ibv_create_cq(id->verbs, static_cast<int>(sq_depth + nrx), nullptr, comp.get(), 0));
-        if (!cq) {
-            fail(Code::unavailable, "ibv_create_cq: " + errno_text(errno));
-        }
-        std::size_t bytes = (static_cast<std::size_t>(nrx) + nreq) * msg + none * xfer;
-        bytes = (bytes + 4095) & ~static_cast<std::size_t>(4095);
-        // Page-aligned, for the MR; freed by FreeDel.
-        mem.reset(static_cast<std::byte*>(
-            std::aligned_alloc(4096, bytes)));  // NOLINT(*-no-malloc,*-owning-memory)
-        if (!mem) {
-            fail(Code::resource_exhausted,
-                 "cannot allocate " + std::to_string(bytes) + " bytes of buffers");
-        }
-        std::memset(mem.get(), 0, bytes);
-        rx_base = mem.get();
-        req_base = rx_base + static_cast<std::size_t>(nrx) * msg;
-        one_base = req_base + static_cast<std::size_t>(nreq) * msg;
-        mr.reset(ibv_reg_mr(pd.get(), mem.get(), bytes, IBV_ACCESS_LOCAL_WRITE));
-        if (!mr) {
-            fail(Code::resource_exhausted,
-                 "ibv_reg_mr of " + std::to_string(bytes) + " bytes: " + errno_text(errno));
-        }
-
-        ibv_qp_init_attr qa{};
-        qa.send_cq = qa.recv_cq = cq.get();
-        qa.qp_type = IBV_QPT_RC;
-        qa.sq_sig_all = 0;
-        qa.cap.max_send_wr = sq_depth;
-        qa.cap.max_recv_wr = nrx;
-        qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-        qa.cap.max_inline_data = 256;
-        if (rdma_create_qp(id.get(), pd.get(), &qa)) {
-            qa.cap.max_inline_data = 0;
-            if (rdma_create_qp(id.get(), pd.get(), &qa)) {
-                fail(Code::unavailable, "rdma_create_qp: " + errno_text(errno));
-            }
-        }
-        qp_guard.reset(id.get());
-        qp = id->qp;
-        max_inline = qa.cap.max_inline_data;
+        conn.create(l);
 
         // Slots, the batch, the FIFO, the ready ring: all sized now.
-        req_ops.assign(nreq, Op{});
-        one_ops.assign(none, Op{});
-        req_pool.reset(nreq);
-        one_pool.reset(none);
-        sq.reset(sq_depth, std::max<std::uint32_t>(sq_depth / 2, 1));
-        batch.assign(sq_depth, ibv_send_wr{});
-        batch_sge.assign(sq_depth, ibv_sge{});
-        fifo.assign(sq_depth, 0);
-        rx_wr.assign(nrx, ibv_recv_wr{});
-        rx_sge.assign(nrx, ibv_sge{});
-        ready.resize(nreq + none);
-        poll_err.resize(nreq + none);
-        for (auto& r : ready) {
-            r.err.reserve(160);
-        }
-
-        for (std::uint32_t i = 0; i < nrx; i++) {
+        send.reset(SendLimits{l.requests, l.one_sided, l.send_depth, conn.lkey()});
+        completions.reset(l.requests + l.one_sided);
+        recv.reset(l.receives);
+        for (std::uint32_t i = 0; i < l.receives; i++) {
             queue_rx(i);
         }
         post_rx();
 
-        rdma_conn_param cp{};
-        cp.private_data = t.data();
-        cp.private_data_len = static_cast<std::uint8_t>(t.size());
-        cp.initiator_depth = static_cast<std::uint8_t>(
+        auto depth = static_cast<std::uint8_t>(
             std::min<int>({static_cast<int>(opt.depth), da.max_qp_init_rd_atom, 255}));
-        cp.responder_resources = 0;
-        cp.retry_count = 7;
-        cp.rnr_retry_count = 7;
-        if (rdma_connect(id.get(), &cp)) {
-            fail(Code::unavailable, "rdma_connect to " + peer + ": " + errno_text(errno));
-        }
-        rdma_cm_event* ev = cm_wait(deadline);
-        if (!ev) {
-            fail(Code::deadline_exceeded, "connect to " + peer + ": no answer in " +
-                                              std::to_string(opt.connect_timeout.count()) + " ms");
-        }
-        if (ev->event == RDMA_CM_EVENT_REJECTED) {
-            const auto* rej = static_cast<const rof_reject*>(ev->param.conn.private_data);
-            bool ours = rej && ev->param.conn.private_data_len >= sizeof(rof_reject) &&
-                        le32toh(rej->magic) == ROF_REJECT_MAGIC;
-            std::uint32_t reason = ours ? le32toh(rej->reason) : 0;
-            int status = ev->status;
-            rdma_ack_cm_event(ev);
-            if (ours) {
-                throw reject_error(session, reason);
-            }
-            fail(Code::unavailable, "connect to " + peer + " refused (status " +
-                                        std::to_string(status) + "): is rof.ko listening there?");
-        }
-        if (ev->event != RDMA_CM_EVENT_ESTABLISHED) {
-            std::string what = rdma_event_str(ev->event);
-            int status = ev->status;
-            rdma_ack_cm_event(ev);
-            fail(Code::unavailable,
-                 "connect to " + peer + ": " + what + " (status " + std::to_string(status) + ")");
-        }
-        const auto* acc = static_cast<const rof_accept*>(ev->param.conn.private_data);
-        bool good = acc && ev->param.conn.private_data_len >= sizeof(rof_accept) &&
-                    le32toh(acc->magic) == ROF_ACCEPT_MAGIC && acc->version == ROF_WIRE_VERSION;
-        std::uint32_t acc_credits = good ? le16toh(acc->credits) : 0;
-        std::uint32_t nregions = good ? acc->nregions : 0;
-        if (good) {
-            session = le32toh(acc->session);
-            msg = std::min<std::uint32_t>(
-                msg, std::max<std::uint32_t>(le32toh(acc->msg_size), sizeof(rof_req_hdr)));
-        }
-        rdma_ack_cm_event(ev);
-        connected = true;
-        if (!good) {
-            fail(Code::internal, "the accept from " + peer + " is not rof.ko's");
-        }
-        if (!acc_credits || nregions > ROF_SESSION_MAX_REGIONS) {
-            fail(Code::internal, "accept: " + std::to_string(acc_credits) + " credits, " +
-                                     std::to_string(nregions) + " regions");
-        }
+        Accepted acc = conn.connect(t, depth, deadline, opt.connect_timeout);
+        msg = std::min<std::uint32_t>(msg, std::max<std::uint32_t>(acc.msg, sizeof(rof_req_hdr)));
         // More credits than receives posted would overrun our receive
         // queue: use what we are ready for.
-        credits = std::min(acc_credits, nreq - 1);
-        last_req = Clock::now();
+        credits = std::min(acc.credits, l.requests - 1);
+        send.set_credits(credits);
+        keepalive.touch(Clock::now());
 
         // The welcome message (request id 0) with the region table.
         {
             std::unique_lock lk(mu);
             while (welcome_pending && !broken) {
                 if (!wait_progress(lk, deadline)) {
-                    fail(Code::deadline_exceeded, "no welcome message from " + peer + " in " +
-                                                      std::to_string(opt.connect_timeout.count()) +
-                                                      " ms");
+                    fail(Code::deadline_exceeded,
+                         "no welcome message from " + conn.peer() + " in " +
+                             std::to_string(opt.connect_timeout.count()) + " ms");
                 }
             }
             if (broken) {
                 throw Error(broken_code, broken_msg);
             }
         }
+        learn_regions(prep, acc.regions);
+
+        std::uint32_t idle = opt.idle_timeout_ms ? opt.idle_timeout_ms : kDefaultIdleMs;
+        keepalive.start(std::chrono::milliseconds(std::max<std::uint32_t>(idle / 3, 1)), mu,
+                        [this] { keepalive_tick(); });
+    }
+
+    // The welcome message's table against what rofd granted.
+    void learn_regions(const v1::OpenSessionResponse& prep, std::uint32_t nregions) {
         if (welcome.size() != nregions) {
             fail(Code::internal, "the welcome message has " + std::to_string(welcome.size()) +
                                      " regions, the accept said " + std::to_string(nregions));
@@ -491,37 +230,21 @@ struct Session::Impl {
                                          ") is not in the welcome message");
             }
         }
-
-        std::uint32_t idle = opt.idle_timeout_ms ? opt.idle_timeout_ms : kDefaultIdleMs;
-        ka_interval = std::chrono::milliseconds(std::max<std::uint32_t>(idle / 3, 1));
-        ka = std::thread([this] { keepalive_loop(); });
     }
 
     // ---- receives ------------------------------------------------------
 
     void queue_rx(std::uint32_t slot) {
-        ibv_sge& s = rx_sge[rx_n];
-        s.addr = reinterpret_cast<std::uintptr_t>(rx(slot));
-        s.length = msg;
-        s.lkey = mr->lkey;
-        ibv_recv_wr& w = rx_wr[rx_n];
-        w.wr_id = wr_id(kRecv, slot);
-        w.sg_list = &s;
-        w.num_sge = 1;
-        w.next = nullptr;
-        if (rx_n) {
-            rx_wr[rx_n - 1].next = &w;
-        }
-        rx_n++;
+        recv.add(wr_id(WrKind::recv, slot), conn.rx(slot), msg, conn.lkey());
     }
 
     void post_rx() {
-        if (!rx_n) {
+        ibv_recv_wr* w = recv.head();
+        if (!w) {
             return;
         }
-        ibv_recv_wr* bad = nullptr;
-        int rc = ibv_post_recv(qp, rx_wr.data(), &bad);
-        rx_n = 0;
+        int rc = conn.post_recv(w);
+        recv.clear();
         if (rc && !broken) {
             break_session(Code::unavailable, "ibv_post_recv: " + errno_text(rc));
         }
@@ -529,134 +252,45 @@ struct Session::Impl {
 
     // ---- completions ---------------------------------------------------
 
-    void deliver(Op& op, Code code, const std::string& err, std::size_t len, std::uint64_t value,
-                 const InvokeResult& inv) {
-        progress++;
-        if (op.internal) {
-            return;
-        }
-        if (op.sync) {
-            sync_done = true;
-            sync_c = Completion{op.user, op.verb, code, {}, len, value, inv};
-            sync_err = err;
-            return;
-        }
-        Ready& r = ready[(ready_head + ready_n) % ready.size()];
-        ready_n++;
-        r.c = Completion{op.user, op.verb, code, {}, len, value, inv};
-        r.err = err;
-    }
-
-    void free_req(std::uint32_t slot) {
-        req_ops[slot] = Op{};
-        req_pool.release(slot);
-    }
-
     void on_response(std::uint32_t rslot, std::uint32_t byte_len) {
-        const std::byte* b = rx(rslot);
-        rof_resp_hdr h{};
-        if (byte_len < sizeof(h)) {
+        Response r;
+        if (!parse_response(conn.rx(rslot), byte_len, &r)) {
             queue_rx(rslot);
             return;
         }
-        std::memcpy(&h, b, sizeof(h));
-        std::uint64_t rid = le64toh(h.id);
-        std::uint32_t status = le32toh(h.status);
-        std::uint32_t len = std::min<std::uint32_t>(le32toh(h.len), byte_len - sizeof(h));
-        const std::byte* payload = b + sizeof(h);
-        if (rid == ROF_WELCOME_ID) {
+        if (r.id == ROF_WELCOME_ID) {
             if (welcome_pending) {
-                std::size_t n = len / sizeof(rof_wire_region);
+                std::size_t n = r.payload.size() / sizeof(rof_wire_region);
                 welcome.resize(n);
-                std::memcpy(welcome.data(), payload, n * sizeof(rof_wire_region));
+                std::memcpy(welcome.data(), r.payload.data(), n * sizeof(rof_wire_region));
                 welcome_pending = false;
-                progress++;
+                completions.bump();
             }
             queue_rx(rslot);
             return;
         }
-        std::uint32_t slot = static_cast<std::uint32_t>(rid & 0xffff) - 1;
-        if (slot >= nreq || req_ops[slot].answered || inflight == 0) {
+        std::uint32_t slot = send.answer_slot(r.id);
+        if (slot == UINT32_MAX) {
             queue_rx(rslot);  // not ours: ignore
             return;
         }
-        Op& op = req_ops[slot];
-        op.answered = true;
-        inflight--;
-        if (op.internal) {
-            ka_inflight = false;
+        send.answered(slot);
+        const Op& op = send.request(slot);
+        if (op.delivery == Delivery::keepalive) {
+            keepalive.done();
         }
-        InvokeResult inv;
-        Code code = Code::ok;
-        std::string err;
-        std::size_t out_len = 0;
-        if (op.verb == Verb::invoke && (status == ROF_ST_OK || status == ROF_ST_PROG_FAULT) &&
-            len >= 16) {
-            rof_invoke_result r{};
-            std::memcpy(&r, payload, sizeof(r));
-            inv.prog_status = le32toh(r.prog_status);
-            inv.insns = le32toh(r.insns);
-            std::uint32_t exec = le32toh(r.exec_status);
-            std::uint32_t pc = le32toh(r.fault_pc);
-            if (status == ROF_ST_OK) {
-                std::size_t n = len - sizeof(r);
-                out_len = std::min(n, op.out.size());
-                if (out_len) {
-                    std::memcpy(op.out.data(), payload + sizeof(r), out_len);
-                }
-                inv.len = out_len;
-                if (n > op.out.size()) {
-                    code = Code::out_of_range;
-                    err = head() + "the program's response of " + std::to_string(n) +
-                          " bytes does not fit the " + std::to_string(op.out.size()) +
-                          "-byte buffer";
-                }
-            } else {
-                code = Code::aborted;
-                err = status_message(session, status, op.tag, exec, pc);
-            }
-        } else if (status != ROF_ST_OK) {
-            code = status_code(status);
-            err = status_message(session, status, op.tag, 0, 0);
-        }
-        deliver(op, code, err, out_len, 0, inv);
+        completions.answer(op, r, session());
         queue_rx(rslot);
         if (op.retired) {
-            free_req(slot);
+            send.release_request(slot);
         }
-    }
-
-    void complete_one(std::uint32_t slot) {
-        Op& op = one_ops[slot];
-        std::uint64_t value = 0;
-        std::size_t len = op.len;
-        if (op.verb == Verb::read) {
-            std::memcpy(op.out.data(), one(slot), op.len);
-        } else if (op.verb == Verb::cas || op.verb == Verb::faa) {
-            std::memcpy(&value, one(slot), 8);  // host order, as the HCA wrote it
-        }
-        deliver(op, Code::ok, {}, len, value, {});
-        one_ops[slot] = Op{};
-        one_pool.release(slot);
     }
 
     void retire(std::uint32_t n) {
-        sq.retire(n);
-        while (n-- && fifo_n) {
-            std::uint64_t e = fifo[fifo_head];
-            fifo_head = (fifo_head + 1) % fifo.size();
-            fifo_n--;
-            std::uint32_t slot = wr_slot(e);
-            if (wr_kind(e) == kReq) {
-                Op& op = req_ops[slot];
-                op.retired = true;
-                if (op.answered) {
-                    free_req(slot);
-                }
-            } else {
-                complete_one(slot);
-            }
-        }
+        send.retire(n, [this](std::uint32_t slot) {
+            completions.complete_one_sided(send.one_sided(slot), conn.one(slot));
+            send.release_one_sided(slot);
+        });
     }
 
     // The QP failed or the server went away: every operation in flight
@@ -669,52 +303,38 @@ struct Session::Impl {
         }
         broken = true;
         broken_code = Code::unavailable;
-        broken_msg = "session " + std::to_string(session) + " closed by rof.ko" +
+        broken_msg = "session " + std::to_string(session()) + " closed by rof.ko" +
                      (why.empty() ? "" : ": " + why);
-        if (connected) {
-            rdma_disconnect(id.get());  // the QP goes to error: no more DMA
-        }
-        std::string first = code == Code::unavailable ? broken_msg : head() + why;
-        auto is_culprit = [&](Kind k, std::uint32_t i) {
+        conn.disconnect();  // the QP goes to error: no more DMA
+        std::string first = code == Code::unavailable ? broken_msg : conn.head() + why;
+        auto is_culprit = [&](WrKind k, std::uint32_t i) {
             return culprit && wr_kind(culprit) == k && wr_slot(culprit) == i;
         };
-        // One-sided ops in flight: those whose slots are taken.
-        std::vector<bool> busy(none, true);
-        // (slow path: allocation is fine here)
-        SlotPool tmp = one_pool;
-        while (!tmp.empty()) {
-            busy[tmp.acquire()] = false;
-        }
-        for (std::uint32_t i = 0; i < none; i++) {
+        // One-sided ops in flight: those whose slots are taken (slow path:
+        // allocation is fine here).
+        std::vector<bool> busy = send.one_sided_taken();
+        for (std::uint32_t i = 0; i < busy.size(); i++) {
             if (busy[i]) {
-                bool me = is_culprit(kOne, i);
-                deliver(one_ops[i], me ? code : Code::unavailable, me ? first : broken_msg, 0, 0,
-                        {});
-                one_ops[i] = Op{};
-                one_pool.release(i);
+                bool me = is_culprit(WrKind::one_sided, i);
+                completions.deliver(send.one_sided(i), me ? code : Code::unavailable,
+                                    me ? first : broken_msg);
+                send.release_one_sided(i);
             }
         }
-        std::vector<bool> rbusy(nreq, true);
-        tmp = req_pool;
-        while (!tmp.empty()) {
-            rbusy[tmp.acquire()] = false;
-        }
-        for (std::uint32_t i = 0; i < nreq; i++) {
-            if (rbusy[i]) {
-                if (!req_ops[i].answered) {
-                    bool me = is_culprit(kReq, i);
-                    deliver(req_ops[i], me ? code : Code::unavailable, me ? first : broken_msg, 0,
-                            0, {});
+        busy = send.requests_taken();
+        for (std::uint32_t i = 0; i < busy.size(); i++) {
+            if (busy[i]) {
+                if (!send.request(i).answered) {
+                    bool me = is_culprit(WrKind::request, i);
+                    completions.deliver(send.request(i), me ? code : Code::unavailable,
+                                        me ? first : broken_msg);
                 }
-                free_req(i);
+                send.release_request(i);
             }
         }
-        inflight = 0;
-        ka_inflight = false;
-        batch_n = 0;
-        fifo_n = 0;
-        sq.reset(sq.depth(), 1);
-        progress++;
+        send.clear_in_flight();
+        keepalive.done();
+        completions.bump();
     }
 
     // Polls the CQ once; returns the completions seen.
@@ -723,7 +343,7 @@ struct Session::Impl {
             return 0;
         }
         ibv_wc wc[kPollBatch];
-        int n = ibv_poll_cq(cq.get(), kPollBatch, wc);
+        int n = conn.poll_cq(kPollBatch, wc);
         if (n < 0) {
             break_session(Code::unavailable, "ibv_poll_cq failed");
             return 0;
@@ -734,8 +354,7 @@ struct Session::Impl {
                 handle_wc_error(w);
                 continue;
             }
-            Kind k = wr_kind(w.wr_id);
-            if (k == kRecv) {
+            if (wr_kind(w.wr_id) == WrKind::recv) {
                 on_response(wr_slot(w.wr_id), w.byte_len);
             } else if (std::uint32_t r = wr_retire(w.wr_id)) {
                 retire(r);
@@ -749,7 +368,7 @@ struct Session::Impl {
 
     void handle_wc_error(const ibv_wc& w) {
         std::string st = ibv_wc_status_str(w.status);
-        if (w.status == IBV_WC_REM_ACCESS_ERR && wr_kind(w.wr_id) == kOne) {
+        if (w.status == IBV_WC_REM_ACCESS_ERR && wr_kind(w.wr_id) == WrKind::one_sided) {
             break_session(Code::permission_denied,
                           "remote access error: rof.ko refused the key, range or rights of a "
                           "one-sided operation (" +
@@ -764,13 +383,10 @@ struct Session::Impl {
 
     // The server disconnected (or the device went away)?
     void check_cm() {
-        rdma_cm_event* ev = nullptr;
-        while (rdma_get_cm_event(ec.get(), &ev) == 0) {
-            rdma_cm_event_type t = ev->event;
-            rdma_ack_cm_event(ev);
-            if (t == RDMA_CM_EVENT_DISCONNECTED) {
+        for (CmEvent e; (e = conn.next_cm_event()) != CmEvent::none;) {
+            if (e == CmEvent::disconnected) {
                 break_session(Code::unavailable, "");
-            } else if (t == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+            } else if (e == CmEvent::device_removed) {
                 break_session(Code::unavailable, "the RDMA device was removed");
             }
         }
@@ -780,13 +396,14 @@ struct Session::Impl {
     // false on timeout.  Unlocks @lk while blocked so that the keepalive
     // runs.
     bool wait_progress(std::unique_lock<std::mutex>& lk, Clock::time_point deadline) {
-        std::uint64_t p0 = progress;
+        std::uint64_t p0 = completions.progress();
+        auto moved = [&] { return completions.progress() != p0 || broken; };
         if (opt.busy_poll) {
             // Spin, holding the lock (no keepalive is due while a verb is
             // in flight); look at the clock and the CM now and then.
             for (unsigned i = 1;; i++) {
                 drain();
-                if (progress != p0 || broken) {
+                if (moved()) {
                     return true;
                 }
                 if (i % 1024 == 0) {
@@ -799,14 +416,14 @@ struct Session::Impl {
         }
         for (int i = 0; i < kSpin; i++) {
             drain();
-            if (progress != p0 || broken) {
+            if (moved()) {
                 return true;
             }
         }
         for (;;) {
-            ibv_req_notify_cq(cq.get(), 0);
+            conn.arm_cq();
             drain();
-            if (progress != p0 || broken) {
+            if (moved()) {
                 return true;
             }
             auto left =
@@ -814,24 +431,16 @@ struct Session::Impl {
             if (left.count() <= 0) {
                 return false;
             }
-            pollfd p[2] = {{comp->fd, POLLIN, 0}, {ec->fd, POLLIN, 0}};
+            pollfd p[2] = {{conn.completion_fd(), POLLIN, 0}, {conn.cm_fd(), POLLIN, 0}};
             lk.unlock();
             ::poll(p, 2, static_cast<int>(std::min<long long>(left.count() + 1, 100)));
             lk.lock();
-            consume_cq_events();
+            conn.consume_cq_events();
             check_cm();
             drain();
-            if (progress != p0 || broken) {
+            if (moved()) {
                 return true;
             }
-        }
-    }
-
-    void consume_cq_events() const {
-        ibv_cq* ecq = nullptr;
-        void* ctx = nullptr;
-        while (ibv_get_cq_event(comp.get(), &ecq, &ctx) == 0) {
-            ibv_ack_cq_events(ecq, 1);
         }
     }
 
@@ -844,54 +453,31 @@ struct Session::Impl {
     }
 
     void flush() {
-        if (!batch_n || broken) {
+        if (broken) {
             return;
         }
-        for (std::uint32_t i = 0; i < batch_n; i++) {
-            ibv_send_wr& w = batch[i];
-            std::uint32_t r = sq.add(i + 1 == batch_n);
-            if (r) {
-                w.send_flags |= IBV_SEND_SIGNALED;
-                w.wr_id |= static_cast<std::uint64_t>(r) << 32;
-            }
-            w.next = i + 1 < batch_n ? &batch[i + 1] : nullptr;
-            fifo[(fifo_head + fifo_n) % fifo.size()] = w.wr_id & ~(0xfffffffull << 32);
-            fifo_n++;
+        bool had_request = false;
+        ibv_send_wr* chain = send.seal(&had_request);
+        if (!chain) {
+            return;
         }
-        ibv_send_wr* bad = nullptr;
-        int rc = ibv_post_send(qp, batch.data(), &bad);
-        batch_n = 0;
-        if (batch_has_req) {
-            last_req = Clock::now();
-            batch_has_req = false;
+        int rc = conn.post_send(chain);
+        if (had_request) {
+            keepalive.touch(Clock::now());
         }
         if (rc) {
             break_session(Code::unavailable, "ibv_post_send: " + errno_text(rc));
         }
     }
 
-    ibv_send_wr& next_wr(std::uint64_t id, std::byte* buf, std::uint32_t len) {
-        ibv_send_wr& w = batch[batch_n];
-        ibv_sge& s = batch_sge[batch_n];
-        batch_n++;
-        s.addr = reinterpret_cast<std::uintptr_t>(buf);
-        s.length = len;
-        s.lkey = mr->lkey;
-        w = ibv_send_wr{};
-        w.wr_id = id;
-        w.sg_list = &s;
-        w.num_sge = 1;
-        return w;
-    }
-
     // Room for one more work request in the batch and the send queue.
     void make_room(std::unique_lock<std::mutex>& lk) {
-        if (sq.room() > batch_n) {
+        if (send.has_room()) {
             return;
         }
         flush();
         auto deadline = Clock::now() + opt.op_timeout;
-        while (!broken && sq.room() <= batch_n) {
+        while (!broken && !send.has_room()) {
             if (!wait_progress(lk, deadline)) {
                 fail(Code::deadline_exceeded, "the send queue did not drain");
             }
@@ -899,32 +485,28 @@ struct Session::Impl {
         check_live();
     }
 
-    void check_outstanding(bool sync) const {
-        if (!sync && outstanding >= ready.size()) {
-            fail(Code::resource_exhausted,
-                 std::to_string(outstanding) + " operations not polled yet: poll() first");
+    void check_outstanding(Delivery d) const {
+        if (d == Delivery::polled && completions.full()) {
+            fail(Code::resource_exhausted, std::to_string(completions.outstanding()) +
+                                               " operations not polled yet: poll() first");
         }
     }
 
     // A free request slot and a credit; waits only for what librof itself
     // holds (the keepalive's NOP, sends not yet retired) or, for a
     // synchronous verb, for the caller's own operations in flight.
-    std::uint32_t acquire_req(std::unique_lock<std::mutex>& lk, bool sync, bool internal) {
+    std::uint32_t acquire_request(std::unique_lock<std::mutex>& lk, Delivery d) {
         auto deadline = Clock::now() + opt.op_timeout;
         for (;;) {
             check_live();
-            bool credit = inflight < credits;
-            if (credit && !req_pool.empty()) {
+            if (send.can_request()) {
                 break;
             }
-            if (internal) {
-                return UINT32_MAX;
-            }
-            bool ours = ka_inflight || (credit && req_pool.empty());
-            if (!sync && !ours) {
+            bool ours = keepalive.in_flight() || (send.has_credit() && !send.request_free());
+            if (d == Delivery::polled && !ours) {
                 fail(Code::resource_exhausted,
-                     "no credit: " + std::to_string(inflight) + " requests in flight, " +
-                         std::to_string(credits) + " allowed: poll() first");
+                     "no credit: " + std::to_string(send.inflight()) + " requests in flight, " +
+                         std::to_string(send.credits()) + " allowed: poll() first");
             }
             flush();
             if (!wait_progress(lk, deadline)) {
@@ -933,60 +515,48 @@ struct Session::Impl {
             }
         }
         make_room(lk);
-        return req_pool.acquire();
+        return send.acquire_request();
     }
 
-    void post_req(std::unique_lock<std::mutex>& lk, std::uint16_t opcode, Verb verb,
-                  std::uint64_t tag, std::span<const std::byte> args, std::span<std::byte> out,
-                  std::uint64_t user, bool sync, bool internal) {
+    // Batches @rq (posted by flush()).
+    void post_request(std::unique_lock<std::mutex>& lk, const Request& rq) {
         check_live();
-        std::uint32_t pre = verb == Verb::invoke ? sizeof(struct rof_invoke) : 0;
-        if (sizeof(rof_req_hdr) + pre + args.size() > msg) {
-            fail(Code::invalid_argument, "arguments of " + std::to_string(args.size()) +
+        std::uint32_t pre = rq.verb == Verb::invoke ? sizeof(struct rof_invoke) : 0;
+        if (sizeof(rof_req_hdr) + pre + rq.args.size() > msg) {
+            fail(Code::invalid_argument, "arguments of " + std::to_string(rq.args.size()) +
                                              " bytes: at most " +
                                              std::to_string(msg - sizeof(rof_req_hdr) - pre));
         }
-        check_outstanding(sync || internal);
-        std::uint32_t slot = acquire_req(lk, sync, internal);
-        if (slot == UINT32_MAX) {
-            return;
-        }
-        Op& op = req_ops[slot];
-        op = Op{};
-        op.user = user;
-        op.verb = verb;
-        op.tag = tag;
-        op.out = out;
-        op.sync = sync;
-        op.internal = internal;
-        std::byte* b = req(slot);
-        std::uint64_t rid = (++seq << 16) | (slot + 1);
+        check_outstanding(rq.delivery);
+        std::uint32_t slot = acquire_request(lk, rq.delivery);
+        Op& op = send.request(slot);
+        op.user = rq.user;
+        op.verb = rq.verb;
+        op.tag = rq.tag;
+        op.out = rq.out;
+        op.delivery = rq.delivery;
+        std::byte* b = conn.req(slot);
         rof_req_hdr h{};
-        h.id = htole64(rid);
-        h.opcode = htole16(opcode);
+        h.id = htole64(send.request_id(slot));
+        h.opcode = htole16(rq.opcode);
         h.flags = 0;
-        h.len = htole32(static_cast<std::uint32_t>(pre + args.size()));
+        h.len = htole32(static_cast<std::uint32_t>(pre + rq.args.size()));
         std::memcpy(b, &h, sizeof(h));
         if (pre) {
-            struct rof_invoke inv = {htole64(tag)};
+            struct rof_invoke inv = {htole64(rq.tag)};
             std::memcpy(b + sizeof(h), &inv, sizeof(inv));
         }
-        if (!args.empty()) {
-            std::memcpy(b + sizeof(h) + pre, args.data(), args.size());
+        if (!rq.args.empty()) {
+            std::memcpy(b + sizeof(h) + pre, rq.args.data(), rq.args.size());
         }
-        auto total = static_cast<std::uint32_t>(sizeof(h) + pre + args.size());
-        ibv_send_wr& w = next_wr(wr_id(kReq, slot), b, total);
+        auto total = static_cast<std::uint32_t>(sizeof(h) + pre + rq.args.size());
+        ibv_send_wr& w = send.add(wr_id(WrKind::request, slot), b, total);
         w.opcode = IBV_WR_SEND;
-        if (total <= max_inline) {
+        if (total <= conn.max_inline()) {
             w.send_flags |= IBV_SEND_INLINE;
         }
-        inflight++;
-        batch_has_req = true;
-        if (!sync && !internal) {
-            outstanding++;
-        }
-        if (internal) {
-            ka_inflight = true;
+        if (rq.delivery == Delivery::polled) {
+            completions.expect();
         }
     }
 
@@ -999,34 +569,36 @@ struct Session::Impl {
         fail(Code::not_found, "no region '" + std::string(name) + "' granted to the session");
     }
 
-    void post_one(std::unique_lock<std::mutex>& lk, Verb verb, std::string_view rname,
-                  std::uint64_t offset, std::span<std::byte> out, std::span<const std::byte> in,
-                  std::uint64_t a, std::uint64_t b, std::uint64_t user, bool sync) {
+    // Batches @o (posted by flush()).
+    void post_one_sided(std::unique_lock<std::mutex>& lk, const OneSided& o) {
         check_live();
-        const RegionEntry& r = region(rname);
-        std::uint64_t len = verb == Verb::read ? out.size() : verb == Verb::write ? in.size() : 8;
+        const RegionEntry& r = region(o.region);
+        const Verb verb = o.verb;
+        std::uint64_t len = verb == Verb::read    ? o.out.size()
+                            : verb == Verb::write ? o.in.size()
+                                                  : 8;
         Access need = verb == Verb::read    ? Access::read
                       : verb == Verb::write ? Access::write
                                             : Access::atomic;
         std::string why;
-        Code c = check_access(session, r, offset, len, need, &why);
+        Code c = check_access(session(), r, o.offset, len, need, &why);
         if (c != Code::ok) {
             throw Error(c, why);
         }
-        if (len > xfer) {
+        if (len > conn.layout().transfer) {
             fail(Code::out_of_range, std::string(verb == Verb::read ? "read" : "write") + " of " +
                                          std::to_string(len) + " bytes: max_transfer is " +
                                          std::to_string(opt.max_transfer));
         }
-        check_outstanding(sync);
-        if (one_pool.empty()) {
-            if (!sync) {
-                fail(Code::resource_exhausted,
-                     std::to_string(none) + " one-sided operations in flight: poll() first");
+        check_outstanding(o.delivery);
+        if (!send.one_sided_free()) {
+            if (o.delivery == Delivery::polled) {
+                fail(Code::resource_exhausted, std::to_string(send.one_sided_slots()) +
+                                                   " one-sided operations in flight: poll() first");
             }
             flush();
             auto deadline = Clock::now() + opt.op_timeout;
-            while (one_pool.empty()) {
+            while (!send.one_sided_free()) {
                 check_live();
                 if (!wait_progress(lk, deadline)) {
                     fail(Code::deadline_exceeded,
@@ -1035,20 +607,20 @@ struct Session::Impl {
             }
         }
         make_room(lk);
-        std::uint32_t slot = one_pool.acquire();
-        Op& op = one_ops[slot];
-        op = Op{};
-        op.user = user;
+        std::uint32_t slot = send.acquire_one_sided();
+        Op& op = send.one_sided(slot);
+        op.user = o.user;
         op.verb = verb;
-        op.out = out;
+        op.out = o.out;
         op.len = static_cast<std::uint32_t>(len);
-        op.sync = sync;
-        std::byte* buf = one(slot);
+        op.delivery = o.delivery;
+        std::byte* buf = conn.one(slot);
         if (verb == Verb::write) {
-            std::memcpy(buf, in.data(), len);
+            std::memcpy(buf, o.in.data(), len);
         }
-        ibv_send_wr& w = next_wr(wr_id(kOne, slot), buf, static_cast<std::uint32_t>(len));
-        std::uint64_t raddr = r.addr + offset;
+        ibv_send_wr& w =
+            send.add(wr_id(WrKind::one_sided, slot), buf, static_cast<std::uint32_t>(len));
+        std::uint64_t raddr = r.addr + o.offset;
         switch (verb) {
             case Verb::read:
                 w.opcode = IBV_WR_RDMA_READ;
@@ -1059,7 +631,7 @@ struct Session::Impl {
                 w.opcode = IBV_WR_RDMA_WRITE;
                 w.wr.rdma.remote_addr = raddr;
                 w.wr.rdma.rkey = r.rkey;
-                if (len <= max_inline) {
+                if (len <= conn.max_inline()) {
                     w.send_flags |= IBV_SEND_INLINE;
                 }
                 break;
@@ -1067,31 +639,31 @@ struct Session::Impl {
                 w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
                 w.wr.atomic.remote_addr = raddr;
                 w.wr.atomic.rkey = r.rkey;
-                w.wr.atomic.compare_add = a;
-                w.wr.atomic.swap = b;
+                w.wr.atomic.compare_add = o.compare_add;
+                w.wr.atomic.swap = o.swap;
                 break;
             default:
                 w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
                 w.wr.atomic.remote_addr = raddr;
                 w.wr.atomic.rkey = r.rkey;
-                w.wr.atomic.compare_add = a;
+                w.wr.atomic.compare_add = o.compare_add;
                 break;
         }
-        if (!sync) {
-            outstanding++;
+        if (o.delivery == Delivery::polled) {
+            completions.expect();
         }
     }
 
     // Runs a synchronous verb posted by @post: flushes, waits for it.
     template <typename F>
-    Completion run_sync(F&& post) {
+    Completion run_posted(F&& post) {
         std::unique_lock lk(mu);
-        sync_done = false;
+        completions.begin_sync();
         post(lk);
         flush();
         auto deadline = Clock::now() + opt.op_timeout;
-        while (!sync_done) {
-            if (!wait_progress(lk, deadline) && !sync_done) {
+        while (!completions.sync_done()) {
+            if (!wait_progress(lk, deadline) && !completions.sync_done()) {
                 // The operation still owns its slot; the session cannot
                 // tell when it will finish, so it is unusable now.
                 break_session(Code::unavailable, "no completion in op_timeout");
@@ -1100,17 +672,25 @@ struct Session::Impl {
                                                   " ms: the session is closed");
             }
         }
-        if (sync_c.code != Code::ok) {
-            throw Error(sync_c.code, sync_err);
+        const Completion& c = completions.sync_result();
+        if (c.code != Code::ok) {
+            throw Error(c.code, completions.sync_error());
         }
-        return sync_c;
+        return c;
+    }
+
+    Completion run_sync(const Request& rq) {
+        return run_posted([&](std::unique_lock<std::mutex>& lk) { post_request(lk, rq); });
+    }
+    Completion run_sync(const OneSided& o) {
+        return run_posted([&](std::unique_lock<std::mutex>& lk) { post_one_sided(lk, o); });
     }
 
     std::size_t poll(std::span<Completion> out, std::chrono::milliseconds timeout) {
         std::unique_lock lk(mu);
         flush();
         drain();
-        std::size_t n = take(out);
+        std::size_t n = completions.take(out);
         if (n) {
             return n;
         }
@@ -1123,94 +703,62 @@ struct Session::Impl {
         } else {
             // Nothing: re-arm the completion channel so that
             // completion_fd() wakes for what comes next, then look once more.
-            consume_cq_events();
+            conn.consume_cq_events();
             check_cm();
-            ibv_req_notify_cq(cq.get(), 0);
+            conn.arm_cq();
             drain();
-            n = take(out);
+            n = completions.take(out);
         }
         if (n || timeout.count() <= 0) {
             return n;
         }
         auto deadline = Clock::now() + timeout;
-        while (!(n = take(out))) {
-            if (!outstanding || !wait_progress(lk, deadline)) {
+        while (!(n = completions.take(out))) {
+            if (!completions.outstanding() || !wait_progress(lk, deadline)) {
                 break;
             }
         }
         if (!n && !opt.busy_poll) {
-            ibv_req_notify_cq(cq.get(), 0);
-        }
-        return n;
-    }
-
-    std::size_t take(std::span<Completion> out) {
-        std::size_t n = 0;
-        while (n < out.size() && ready_n) {
-            Ready& r = ready[ready_head];
-            ready_head = (ready_head + 1) % ready.size();
-            ready_n--;
-            out[n] = r.c;
-            poll_err[n] = r.err;
-            out[n].error = poll_err[n];
-            n++;
-            outstanding--;
+            conn.arm_cq();
         }
         return n;
     }
 
     // ---- keepalive -----------------------------------------------------
 
-    void keepalive_loop() {
-        std::unique_lock lk(mu);
-        while (!stop) {
-            cv.wait_for(lk, ka_interval / 2);
-            if (stop || broken) {
-                if (stop) {
-                    break;
-                }
-                continue;
-            }
-            check_cm();
-            drain();
-            if (broken || ka_inflight || Clock::now() - last_req < ka_interval) {
-                continue;
-            }
-            if (inflight >= credits || req_pool.empty() || sq.room() <= batch_n) {
-                continue;  // requests are in flight anyway
-            }
-            // Posted alone, ahead of the caller's unflushed batch.
-            post_keepalive();
+    // Every half interval, with mu held.
+    void keepalive_tick() {
+        if (broken) {
+            return;
         }
-    }
-
-    void post_keepalive() {
-        std::uint32_t slot = req_pool.acquire();
-        Op& op = req_ops[slot];
-        op = Op{};
+        check_cm();
+        drain();
+        if (broken || !keepalive.due(Clock::now())) {
+            return;
+        }
+        if (!send.can_request() || !send.has_room()) {
+            return;  // requests are in flight anyway
+        }
+        // Posted alone, ahead of the caller's unflushed batch.
+        std::uint32_t slot = send.acquire_request();
+        Op& op = send.request(slot);
         op.verb = Verb::nop;
-        op.internal = true;
-        std::byte* b = req(slot);
+        op.delivery = Delivery::keepalive;
+        std::byte* b = conn.req(slot);
         rof_req_hdr h{};
-        h.id = htole64((++seq << 16) | (slot + 1));
+        h.id = htole64(send.request_id(slot));
         h.opcode = htole16(ROF_OP_NOP);
         std::memcpy(b, &h, sizeof(h));
-        ibv_sge s{reinterpret_cast<std::uintptr_t>(b), sizeof(h), mr->lkey};
+        ibv_sge s{reinterpret_cast<std::uintptr_t>(b), sizeof(h), conn.lkey()};
         ibv_send_wr w{};
-        std::uint32_t r = sq.add(true);
-        w.wr_id = wr_id(kReq, slot) | (static_cast<std::uint64_t>(r) << 32);
+        w.wr_id = wr_id(WrKind::request, slot);
         w.sg_list = &s;
         w.num_sge = 1;
         w.opcode = IBV_WR_SEND;
-        w.send_flags = IBV_SEND_SIGNALED | (sizeof(h) <= max_inline ? IBV_SEND_INLINE : 0);
-        fifo[(fifo_head + fifo_n) % fifo.size()] = wr_id(kReq, slot);
-        fifo_n++;
-        inflight++;
-        ka_inflight = true;
-        keepalives++;
-        last_req = Clock::now();
-        ibv_send_wr* bad = nullptr;
-        int rc = ibv_post_send(qp, &w, &bad);
+        w.send_flags = sizeof(h) <= conn.max_inline() ? IBV_SEND_INLINE : 0;
+        send.add_alone(w);
+        keepalive.sent(Clock::now());
+        int rc = conn.post_send(&w);
         if (rc) {
             break_session(Code::unavailable, "ibv_post_send: " + errno_text(rc));
         }
@@ -1271,7 +819,7 @@ Session Session::open(Client& client, const SessionOptions& options) {
 }
 
 std::uint32_t Session::id() const noexcept {
-    return impl_->session;
+    return impl_->session();
 }
 std::uint32_t Session::credits() const noexcept {
     return impl_->credits;
@@ -1280,7 +828,7 @@ const std::vector<GrantedRegion>& Session::regions() const noexcept {
     return impl_->granted;
 }
 const std::string& Session::peer() const noexcept {
-    return impl_->peer;
+    return impl_->conn.peer();
 }
 
 void Session::learn_programs(Client& client) {
@@ -1295,7 +843,7 @@ void Session::learn_programs(Client& client) {
 }
 
 std::uint64_t Session::program_tag(std::string_view name) const {
-    return impl_->programs.tag(impl_->session, name);
+    return impl_->programs.tag(impl_->session(), name);
 }
 
 void Session::read(std::string_view region, std::uint64_t offset, std::span<std::byte> out) {
@@ -1305,7 +853,7 @@ void Session::read(std::string_view region, std::uint64_t offset, std::span<std:
         std::string why;  // check the whole range before any piece
         std::lock_guard lk(impl_->mu);
         const RegionEntry& r = impl_->region(region);
-        Code c = check_access(impl_->session, r, offset, out.size(), Access::read, &why);
+        Code c = check_access(impl_->session(), r, offset, out.size(), Access::read, &why);
         if (c != Code::ok) {
             throw Error(c, why);
         }
@@ -1313,9 +861,11 @@ void Session::read(std::string_view region, std::uint64_t offset, std::span<std:
     for (std::size_t done = 0; done < out.size() || out.empty(); done += step) {
         std::size_t n = std::min(step, out.size() - done);
         auto piece = out.subspan(done, n);
-        impl_->run_sync([&](std::unique_lock<std::mutex>& lk) {
-            impl_->post_one(lk, Verb::read, region, offset + done, piece, {}, 0, 0, 0, true);
-        });
+        impl_->run_sync(OneSided{.verb = Verb::read,
+                                 .region = region,
+                                 .offset = offset + done,
+                                 .out = piece,
+                                 .delivery = Delivery::sync});
         if (out.empty()) {
             break;
         }
@@ -1328,7 +878,7 @@ void Session::write(std::string_view region, std::uint64_t offset, std::span<con
         std::string why;
         std::lock_guard lk(impl_->mu);
         const RegionEntry& r = impl_->region(region);
-        Code c = check_access(impl_->session, r, offset, in.size(), Access::write, &why);
+        Code c = check_access(impl_->session(), r, offset, in.size(), Access::write, &why);
         if (c != Code::ok) {
             throw Error(c, why);
         }
@@ -1336,9 +886,11 @@ void Session::write(std::string_view region, std::uint64_t offset, std::span<con
     for (std::size_t done = 0; done < in.size() || in.empty(); done += step) {
         std::size_t n = std::min(step, in.size() - done);
         auto piece = in.subspan(done, n);
-        impl_->run_sync([&](std::unique_lock<std::mutex>& lk) {
-            impl_->post_one(lk, Verb::write, region, offset + done, {}, piece, 0, 0, 0, true);
-        });
+        impl_->run_sync(OneSided{.verb = Verb::write,
+                                 .region = region,
+                                 .offset = offset + done,
+                                 .in = piece,
+                                 .delivery = Delivery::sync});
         if (in.empty()) {
             break;
         }
@@ -1348,17 +900,22 @@ void Session::write(std::string_view region, std::uint64_t offset, std::span<con
 std::uint64_t Session::cas(std::string_view region, std::uint64_t offset, std::uint64_t expected,
                            std::uint64_t desired) {
     return impl_
-        ->run_sync([&](std::unique_lock<std::mutex>& lk) {
-            impl_->post_one(lk, Verb::cas, region, offset, {}, {}, expected, desired, 0, true);
-        })
+        ->run_sync(OneSided{.verb = Verb::cas,
+                            .region = region,
+                            .offset = offset,
+                            .compare_add = expected,
+                            .swap = desired,
+                            .delivery = Delivery::sync})
         .value;
 }
 
 std::uint64_t Session::faa(std::string_view region, std::uint64_t offset, std::uint64_t add) {
     return impl_
-        ->run_sync([&](std::unique_lock<std::mutex>& lk) {
-            impl_->post_one(lk, Verb::faa, region, offset, {}, {}, add, 0, 0, true);
-        })
+        ->run_sync(OneSided{.verb = Verb::faa,
+                            .region = region,
+                            .offset = offset,
+                            .compare_add = add,
+                            .delivery = Delivery::sync})
         .value;
 }
 
@@ -1384,46 +941,65 @@ InvokeResult Session::invoke(std::string_view program, std::span<const std::byte
 InvokeResult Session::invoke(std::uint64_t tag, std::span<const std::byte> args,
                              std::span<std::byte> response) {
     return impl_
-        ->run_sync([&](std::unique_lock<std::mutex>& lk) {
-            impl_->post_req(lk, ROF_OP_INVOKE, Verb::invoke, tag, args, response, 0, true, false);
-        })
+        ->run_sync(Request{.opcode = ROF_OP_INVOKE,
+                           .verb = Verb::invoke,
+                           .tag = tag,
+                           .args = args,
+                           .out = response,
+                           .delivery = Delivery::sync})
         .invoke;
 }
 
 void Session::nop() {
-    impl_->run_sync([&](std::unique_lock<std::mutex>& lk) {
-        impl_->post_req(lk, ROF_OP_NOP, Verb::nop, 0, {}, {}, 0, true, false);
-    });
+    impl_->run_sync(Request{.opcode = ROF_OP_NOP, .verb = Verb::nop, .delivery = Delivery::sync});
 }
 
 void Session::post_read(std::string_view region, std::uint64_t offset, std::span<std::byte> out,
                         std::uint64_t user) {
     std::unique_lock lk(impl_->mu);
-    impl_->post_one(lk, Verb::read, region, offset, out, {}, 0, 0, user, false);
+    impl_->post_one_sided(
+        lk,
+        OneSided{.verb = Verb::read, .region = region, .offset = offset, .out = out, .user = user});
 }
 
 void Session::post_write(std::string_view region, std::uint64_t offset,
                          std::span<const std::byte> in, std::uint64_t user) {
     std::unique_lock lk(impl_->mu);
-    impl_->post_one(lk, Verb::write, region, offset, {}, in, 0, 0, user, false);
+    impl_->post_one_sided(
+        lk,
+        OneSided{.verb = Verb::write, .region = region, .offset = offset, .in = in, .user = user});
 }
 
 void Session::post_cas(std::string_view region, std::uint64_t offset, std::uint64_t expected,
                        std::uint64_t desired, std::uint64_t user) {
     std::unique_lock lk(impl_->mu);
-    impl_->post_one(lk, Verb::cas, region, offset, {}, {}, expected, desired, user, false);
+    impl_->post_one_sided(lk, OneSided{.verb = Verb::cas,
+                                       .region = region,
+                                       .offset = offset,
+                                       .compare_add = expected,
+                                       .swap = desired,
+                                       .user = user});
 }
 
 void Session::post_faa(std::string_view region, std::uint64_t offset, std::uint64_t add,
                        std::uint64_t user) {
     std::unique_lock lk(impl_->mu);
-    impl_->post_one(lk, Verb::faa, region, offset, {}, {}, add, 0, user, false);
+    impl_->post_one_sided(lk, OneSided{.verb = Verb::faa,
+                                       .region = region,
+                                       .offset = offset,
+                                       .compare_add = add,
+                                       .user = user});
 }
 
 void Session::post_invoke(std::uint64_t tag, std::span<const std::byte> args,
                           std::span<std::byte> response, std::uint64_t user) {
     std::unique_lock lk(impl_->mu);
-    impl_->post_req(lk, ROF_OP_INVOKE, Verb::invoke, tag, args, response, user, false, false);
+    impl_->post_request(lk, Request{.opcode = ROF_OP_INVOKE,
+                                    .verb = Verb::invoke,
+                                    .tag = tag,
+                                    .args = args,
+                                    .out = response,
+                                    .user = user});
 }
 
 void Session::flush() {
@@ -1433,7 +1009,7 @@ void Session::flush() {
 
 std::size_t Session::outstanding() const noexcept {
     std::lock_guard lk(impl_->mu);
-    return impl_->outstanding;
+    return impl_->completions.outstanding();
 }
 
 std::size_t Session::poll(std::span<Completion> out, std::chrono::milliseconds timeout) {
@@ -1441,7 +1017,7 @@ std::size_t Session::poll(std::span<Completion> out, std::chrono::milliseconds t
 }
 
 int Session::completion_fd() const noexcept {
-    return impl_->comp ? impl_->comp->fd : -1;
+    return impl_->conn.completion_fd();
 }
 
 }  // namespace rof

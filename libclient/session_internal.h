@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Pieces of rof::Session that need no RDMA device, kept apart so that
 // session_test.cpp can test them: what a reject reason or a response
-// status means, the local bounds and rights check of one-sided verbs, the
-// slot free list, and the send queue's selective-signalling accounting.
+// status means, the local bounds and rights check of one-sided verbs,
+// program names, addresses.  The send path's bookkeeping is in
+// session_send.h.
 #pragma once
 
 #include <cstddef>
@@ -58,45 +59,6 @@ enum class Access : std::uint32_t { read = 1, write = 2, atomic = 4 };
 // (atomic not 8-byte aligned, or an empty transfer).
 Code check_access(std::uint32_t session, const RegionEntry& r, std::uint64_t offset,
                   std::uint64_t len, Access need, std::string* why);
-
-// A fixed set of slot indexes; acquire() and release() are O(1) and never
-// allocate.
-class SlotPool {
-  public:
-    void reset(std::uint32_t n);
-    bool empty() const noexcept { return top_ == 0; }
-    std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(free_.size()); }
-    std::uint32_t in_use() const noexcept { return capacity() - top_; }
-    std::uint32_t acquire() noexcept { return free_[--top_]; }
-    void release(std::uint32_t i) noexcept { free_[top_++] = i; }
-
-  private:
-    std::vector<std::uint32_t> free_;
-    std::uint32_t top_ = 0;
-};
-
-// Send queue accounting with selective signalling.  Every posted work
-// request holds a send queue entry until a signalled completion at or
-// after it is polled; a signalled request carries how many entries its
-// completion retires.  The caller signals the last request of each batch
-// and at least one in every @every.
-class SendQueue {
-  public:
-    void reset(std::uint32_t depth, std::uint32_t every);
-    std::uint32_t depth() const noexcept { return depth_; }
-    std::uint32_t used() const noexcept { return used_; }
-    std::uint32_t room() const noexcept { return depth_ - used_; }
-    // Accounts one request about to be posted; returns 0 if it goes
-    // unsignalled, else the number of entries its completion retires.
-    std::uint32_t add(bool last_of_batch) noexcept;
-    // A signalled completion arrived.
-    void retire(std::uint32_t n) noexcept { used_ -= n; }
-    // Unretired requests since the last signalled one.
-    std::uint32_t unsignalled() const noexcept { return run_; }
-
-  private:
-    std::uint32_t depth_ = 0, every_ = 1, used_ = 0, run_ = 0;
-};
 
 // A session's program names: name -> tag, looked up when a name is first
 // used and again when the module answers that a tag it gave is not loaded

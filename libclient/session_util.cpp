@@ -246,31 +246,6 @@ std::optional<std::uint64_t> ProgramNames::relearn(std::string_view name, std::u
     return now;
 }
 
-void SlotPool::reset(std::uint32_t n) {
-    free_.resize(n);
-    for (std::uint32_t i = 0; i < n; i++) {
-        free_[i] = n - 1 - i;  // slot 0 comes out first
-    }
-    top_ = n;
-}
-
-void SendQueue::reset(std::uint32_t depth, std::uint32_t every) {
-    depth_ = depth;
-    every_ = every ? every : 1;
-    used_ = run_ = 0;
-}
-
-std::uint32_t SendQueue::add(bool last_of_batch) noexcept {
-    used_++;
-    run_++;
-    if (!last_of_batch && run_ < every_) {
-        return 0;
-    }
-    std::uint32_t n = run_;
-    run_ = 0;
-    return n;
-}
-
 bool parse_address(const std::string& addr, std::uint16_t port, SockAddr* out, std::string* why) {
     std::string host = addr;
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {

@@ -628,6 +628,11 @@ void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
         }
 
         if (auto fa = r.array(*t, path, "freelists")) {
+            if (fa->size() > ROF_REGION_FREELISTS_MAX) {
+                r.error(pos_of(*fa), join(path, "freelists") + ": " + std::to_string(fa->size()) +
+                                         " free lists; a region has at most " +
+                                         std::to_string(ROF_REGION_FREELISTS_MAX));
+            }
             std::vector<FreeListDecl> valid;
             std::vector<std::size_t> valid_index;
             for (std::size_t j = 0; j < fa->size(); j++) {

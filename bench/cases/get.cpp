@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <sstream>
+#include <tuple>
 #include <stdexcept>
 #include <thread>
 
@@ -54,9 +55,14 @@ class Getters {
           len_(len),
           nkeys_(std::size_t(env.opt.param_int("keys", env.opt.smoke ? 8 : 64))),
           client_(connect_rofd(env.opt)),
-          kvs_(open_kv()),
+          kvs_(open_kv(kv_tenant(env.opt))),
           kv_(kvs_),
           raw_(need(env.opt.raw_server, "--raw-server")) {
+        // A second kvstore, on the C builds of the same programs (bench/run --kv-c).
+        if (const std::string t = env.opt.param("kv_c_tenant", ""); !t.empty()) {
+            kvcs_.emplace(open_kv(t));
+            kvc_.emplace(*kvcs_);
+        }
         if (raw_.hello().items < nkeys_ || raw_.hello().vmax < len) {
             throw std::runtime_error("rof-bench-server's table is too small for this case");
         }
@@ -66,7 +72,8 @@ class Getters {
         for (std::size_t i = 0; i < nkeys_; i++) {
             keys_.push_back("bench:" + std::to_string(len) + ":" + std::to_string(i));
             values_.push_back(value_of(i, len));
-            if (kv_.set(keys_[i], values_[i]) != rofkv::Status::ok) {
+            if (kv_.set(keys_[i], values_[i]) != rofkv::Status::ok ||
+                (kvc_ && kvc_->set(keys_[i], values_[i]) != rofkv::Status::ok)) {
                 throw std::runtime_error("kvstore: cannot store " + keys_[i]);
             }
             if (mc_) {
@@ -76,16 +83,12 @@ class Getters {
     }
 
     bool has_memcached() const { return mc_.has_value(); }
+    bool has_c_build() const { return kvc_.has_value(); }
 
     // The offload: one INVOKE of kv-get (more for a value over 976 bytes).
-    void offload() {
-        std::size_t i = next();
-        rofkv::Status st = kv_.get(keys_[i], got_);
-        if (st != rofkv::Status::ok || got_ != values_[i]) {
-            throw std::runtime_error("offload GET " + keys_[i] + ": " + rofkv::status_name(st) +
-                                     (st == rofkv::Status::ok ? " with a wrong value" : ""));
-        }
-    }
+    void offload() { offload_on(kv_, "offload GET "); }
+    // The same on the kvstore that runs the C builds of its programs.
+    void offload_c() { offload_on(*kvc_, "offload GET (C build) "); }
     // One READ of the value, its address known.
     void read() {
         std::size_t i = next();
@@ -101,8 +104,16 @@ class Getters {
     }
 
   private:
-    rof::Session open_kv() {
-        rof::SessionOptions so = rofkv::KvClient::session_options(kv_tenant(env_.opt));
+    void offload_on(rofkv::KvClient& kv, const char* what) {
+        std::size_t i = next();
+        rofkv::Status st = kv.get(keys_[i], got_);
+        if (st != rofkv::Status::ok || got_ != values_[i]) {
+            throw std::runtime_error(what + keys_[i] + ": " + rofkv::status_name(st) +
+                                     (st == rofkv::Status::ok ? " with a wrong value" : ""));
+        }
+    }
+    rof::Session open_kv(const std::string& tenant) {
+        rof::SessionOptions so = rofkv::KvClient::session_options(tenant);
         so.busy_poll = true;
         return rof::Session::open(client_, so);
     }
@@ -113,6 +124,8 @@ class Getters {
     rof::Client client_;
     rof::Session kvs_;
     rofkv::KvClient kv_;
+    std::optional<rof::Session> kvcs_;
+    std::optional<rofkv::KvClient> kvc_;
     raw::Conn raw_;
     std::optional<Memcached> mc_;
     std::vector<std::string> keys_, values_;
@@ -194,7 +207,16 @@ ROF_BENCH_CASE("B1", "hash GET: offload vs one READ, two READs, RPC, memcached, 
     for (std::size_t len : sizes_of(env.opt)) {
         Getters g(env, len);
         std::string at = " " + std::to_string(len) + " B";
-        Histogram off = measure_latency(env, "offload GET" + at, [&] { g.offload(); });
+        // With the C builds: each GET of the assembly's followed by one of the C's, so that
+        // both see the same conditions.
+        Histogram off, offc;
+        if (g.has_c_build()) {
+            std::tie(off, offc) = measure_latency_pair(
+                env, "offload GET, assembly and C builds" + at, [&] { g.offload(); },
+                [&] { g.offload_c(); });
+        } else {
+            off = measure_latency(env, "offload GET" + at, [&] { g.offload(); });
+        }
         Histogram rd = measure_latency(env, "one READ" + at, [&] { g.read(); });
         Histogram two = measure_latency(env, "two-READ lookup" + at, [&] { g.two_reads(); });
         Histogram rpc = measure_latency(env, "RPC GET" + at, [&] { g.rpc(); });
@@ -212,6 +234,10 @@ ROF_BENCH_CASE("B1", "hash GET: offload vs one READ, two READs, RPC, memcached, 
         if (g.has_memcached()) {
             r.figure("get_" + sz + "_vs_memcached", p50_us(off), "us", "memcached_" + sz,
                      p50_us(mc));
+        }
+        if (g.has_c_build()) {
+            r.figure("get_c_" + sz + "_vs_get", p50_us(offc), "us", "get_" + sz, p50_us(off));
+            r.latency("offload_c_" + sz, offc);
         }
         r.latency("offload_" + sz, off);
         r.latency("read_" + sz, rd);
@@ -232,6 +258,11 @@ ROF_BENCH_CASE("B1", "hash GET: offload vs one READ, two READs, RPC, memcached, 
         "INVOKE per 976-byte chunk); the 64 KB point of RedN's figure is not measured");
     if (env.opt.memcached.empty()) {
         r.note("memcached not measured: no --memcached");
+    }
+    if (env.opt.param("kv_c_tenant", "").empty()) {
+        r.note(
+            "the kvstore's programs are the assembly (programs/kv-*.rofs); bench/run --kv-c "
+            "also measures their C builds (get_c_*)");
     }
 }
 

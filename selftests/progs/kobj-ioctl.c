@@ -439,6 +439,71 @@ static void test_tenants(int fd)
 
 static uint32_t ra, rb;		/* 64 KiB in ta (after quota raise), in tb */
 
+/*
+ * ABI 0.7: a region made with its free lists in one command, or not at
+ * all; the checks of the lists themselves are the Module contract's
+ * (kmod-contract), which runs on this module too.
+ */
+static void test_region_freelists(int fd)
+{
+	struct {
+		struct rof_region_freelists h;
+		struct rof_freelist_spec l[2];
+	} fls, *ro;
+	struct rof_tenant_info before, after;
+	struct rof_region_create c;
+	struct rof_region_info ri;
+
+	memset(&fls, 0, sizeof(fls));
+	fls.h.count = 2;
+	fls.l[0].block_size = 64;
+	fls.l[0].count = 8;
+	fls.l[1].offset = 1024;
+	fls.l[1].block_size = 64;
+	fls.l[1].count = 8;
+	memset(&c, 0, sizeof(c));
+	strcpy(c.name, "with-lists");
+	c.tenant = ta;
+	c.size = PAGE;
+	c.rights = ROF_ACCESS_ALL;
+	c.freelists = (uintptr_t)&fls;
+	expect(fd, ROF_IOC_REGION_CREATE, &c, 0,
+	       "REGION_CREATE with two free lists");
+	result(fls.l[0].id && fls.l[1].id && fls.l[0].id != fls.l[1].id,
+	       "REGION_CREATE writes each list's id back (%u, %u)",
+	       fls.l[0].id, fls.l[1].id);
+	memset(&ri, 0, sizeof(ri));
+	ri.id = c.id;
+	expect(fd, ROF_IOC_REGION_GET, &ri, 0, "REGION_GET of it");
+	result(ri.freelists == 2, "the region has its 2 free lists (%u)",
+	       ri.freelists);
+	result(!destroy(fd, ROF_IOC_REGION_DESTROY, c.id, 0),
+	       "REGION_DESTROY takes its free lists");
+
+	/* The ids cannot be written back: region and lists are undone. */
+	ro = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ro == MAP_FAILED) {
+		result(0, "mmap: %s", strerror(errno));
+		return;
+	}
+	fls.l[0].id = 0;
+	fls.l[1].id = 0;
+	memcpy(ro, &fls, sizeof(fls));
+	mprotect(ro, PAGE, PROT_READ);
+	get_tenant(fd, ta, &before);
+	c.freelists = (uintptr_t)ro;
+	expect(fd, ROF_IOC_REGION_CREATE, &c, EFAULT,
+	       "REGION_CREATE whose lists' ids cannot be written: EFAULT");
+	get_tenant(fd, ta, &after);
+	result(after.usage.regions == before.usage.regions &&
+	       after.usage.freelists == before.usage.freelists &&
+	       after.usage.region_bytes == before.usage.region_bytes,
+	       "nothing of it is left (%u regions, %u free lists)",
+	       after.usage.regions, after.usage.freelists);
+	munmap(ro, PAGE);
+}
+
 static void test_regions(int fd)
 {
 	struct rof_region_create c;
@@ -484,9 +549,10 @@ static void test_regions(int fd)
 	c.flags = 1;
 	expect(fd, ROF_IOC_REGION_CREATE, &c, EINVAL, "REGION_CREATE unknown flag");
 	c.flags = 0;
-	c.reserved = 1;
-	expect(fd, ROF_IOC_REGION_CREATE, &c, EINVAL, "REGION_CREATE reserved set");
-	c.reserved = 0;
+	c.freelists = 8;	/* nothing mapped there */
+	expect(fd, ROF_IOC_REGION_CREATE, &c, EFAULT,
+	       "REGION_CREATE free lists at a bad address: EFAULT");
+	c.freelists = 0;
 	c.size = 0;
 	expect(fd, ROF_IOC_REGION_CREATE, &c, EINVAL, "REGION_CREATE size 0");
 	c.size = PAGE + 1;
@@ -1994,6 +2060,7 @@ int main(int argc, char **argv)
 
 	test_tenants(fd);
 	test_regions(fd);
+	test_region_freelists(fd);
 	test_mappings(fd);
 	test_mapping_destroyed(fd);
 	test_freelists(fd);

@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		6	/* 0.6: every command named OBJECT_VERB */
+#define ROF_ABI_MINOR		7	/* 0.7: REGION_CREATE with its free lists */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -186,6 +186,7 @@ struct rof_audit_record {
 #define ROF_INFLIGHT_MAX	4096
 #define ROF_REGION_SIZE_MAX	(1ULL << 34)	/* 16 GiB */
 #define ROF_FREELIST_BLOCKS_MAX	(1U << 20)
+#define ROF_REGION_FREELISTS_MAX 64	/* free lists one REGION_CREATE makes */
 #define ROF_TOKEN_TTL_DEFAULT_MS 60000	/* access token lifetime if 0 given */
 #define ROF_TOKEN_TTL_MAX_MS	3600000
 
@@ -280,6 +281,25 @@ struct rof_tenant_set_quota {
 	struct rof_tenant_quota quota;
 };
 
+/*
+ * A free list that ROF_IOC_REGION_CREATE makes with its region (ABI 0.7):
+ * the fields of struct rof_freelist_create, under the same rules.
+ */
+struct rof_freelist_spec {
+	__u64 offset;		/* in: of the header, a multiple of 8 */
+	__u32 block_size;	/* in: a multiple of 8, >= 8 */
+	__u32 count;		/* in: 1 .. ROF_FREELIST_BLOCKS_MAX */
+	__u32 id;		/* out */
+	__u32 reserved;		/* in: must be 0 */
+};
+
+/* What rof_region_create.freelists points at. */
+struct rof_region_freelists {
+	__u32 count;		/* in: 0 .. ROF_REGION_FREELISTS_MAX */
+	__u32 reserved;		/* in: must be 0 */
+	struct rof_freelist_spec list[];
+};
+
 struct rof_region_create {
 	char name[ROF_NAME_MAX];	/* in, unique within the tenant */
 	__u64 size;		/* in: bytes, a multiple of the page size */
@@ -287,7 +307,13 @@ struct rof_region_create {
 	__u32 rights;		/* in: ROF_ACCESS_*, the most any grant may give */
 	__u32 id;		/* out */
 	__u32 flags;		/* in: must be 0 */
-	__u64 reserved;		/* in: must be 0 */
+	/*
+	 * in: 0, or (ABI 0.7) a pointer to a struct rof_region_freelists: the
+	 * region is made with every one of them, or not at all; each list's
+	 * id is written back.  A module older than 0.7 refuses it (EINVAL:
+	 * this was a reserved field).
+	 */
+	__u64 freelists;
 };
 
 /* Element of ROF_IOC_REGION_LIST; in/out of ROF_IOC_REGION_GET. */
