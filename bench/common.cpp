@@ -94,7 +94,7 @@ std::pair<Histogram, Histogram> measure_latency_pair(const Env& env, std::string
         first = !first;
         return h;
     });
-    return {std::move(ha), std::move(hb)};
+    return {ha, hb};
 }
 
 double measure_rate(const Env& env, std::string_view what,

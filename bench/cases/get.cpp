@@ -10,9 +10,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <sstream>
-#include <tuple>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "../common.h"
 #include "../raw.h"
@@ -51,8 +51,7 @@ std::string value_of(std::size_t key, std::size_t len) {
 class Getters {
   public:
     Getters(const Env& env, std::size_t len)
-        : env_(env),
-          len_(len),
+        : len_(len),
           nkeys_(std::size_t(env.opt.param_int("keys", env.opt.smoke ? 8 : 64))),
           client_(connect_rofd(env.opt)),
           kvs_(open_kv(kv_tenant(env.opt))),
@@ -119,7 +118,6 @@ class Getters {
     }
     std::size_t next() { return at_++ % nkeys_; }
 
-    const Env& env_;
     std::size_t len_, nkeys_, at_ = 0;
     rof::Client client_;
     rof::Session kvs_;
