@@ -25,6 +25,12 @@ rofd_client() {
 	exec {fd}<"$out"
 	printf -v "RC_OUT_$name" %s "$fd"
 }
+# rofd_client_close NAME: its client reads end of file and exits.
+rofd_client_close() {
+	local in=RC_IN_$1 out=RC_OUT_$1
+	local infd=${!in} outfd=${!out}
+	exec {infd}>&- {outfd}<&-
+}
 rc() {
 	local name=$1 in out line req=${3:-}
 	in=RC_IN_$name out=RC_OUT_$name
