@@ -48,7 +48,11 @@ struct RegionContext {
     std::vector<StoredRegion> stored;
 
     static RegionContext fetch(Manager& m) {
-        RegionContext c{m.module().list_freelists(), m.store().regions()};
+        return of(m.module().list_freelists(), m.store().regions());
+    }
+    static RegionContext of(std::vector<rof_freelist_info> freelists,
+                            std::vector<StoredRegion> stored) {
+        RegionContext c{std::move(freelists), std::move(stored)};
         std::sort(c.freelists.begin(), c.freelists.end(),
                   [](const auto& a, const auto& b) { return a.offset < b.offset; });
         return c;
@@ -252,13 +256,11 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
             return grpc::Status(grpc::StatusCode::ABORTED, what + ": destroyed while created");
         }
         // The lists as made: every block free (no LIST of every tenant's lists).
-        RegionContext made{{}, m_.store().regions()};
+        std::vector<rof_freelist_info> made;
         for (const auto& f : lists) {
-            made.freelists.push_back(freelist_made(f, rid, tid));
+            made.push_back(freelist_made(f, rid, tid));
         }
-        std::sort(made.freelists.begin(), made.freelists.end(),
-                  [](const auto& a, const auto& b) { return a.offset < b.offset; });
-        fill_region(*v, made, *info, resp);
+        fill_region(*v, RegionContext::of(std::move(made), m_.store().regions()), *info, resp);
         row.state = RowState::committed;
         m_.store().transaction([&] {
             m_.store().put_region(row);
