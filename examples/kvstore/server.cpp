@@ -7,6 +7,7 @@
 //
 // Usage: rof-kvstore [--socket PATH] [--tenant NAME] [--listen ADDR:PORT] [--items N]
 //                    [--timeout MS] [--programs rofs|c] [--image-cache DIR]
+//        rof-kvstore --programs c --image-cache DIR [--items N] --prepare
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -47,13 +48,17 @@ struct Options {
     bool c_programs = false;
     // With c: where clang's objects are kept across starts (empty: compiled at each start).
     std::string image_cache;
+    // Only fill image_cache for the geometry and exit, without rofd: a later start of the same
+    // geometry with that directory runs no clang (on another host too, one without clang).
+    bool prepare = false;
 };
 
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "rof-kvstore: %s\nusage: rof-kvstore [--socket PATH] [--tenant NAME] "
                  "[--listen ADDR:PORT] [--items N] [--timeout MS] [--programs rofs|c]\n"
-                 "       [--image-cache DIR]\n",
+                 "       [--image-cache DIR]\n"
+                 "       rof-kvstore --programs c --image-cache DIR [--items N] --prepare\n",
                  why);
     std::exit(2);
 }
@@ -64,6 +69,10 @@ Options parse(int argc, char** argv) {
         const std::string a = argv[i];
         if (a == "-h" || a == "--help") {
             usage("a memcached-like server over rof regions");
+        }
+        if (a == "--prepare") {
+            o.prepare = true;
+            continue;
         }
         if (i + 1 >= argc) {
             usage(("missing value of " + a).c_str());
@@ -101,6 +110,10 @@ Options parse(int argc, char** argv) {
         } else {
             usage(("unknown option " + a).c_str());
         }
+    }
+    if (o.prepare && (!o.c_programs || o.image_cache.empty())) {
+        usage(
+            "--prepare: the C builds' objects for --image-cache (--programs c --image-cache DIR)");
     }
     return o;
 }
@@ -612,6 +625,11 @@ int run(const Options& o) {
     std::vector<rof::v1::ProgramSource> programs;
     for (const char* p : names) {
         programs.push_back(program_for(p, g, o.c_programs, o.image_cache));
+    }
+    if (o.prepare) {
+        std::printf("rof-kvstore: kv-*.c for %llu items kept in %s\n",
+                    static_cast<unsigned long long>(g.items), o.image_cache.c_str());
+        return 0;
     }
     rof::ClientOptions copt;
     copt.target = o.socket;
