@@ -11,7 +11,12 @@
 # DEMO_RATE its operations a second (rof-kvload --rate; default 0, as fast
 # as it goes); DEMO_PROGRAMS the build of kv-get, kv-put and kv-del
 # rof-kvstore loads (--programs: rofs, the default, or c: compiled with
-# clang at its first start, kept in $S/images for the restart).
+# clang at its first start, kept in $S/images for the restart);
+# DEMO_IMAGES, with c, a directory of their objects prepared for
+# DEMO_ITEMS (rof-kvstore --prepare; the build makes
+# $ROF_BUILD/examples/kv-images), copied to $S/images before the first
+# start: rof-kvstore then runs no clang, and is given none (ROF_CLANG
+# names no file), so a start that needed one fails.
 . "$ROF_SRC/selftests/lib.sh"
 set -u
 
@@ -22,6 +27,7 @@ DEMO_RATE=${DEMO_RATE:-0}
 # 2000 items keep the regions small (kv_heap near 1 MiB).
 DEMO_ITEMS=${DEMO_ITEMS:-2000}
 DEMO_PROGRAMS=${DEMO_PROGRAMS:-rofs}
+DEMO_IMAGES=${DEMO_IMAGES:-}
 GUEST_UID=1003
 S=$ROF_SCRATCH/demo
 rm -rf "$S" && mkdir -p "$S"
@@ -77,6 +83,10 @@ kvstore_ready() { grep -q '^rof-kvstore: ready' "$S/kvstore.out"; }
 # Ready, or gone: the two events a start ends in (a loaded host takes its
 # time; the test's own limit bounds it).
 kvstore_started() { kvstore_ready || ! kill -0 "$KV_PID" 2>/dev/null; }
+if [ -n "$DEMO_IMAGES" ]; then
+	mkdir -p "$S/images" && cp "$DEMO_IMAGES"/*.o "$S/images/"
+	export ROF_CLANG=$S/no-clang
+fi
 kvstore_start() {
 	: >"$S/kvstore.out"
 	# --timeout: a loaded host in TCG can keep rofd off the CPU for more
