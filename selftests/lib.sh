@@ -218,11 +218,16 @@ as_uid() {
 
 ROFD_PID=
 rofd_start() {
+	local n
+	n=$(_rofd_ready_lines)
 	rofd --socket "$ROF_SOCKET" "$@" >>"$ROF_SCRATCH/rofd.log" 2>&1 &
 	ROFD_PID=$!
-	# `rofctl health` until SERVING: rofd is up and reconciled.  Under TCG a
-	# rofctl start costs a fraction of a Python client's (rofd-call --wait).
-	wait_for 60 _rofd_up
+	# Until its log says "serving on" (what it tells systemd with READY=1:
+	# up, reconciled, health SERVING), then one `rofctl health`.  Each
+	# poll is a grep: under TCG a rofctl start costs ~1.5 s of guest CPU,
+	# a Python client's several, and a poll of either took CPU from the
+	# rofd it waited for.
+	wait_for 60 _rofd_up "$n"
 	if ! kill -0 "$ROFD_PID" 2>/dev/null ||
 			! rofctl --socket "$ROF_SOCKET" health >/dev/null 2>&1; then
 		echo "rofd is not serving on $ROF_SOCKET:" >&2
@@ -230,9 +235,16 @@ rofd_start() {
 		return 1
 	fi
 }
-# _rofd_up: rofd answers SERVING, or it has exited (no use waiting on).
+# _rofd_ready_lines: the "serving on" lines in rofd.log so far.
+_rofd_ready_lines() {
+	local n
+	n=$(grep -c '^rofd: serving on ' "$ROF_SCRATCH/rofd.log" 2>/dev/null)
+	echo "${n:-0}"
+}
+# _rofd_up N: rofd.log has more than N "serving on" lines, or rofd has
+# exited (no use waiting on).
 _rofd_up() {
-	rofctl --socket "$ROF_SOCKET" health >/dev/null 2>&1 || ! kill -0 "$ROFD_PID" 2>/dev/null
+	[ "$(_rofd_ready_lines)" -gt "$1" ] || ! kill -0 "$ROFD_PID" 2>/dev/null
 }
 
 # rofd_stop: SIGTERM, and its exit status (0 for a clean shutdown).
