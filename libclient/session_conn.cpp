@@ -36,6 +36,7 @@ void Connection::disconnect() noexcept {
     if (connected_ && id_) {
         rdma_disconnect(id_.get());
     }
+    connected_ = false;  // once: a broken session's destructor does not disconnect it again
 }
 
 rdma_cm_event* Connection::cm_wait(Clock::time_point deadline) const {

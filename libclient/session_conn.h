@@ -83,7 +83,7 @@ class Connection {
     Accepted connect(const std::string& ticket, std::uint8_t initiator_depth,
                      Clock::time_point deadline, std::chrono::milliseconds timeout);
     bool connected() const noexcept { return connected_; }
-    // rdma_disconnect if connected: the QP goes to error, no more DMA.
+    // rdma_disconnect if connected (once): the QP goes to error, no more DMA.
     void disconnect() noexcept;
     // One pending CM event, acknowledged; CmEvent::none if there is none.
     CmEvent next_cm_event();
