@@ -416,12 +416,16 @@ TEST(Printer, RecordsAreOneLineEachEvenPretty) {
     EXPECT_EQ(n, 2);
 }
 
-TEST(Printer, InvalidUtf8IsReplacedNotThrown) {
+// A name that is not UTF-8 (the kernel's): printed, not thrown, and the
+// output still JSON.  protobuf's printer drops (3.21) or replaces the
+// stray byte.
+TEST(Printer, InvalidUtf8IsPrintedNotThrown) {
     std::ostringstream out, err;
     rof::v1::Device d;
     d.set_name("bad\xff");
-    rofctl::Printer(out, err, true, false).print(d);
-    EXPECT_NE(out.str().find("bad\xef\xbf\xbd"), std::string::npos);
+    ASSERT_NO_THROW(rofctl::Printer(out, err, true, false).print(d));
+    const Json j = Json::parse(out.str());
+    EXPECT_TRUE(j["name"].get<std::string>().starts_with("bad")) << out.str();
 }
 
 }  // namespace
