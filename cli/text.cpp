@@ -726,7 +726,9 @@ Json tree_for_text(const Json& tree, const pb::Descriptor* d) {
             return tree;
         }
         Json out = Json::object();
-        for (const auto& [k, v] : tree.items()) {
+        for (const auto& item : tree.items()) {
+            const std::string& k = item.key();
+            const Json& v = item.value();
             const auto* key = std::find_if(std::begin(kTreeKeys), std::end(kTreeKeys),
                                            [&k](const auto& e) { return e.first == k; });
             if (key != std::end(kTreeKeys) && v.is_string()) {
