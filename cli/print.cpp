@@ -2,15 +2,17 @@
 #include "print.h"
 
 #include <fmt/format.h>
-#include <google/protobuf/util/time_util.h>
+#include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
+#include <stdexcept>
 
 namespace rofctl {
 namespace {
 
 namespace pb = google::protobuf;
-using FD = pb::FieldDescriptor;
 
 // "PortState" -> "PORT_STATE_".
 std::string enum_prefix(const pb::EnumDescriptor& e) {
@@ -26,51 +28,8 @@ std::string enum_prefix(const pb::EnumDescriptor& e) {
     return out + "_";
 }
 
-Json scalar(const pb::Message& msg, const pb::Reflection& r, const FD& f, int index) {
-    const bool rep = f.is_repeated();
-    switch (f.cpp_type()) {
-        case FD::CPPTYPE_INT32:
-            return rep ? r.GetRepeatedInt32(msg, &f, index) : r.GetInt32(msg, &f);
-        case FD::CPPTYPE_INT64:
-            return rep ? r.GetRepeatedInt64(msg, &f, index) : r.GetInt64(msg, &f);
-        case FD::CPPTYPE_UINT32:
-            return rep ? r.GetRepeatedUInt32(msg, &f, index) : r.GetUInt32(msg, &f);
-        case FD::CPPTYPE_UINT64: {
-            const std::uint64_t v =
-                rep ? r.GetRepeatedUInt64(msg, &f, index) : r.GetUInt64(msg, &f);
-            if (f.type() == FD::TYPE_FIXED64) {
-                return hex64(v);
-            }
-            return v;
-        }
-        case FD::CPPTYPE_DOUBLE:
-            return rep ? r.GetRepeatedDouble(msg, &f, index) : r.GetDouble(msg, &f);
-        case FD::CPPTYPE_FLOAT:
-            return rep ? r.GetRepeatedFloat(msg, &f, index) : r.GetFloat(msg, &f);
-        case FD::CPPTYPE_BOOL:
-            return rep ? r.GetRepeatedBool(msg, &f, index) : r.GetBool(msg, &f);
-        case FD::CPPTYPE_ENUM: {
-            const int v = rep ? r.GetRepeatedEnumValue(msg, &f, index) : r.GetEnumValue(msg, &f);
-            const pb::EnumValueDescriptor* d = f.enum_type()->FindValueByNumber(v);
-            if (d == nullptr) {
-                return v;
-            }
-            return enum_value_name(*d);
-        }
-        case FD::CPPTYPE_STRING: {
-            std::string scratch;
-            const std::string& s = rep ? r.GetRepeatedStringReference(msg, &f, index, &scratch)
-                                       : r.GetStringReference(msg, &f, &scratch);
-            if (f.type() == FD::TYPE_BYTES) {
-                return hex_bytes(s);
-            }
-            return s;
-        }
-        case FD::CPPTYPE_MESSAGE:
-            return to_json(rep ? r.GetRepeatedMessage(msg, &f, index) : r.GetMessage(msg, &f));
-    }
-    return nullptr;
-}
+constexpr std::string_view kBase64 =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 }  // namespace
 
@@ -92,42 +51,62 @@ std::string hex_bytes(std::string_view bytes) {
     return fmt::format("{:02x}", fmt::join(b, b + bytes.size(), ""));
 }
 
-Json to_json(const pb::Message& msg) {
-    const pb::Descriptor& d = *msg.GetDescriptor();
-    const pb::Reflection& r = *msg.GetReflection();
-
-    if (d.full_name() == "google.protobuf.Timestamp") {
-        const auto& ts = static_cast<const pb::Timestamp&>(msg);
-        return pb::util::TimeUtil::ToString(ts);
-    }
-    if (d.full_name() == "google.protobuf.Duration") {
-        const auto& du = static_cast<const pb::Duration&>(msg);
-        if (du.nanos() == 0) {
-            return du.seconds();
+std::string base64(std::string_view bytes) {
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (std::size_t i = 0; i < bytes.size(); i += 3) {
+        std::uint32_t w = static_cast<unsigned char>(bytes[i]) << 16;
+        const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
+        if (n > 1) {
+            w |= static_cast<unsigned char>(bytes[i + 1]) << 8;
         }
-        return static_cast<double>(du.seconds()) + du.nanos() / 1e9;
-    }
-
-    Json out = Json::object();
-    for (int i = 0; i < d.field_count(); i++) {
-        const FD& f = *d.field(i);
-        if (f.is_repeated()) {
-            Json arr = Json::array();
-            for (int k = 0; k < r.FieldSize(msg, &f); k++) {
-                arr.push_back(scalar(msg, r, f, k));
-            }
-            out[f.name()] = std::move(arr);
-            continue;
+        if (n > 2) {
+            w |= static_cast<unsigned char>(bytes[i + 2]);
         }
-        if (f.has_presence() && f.cpp_type() != FD::CPPTYPE_MESSAGE && !r.HasField(msg, &f)) {
-            continue;  // an unset `optional` or oneof member
+        for (std::size_t k = 0; k < 4; k++) {
+            out += k <= n ? kBase64[(w >> (18 - 6 * k)) & 63] : '=';
         }
-        if (f.containing_oneof() != nullptr && !r.HasField(msg, &f)) {
-            continue;
-        }
-        out[f.name()] = scalar(msg, r, f, 0);
     }
     return out;
+}
+
+std::optional<std::string> unbase64(std::string_view text) {
+    std::string out;
+    std::uint32_t w = 0;
+    int bits = 0;
+    for (const char c : text) {
+        if (c == '=') {
+            break;
+        }
+        // The URL-safe alphabet too, as protobuf's parser accepts it.
+        const char d = c == '-' ? '+' : c == '_' ? '/' : c;
+        const auto at = kBase64.find(d);
+        if (at == std::string_view::npos) {
+            return std::nullopt;
+        }
+        w = (w << 6) | static_cast<std::uint32_t>(at);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((w >> bits) & 0xff);
+        }
+    }
+    return out;
+}
+
+Json to_json(const pb::Message& msg) {
+    pb::util::JsonPrintOptions o;
+    o.preserve_proto_field_names = true;
+    o.always_print_primitive_fields = true;
+    std::string text;
+    const auto st = pb::util::MessageToJsonString(msg, &text, o);
+    if (!st.ok()) {
+        throw std::runtime_error(fmt::format("{}: not printable as JSON: {}",
+                                             msg.GetDescriptor()->full_name(), st.ToString()));
+    }
+    // protobuf's printer writes UTF-8 only (3.21 drops a stray byte of a
+    // name from the kernel), so this parses.
+    return Json::parse(text, nullptr, true, false);
 }
 
 Printer::Printer(std::ostream& out, std::ostream& err, bool json, bool pretty)

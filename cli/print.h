@@ -6,24 +6,34 @@
 // message's descriptor to say what each value is (text.cpp).  There is no
 // second code path per command.
 //
-// The JSON spelling (rofctl(8), "JSON OUTPUT"):
-//   - keys are the proto field names exactly, in field number order; every
-//     field is printed, proto3 defaults included, except an unset
-//     `optional` field or an unset member of a oneof;
-//   - enum values are the generated name with the enum's prefix stripped:
-//     PORT_STATE_ACTIVE -> "ACTIVE", ORIGIN_POLICY -> "POLICY"; an unknown
-//     number prints as the number;
+// The JSON spelling (rofctl(8), "JSON OUTPUT") is protobuf's canonical JSON
+// mapping, as google::protobuf::util::MessageToJsonString prints it (and
+// Python's json_format, grpcurl and other gRPC tools), with two options:
+// the proto field names as keys (preserve_proto_field_names) and every
+// field with no presence printed, proto3 defaults included
+// (always_print_primitive_fields).  So:
+//   - keys are the proto field names exactly ("node_guid", not "nodeGuid");
+//   - an unset `optional` field, an unset member of a oneof and an unset
+//     message field are left out;
+//   - enum values are their full names, "PORT_STATE_ACTIVE"; a number the
+//     enum does not know prints as the number;
+//   - int64, uint64 and fixed64 (program tags, node GUIDs) are decimal
+//     strings, "16045690984833335023"; 32-bit integers JSON numbers;
+//   - bytes are base64 (RFC 4648, padded);
 //   - google.protobuf.Timestamp is an RFC 3339 string in UTC,
-//     google.protobuf.Duration a number of seconds (fractional);
-//   - bytes are a lowercase hex string; fixed64 fields (program tags, node
-//     GUIDs) are "0x" and 16 hex digits;
-//   - other integers are JSON numbers, bools JSON booleans.
+//     google.protobuf.Duration seconds with an "s", "1.500s".
+// A tree a command builds itself (no RPC returns it: `prog test`, `prog
+// run`, `stats`, `top`, `batch`, `policy check`) is spelled the same way:
+// a program tag a decimal string, bytes base64.  The text form
+// (render_text) reads these spellings back: tags and GUIDs "0x" and 16 hex
+// digits, enum values without their prefix, bytes hex.
 #pragma once
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -33,15 +43,20 @@ namespace rofctl {
 
 using Json = nlohmann::ordered_json;
 
-// The tree of @msg, spelled as above.
+// The tree of @msg, spelled as above.  Throws std::runtime_error if
+// protobuf cannot print it.
 Json to_json(const google::protobuf::Message& msg);
 
 // "ACTIVE" for PORT_STATE_ACTIVE of enum PortState.
 std::string enum_value_name(const google::protobuf::EnumValueDescriptor& v);
-// "0x" and 16 lowercase hex digits.
+// "0x" and 16 lowercase hex digits (the text form of a tag).
 std::string hex64(std::uint64_t v);
-// Lowercase hex, two digits a byte.
+// Lowercase hex, two digits a byte (the text form of bytes).
 std::string hex_bytes(std::string_view bytes);
+// Base64 with padding (RFC 4648 section 4), as the JSON spells bytes.
+std::string base64(std::string_view bytes);
+// Its inverse (the URL-safe alphabet accepted too); nullopt if not base64.
+std::optional<std::string> unbase64(std::string_view text);
 
 // The text rendering of a tree, for people (text.cpp).  With @type, the
 // message the tree is of (or a subset of its fields):

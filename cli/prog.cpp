@@ -258,7 +258,8 @@ void lay_freelist(LocalRegion& r, std::uint64_t bs, std::uint64_t first, std::ui
     }
 }
 
-// Changed byte ranges of a region, as {offset, old, new} in hex.
+// Changed byte ranges of a region, as {offset, old, new}: the offset a
+// decimal string, the bytes base64 (print.h's spelling).
 Json diff(LocalRegion& r) {
     Json out = Json::array();
     const auto* now = reinterpret_cast<const char*>(r.data());
@@ -277,9 +278,9 @@ Json diff(LocalRegion& r) {
         }
         end++;
         out.push_back({{"region", r.name},
-                       {"offset", i},
-                       {"old", hex_bytes(std::string_view(r.before).substr(i, end - i))},
-                       {"new", hex_bytes(std::string_view(now + i, end - i))}});
+                       {"offset", std::to_string(i)},
+                       {"old", base64(std::string_view(r.before).substr(i, end - i))},
+                       {"new", base64(std::string_view(now + i, end - i))}});
         i = end;
     }
     return out;
@@ -345,7 +346,7 @@ int test_local(Context& ctx, const ProgOpts& o) {
     // The module refuses args outside the header's bounds before running.
     if (args.size() < p.args_min || args.size() > p.args_max) {
         Json tree = Json::object();
-        tree["tag"] = hex64(p.tag());
+        tree["tag"] = std::to_string(p.tag());
         tree["result"] = rof::prog::status_name(ROF_ISA_EARGS);
         tree["args_min"] = p.args_min;
         tree["args_max"] = p.args_max;
@@ -370,7 +371,7 @@ int test_local(Context& ctx, const ProgOpts& o) {
     const int st = rof_exec_run(&c);
 
     Json tree = Json::object();
-    tree["tag"] = hex64(p.tag());
+    tree["tag"] = std::to_string(p.tag());
     tree["result"] = rof::prog::status_name(st);
     if (st == ROF_ISA_OK) {
         tree["prog_status"] = c.prog_status;
@@ -382,10 +383,10 @@ int test_local(Context& ctx, const ProgOpts& o) {
             tree["fault_at"] = at;
         }
     }
-    tree["insns"] = c.executed;
-    tree["bytes"] = c.bytes;
+    tree["insns"] = std::to_string(c.executed);
+    tree["bytes"] = std::to_string(c.bytes);
     tree["response"] =
-        hex_bytes(std::string_view(reinterpret_cast<const char*>(resp.data()), c.resp_len));
+        base64(std::string_view(reinterpret_cast<const char*>(resp.data()), c.resp_len));
     Json changes = Json::array();
     Json written = Json::array();
     for (LocalRegion& r : mem) {
@@ -427,10 +428,10 @@ Json prog_run_tree(std::uint32_t session, const rof::v1::Program& prog, std::uin
     Json tree = Json::object();
     tree["session"] = session;
     tree["program"] = prog.name();
-    tree["tag"] = hex64(prog.tag());
+    tree["tag"] = std::to_string(prog.tag());
     tree["prog_status"] = prog_status;
     tree["insns"] = insns;
-    tree["response"] = hex_bytes(response);
+    tree["response"] = base64(response);
     return tree;
 }
 

@@ -4,13 +4,17 @@
 // What a message looks like is data, not code: kFields says which fields
 // are sizes, durations, rights or lines, inline_specs() which nested
 // messages print on one line, table_specs() which columns a list shows by
-// default and which only with -o wide.  The renderer walks the JSON tree (to_json's)
-// with the message's descriptor beside it, so the text carries what the
-// JSON carries, in other units.  The JSON output never comes through here.
+// default and which only with -o wide.  The renderer walks the JSON tree (to_json's,
+// protobuf's canonical JSON mapping) with the message's descriptor beside
+// it, read back first into plain values (tree_for_text: 64-bit integers as
+// numbers, tags as "0x..." hex, enum values without their prefix, bytes as
+// hex), so the text carries what the JSON carries, in other units.  The JSON output never comes
+// through here.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -624,6 +628,142 @@ const FD* list_field(const pb::Descriptor* d) {
     return f->is_repeated() && f->cpp_type() == FD::CPPTYPE_MESSAGE ? f : nullptr;
 }
 
+// A tree no message describes (one a command builds) spells a program tag
+// and bytes as the JSON does; these keys are read back as such.
+enum class Spelled { fixed64, bytes };
+const std::pair<std::string_view, Spelled> kTreeKeys[] = {
+    {"tag", Spelled::fixed64},
+    {"response", Spelled::bytes},
+    {"old", Spelled::bytes},
+    {"new", Spelled::bytes},
+};
+
+Json fixed64_text(const Json& v) {
+    std::uint64_t n = 0;
+    const std::string& s = v.get_ref<const std::string&>();
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    return ec == std::errc() && end == s.data() + s.size() ? Json(hex64(n)) : v;
+}
+
+Json bytes_text(const Json& v) {
+    const auto b = unbase64(v.get_ref<const std::string&>());
+    return b ? Json(hex_bytes(*b)) : v;
+}
+
+template <class T>
+Json number_of(const Json& v) {
+    T n{};
+    const std::string& s = v.get_ref<const std::string&>();
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    return ec == std::errc() && end == s.data() + s.size() ? Json(n) : v;
+}
+
+// A scalar of field @f, from the canonical JSON spelling to the one the
+// renderer reads: 64-bit integers numbers, tags "0x...", enum values
+// without their prefix, bytes hex, a Duration a number of seconds.
+Json scalar_for_text(const Json& v, const FD& f) {
+    if (!v.is_string()) {
+        return v;
+    }
+    const std::string& s = v.get_ref<const std::string&>();
+    if (is_type(&f, "google.protobuf.Duration")) {
+        const std::string_view n =
+            s.ends_with('s') ? std::string_view(s).substr(0, s.size() - 1) : std::string_view(s);
+        double sec = 0;
+        const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), sec);
+        return ec == std::errc() && end == n.data() + n.size() ? Json(sec) : v;
+    }
+    switch (f.type()) {
+        case FD::TYPE_INT64:
+        case FD::TYPE_SINT64:
+        case FD::TYPE_SFIXED64:
+            return number_of<std::int64_t>(v);
+        case FD::TYPE_UINT64:
+            return number_of<std::uint64_t>(v);
+        case FD::TYPE_FIXED64:
+            return fixed64_text(v);
+        case FD::TYPE_ENUM: {
+            const pb::EnumValueDescriptor* e = f.enum_type()->FindValueByName(s);
+            return e != nullptr ? Json(enum_value_name(*e)) : v;
+        }
+        case FD::TYPE_BYTES:
+            return bytes_text(v);
+        default:
+            return v;
+    }
+}
+
+Json tree_for_text(const Json& tree, const pb::Descriptor* d);
+
+Json value_for_text(const Json& v, const FD& f) {
+    if (v.is_array()) {
+        Json out = Json::array();
+        for (const Json& e : v) {
+            out.push_back(value_for_text(e, f));
+        }
+        return out;
+    }
+    if (v.is_object()) {
+        return tree_for_text(v, message_of(&f));
+    }
+    return scalar_for_text(v, f);
+}
+
+// The tree as the renderer reads it.  A message's fields in field order,
+// an unset message field (the JSON leaves it out) as its default, so the
+// text shows what it showed when every field was printed.  A tree no
+// message describes: the keys of kTreeKeys read back.
+Json tree_for_text(const Json& tree, const pb::Descriptor* d) {
+    if (d == nullptr) {
+        if (tree.is_array()) {
+            Json out = Json::array();
+            for (const Json& e : tree) {
+                out.push_back(tree_for_text(e, nullptr));
+            }
+            return out;
+        }
+        if (!tree.is_object()) {
+            return tree;
+        }
+        Json out = Json::object();
+        for (const auto& item : tree.items()) {
+            const std::string& k = item.key();
+            const Json& v = item.value();
+            const auto* key = std::find_if(std::begin(kTreeKeys), std::end(kTreeKeys),
+                                           [&k](const auto& e) { return e.first == k; });
+            if (key != std::end(kTreeKeys) && v.is_string()) {
+                out[k] = key->second == Spelled::fixed64 ? fixed64_text(v) : bytes_text(v);
+            } else {
+                out[k] = tree_for_text(v, nullptr);
+            }
+        }
+        return out;
+    }
+    if (!tree.is_object()) {
+        return tree;
+    }
+    Json out = Json::object();
+    for (int i = 0; i < d->field_count(); i++) {
+        const FD& f = *d->field(i);
+        if (tree.contains(f.name())) {
+            out[f.name()] = value_for_text(tree[f.name()], f);
+        } else if (f.cpp_type() == FD::CPPTYPE_MESSAGE && !f.is_repeated() &&
+                   f.real_containing_oneof() == nullptr) {
+            const pb::Message* def =
+                pb::MessageFactory::generated_factory()->GetPrototype(f.message_type());
+            if (def != nullptr) {
+                out[f.name()] = value_for_text(to_json(*def), f);
+            }
+        }
+    }
+    for (const auto& [k, v] : tree.items()) {
+        if (!out.contains(k)) {
+            out[k] = v;
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 std::vector<std::string> text_spec_errors() {
@@ -673,7 +813,8 @@ std::vector<std::string> text_spec_errors() {
     return errors;
 }
 
-std::string render_text(const Json& tree, const pb::Descriptor* type, bool wide_view) {
+std::string render_text(const Json& canonical, const pb::Descriptor* type, bool wide_view) {
+    const Json tree = tree_for_text(canonical, type);
     std::ostringstream os;
     const FD* lf = list_field(type);
     const bool generic_list = type == nullptr && tree.is_object() && tree.size() == 1 &&

@@ -300,7 +300,7 @@ if [ -n "${AUDIT_PID:-}" ]; then
 	grep -c . "$S/audit" | sed 's/^/   records since rofd restarted: /'
 	# The last session opens and closes and the last records whatever their
 	# kind, once each, in time order.
-	fmt='"   \(.time // "") \(.kind // "") session \(.session // 0) status \(.status // 0) \(.message // "")"'
+	fmt='"   \(.time // "") \(.kind // "" | tostring | sub("^AUDIT_KIND_"; "")) session \(.session // 0) status \(.status // 0) \(.message // "")"'
 	{
 		jq -r "select((.kind // \"\") | tostring | test(\"SESSION\")) | $fmt" "$S/audit" 2>/dev/null | tail -n 4
 		tail -n 3 "$S/audit" | jq -r "$fmt" 2>/dev/null

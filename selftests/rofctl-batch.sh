@@ -17,10 +17,19 @@
 #   b_err DESC STATUS ERE   (text batches) exit STATUS, a line of its text
 #                           or stderr matches
 # Filters see every record of the batch as $all; $B is the index of the
-# line just queued.  b_run [-u UID] [OPTION...] runs the queue as one
+# line just queued; `hex` turns bytes as -j spells them (base64) into
+# lowercase hex: '(.response | hex) == "2a00000000000000"'.  b_run [-u UID] [OPTION...] runs the queue as one
 # `rofctl -j OPTION... batch --force` (as UID if given) and prints the
 # checks' TAP lines in order; b_run_text runs it as a text batch.
 BQ=() BC=() B=-1
+# jq: a base64 string's bytes in hex.
+_B_DEFS='def hex: [explode[] | select(. != 61) | if . >= 97 then . - 71 elif . >= 65 then . - 65
+	elif . >= 48 then . + 4 elif . == 43 then 62 else 63 end] as $v |
+	[range(0; $v | length; 4) as $i | $v[$i:$i + 4] as $g | ($g + [0, 0, 0])[0:4] as $p |
+	 ($p[0] * 262144 + $p[1] * 4096 + $p[2] * 64 + $p[3]) as $n |
+	 [65536, 256, 1][0:($g | length) - 1][] | ($n / . | floor) % 256] |
+	map("0123456789abcdef"[(. / 16 | floor):(. / 16 | floor) + 1] +
+	    "0123456789abcdef"[. % 16:. % 16 + 1]) | join("");'
 b() {
 	local line
 	printf -v line '%q ' "$@"
@@ -60,7 +69,7 @@ b_run() {
 	"${cmd[@]}" >"$S/batch.out" 2>"$S/batch.err"
 	# One jq for every check of the batch, one verdict a line, in order.
 	# (Files, not a process substitution: the guest has no /dev/fd.)
-	(IFS=,; jq -rs ". as \$all | ${exprs[*]}" "$S/batch.out") >"$S/verdicts" 2>"$S/jq.err"
+	(IFS=,; jq -rs "$_B_DEFS . as \$all | ${exprs[*]}" "$S/batch.out") >"$S/verdicts" 2>"$S/jq.err"
 	mapfile -t verdicts <"$S/verdicts"
 	for c in "${BC[@]}"; do
 		IFS=$'\x1f' read -r kind i desc a1 a2 <<<"$c"

@@ -37,7 +37,7 @@ rc() {
 	[ -n "$req" ] || req='{}'
 	printf '%s %s\n' "$2" "$req" >&"${!in}"
 	IFS= read -r line <&"${!out}" || { echo "rofd client $name is gone" >&2; return 99; }
-	if [[ $line == '{"error": '* ]]; then
+	if [[ $line == '{"error":'* ]]; then
 		jq -r .error <<<"$line" >&2
 		return 1
 	fi
