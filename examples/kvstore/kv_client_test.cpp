@@ -546,8 +546,10 @@ TEST(GetChunkedOnKvGet, RacingShrinkingSets) {
         ts.emplace_back([&, r] {
             Table::Session s(t);
             std::string v;
-            for (std::uint32_t i = r; writing > 0 || i < 200; i++) {
-                const std::uint32_t k = i % kKeys;
+            // At least 200 GETs each, however early the writers finish (a reader that started
+            // at i = r did 199 when a loaded host let the writers end first).
+            for (std::uint32_t i = 0; writing > 0 || i < 200; i++) {
+                const std::uint32_t k = (i + r) % kKeys;
                 std::uint64_t n = 0;
                 const Status st = rofkv::get_chunked(
                     [&](std::uint32_t voff) { return s.fetch(key(k), voff); }, v, nullptr, &n);
