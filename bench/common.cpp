@@ -165,7 +165,7 @@ void ensure_region(rof::Client& c, const std::string& tenant, const std::string&
     req.set_tenant(tenant);
     req.set_name(name);
     req.set_size(size);
-    req.set_rights(7);
+    req.set_access(7);
     try {
         c.create_region(req);
     } catch (const rof::Error& e) {

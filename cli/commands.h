@@ -114,7 +114,7 @@ void add_batch_commands(CLI::App& app, Handler& selected);   // batch (batch.cpp
 // Helpers shared by the object files.
 
 // "rw", "rwa", "r" -> Access bits; UsageError otherwise.
-std::uint32_t parse_rights(const std::string& text);
+std::uint32_t parse_access(const std::string& text);
 // "4096", "64KiB", "1MiB" -> bytes; UsageError otherwise.
 std::uint64_t parse_size(const std::string& text);
 // "HEX" (whitespace and an optional 0x ignored) or "@FILE" -> bytes.

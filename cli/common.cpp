@@ -89,7 +89,7 @@ void add_output_option(CLI::App& verb, std::string& output) {
         ->check(CLI::IsMember({"wide"}));
 }
 
-std::uint32_t parse_rights(const std::string& text) {
+std::uint32_t parse_access(const std::string& text) {
     std::uint32_t bits = 0;
     for (const char c : text) {
         const std::uint32_t bit = c == 'r'   ? rof::v1::ACCESS_READ
@@ -97,12 +97,12 @@ std::uint32_t parse_rights(const std::string& text) {
                                   : c == 'a' ? rof::v1::ACCESS_ATOMIC
                                              : 0;
         if (bit == 0 || (bits & bit) != 0) {
-            throw UsageError("rights \"" + text + "\": want letters of r, w, a, each once");
+            throw UsageError("access \"" + text + "\": want letters of r, w, a, each once");
         }
         bits |= bit;
     }
     if (bits == 0) {
-        throw UsageError("rights: empty");
+        throw UsageError("access: empty");
     }
     return bits;
 }

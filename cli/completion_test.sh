@@ -53,8 +53,8 @@ check "rofctl re" region
 check "rofctl s" session status stats
 check "rofctl prog " verify load replace build list show dump unload run test
 check "rofctl prog replace x -" --tenant --bind --socket
-check "rofctl region create x --" --size --rights --tenant --freelist --json
-check "rofctl region create x --rights " r rw rwa
+check "rofctl region create x --" --size --access --tenant --freelist --json
+check "rofctl region create x --access " r rw rwa
 check "rofctl --socket /nonexistent tenant " list show create delete destroy
 check "rofctl stats -o " prom
 check "rofctl top -" --once --iterations --delay --json

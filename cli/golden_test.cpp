@@ -203,7 +203,7 @@ const char* const table_region = R"pb(
     tenant: "kv"
     name: "table"
     size: 16777216
-    rights: 7
+    access: 7
     freelists { block_size: 64 offset: 4096 count: 1024 id: 1 free: 1000 }
     origin: ORIGIN_POLICY
     id: 1
@@ -215,14 +215,14 @@ const char* const table_region = R"pb(
 
 const char* const log_region =
     R"pb(
-    tenant: "kv" name: "log" size: 4194304 rights: 3 origin: ORIGIN_POLICY id: 2 chunks: 1024
+    tenant: "kv" name: "log" size: 4194304 access: 3 origin: ORIGIN_POLICY id: 2 chunks: 1024
     )pb";
 
 const char* const heap_region = R"pb(
     tenant: "kv"
     name: "heap"
     size: 65536
-    rights: 3
+    access: 3
     freelists { block_size: 64 offset: 4096 count: 16 id: 2 free: 16 }
     freelists { block_size: 4368 offset: 8192 count: 8 id: 3 free: 0 corrupt: true }
     origin: ORIGIN_API
@@ -371,18 +371,18 @@ TEST(Golden, Region) {
     steps.push_back(list("region list --tenant web", rof::v1::ListRegionsResponse{}));
     steps.push_back(show("region show kv/table", parse<rof::v1::Region>(table_region)));
     steps.push_back(
-        show("region create heap --size 64KiB --rights rw --freelist 64:4096:16 "
+        show("region create heap --size 64KiB --access rw --freelist 64:4096:16 "
              "--freelist 4368:8192:8",
              parse<rof::v1::Region>(heap_region)));
     steps.push_back(show("region delete heap", parse<rof::v1::GetRegionRequest>(R"pb(
                              name: "heap"
                          )pb")));
     steps.push_back(
-        show("region map table --rights r", parse<rof::v1::MapRegionResponse>(R"pb(
+        show("region map table --access r", parse<rof::v1::MapRegionResponse>(R"pb(
                  token: "\x5f\x1c\x93\x0a\x44\x21\xbe\x07\x11\x9d\xe2\x35\x6c\x80\x4f\xd3"
                  region: 1
                  size: 16777216
-                 rights: 1
+                 access: 1
                  device: "/dev/rof"
              )pb")));
     expect_golden("region.txt", transcript(steps));

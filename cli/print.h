@@ -70,7 +70,7 @@ std::optional<std::string> unbase64(std::string_view text);
 //     list of lines one a line, a multi-line string on indented lines of
 //     its own; an empty string or unset timestamp is left out;
 //   - sizes are in B/KiB/MiB/GiB ("20.1 MiB"), durations "300ms", "5s",
-//     "3m12s", access rights "rwa", unlimited limits "unlimited".
+//     "3m12s", access "rwa", unlimited limits "unlimited".
 // Without @type (a tree built by a command), the same with every value as
 // it is, and an object whose one member is a list of objects a table.
 std::string render_text(const Json& tree, const google::protobuf::Descriptor* type = nullptr,

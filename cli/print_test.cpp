@@ -358,9 +358,9 @@ TEST(RenderText, HumanUnits) {
 
     rof::v1::Region r;
     r.set_size(16ULL << 20);
-    r.set_rights(rof::v1::ACCESS_READ | rof::v1::ACCESS_ATOMIC);
+    r.set_access(rof::v1::ACCESS_READ | rof::v1::ACCESS_ATOMIC);
     const std::string text = rofctl::render_text(to_json(r), r.GetDescriptor());
-    EXPECT_NE(text.find("size: 16 MiB\nrights: ra\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("size: 16 MiB\naccess: ra\n"), std::string::npos) << text;
     rof::v1::TenantQuota q;
     q.set_region_bytes(~0ULL);
     q.set_regions(~0U);

@@ -338,7 +338,7 @@ int test_local(Context& ctx, const ProgOpts& o) {
         rof_exec_region r{};
         r.base = mem[s].data();
         r.len = mem[s].len;
-        r.rights = p.slots[s].rights;
+        r.access = p.slots[s].access;
         r.freelist = (p.slots[s].flags & ROF_SLOT_FREELIST) != 0 ? 0 : ROF_ISA_NULL;
         r.lock = &locks[s];
         regions.push_back(r);

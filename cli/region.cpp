@@ -6,7 +6,7 @@ namespace rofctl {
 namespace {
 
 struct RegionOpts {
-    std::string name, tenant, size, rights;
+    std::string name, tenant, size, access;
     std::vector<std::string> freelists;
     bool force = false;
     std::uint32_t ttl_ms = 0;
@@ -83,7 +83,7 @@ void add_region_commands(CLI::App& app, Handler& selected) {
     create->add_option("name", o->name, "region name, or TENANT/NAME")->required();
     create->add_option("--size", o->size, "bytes, a multiple of 4096 (65536, 64KiB, 16MiB)")
         ->required();
-    create->add_option("--rights", o->rights, "r, rw, rwa (read, write, atomic)")->required();
+    create->add_option("--access", o->access, "r, rw, rwa (read, write, atomic)")->required();
     create->add_option("--tenant", o->tenant, tenant_help);
     create->add_option("--freelist", o->freelists,
                        "BLOCK_SIZE:OFFSET:COUNT, a free list in the region (repeatable)");
@@ -94,7 +94,7 @@ void add_region_commands(CLI::App& app, Handler& selected) {
             req.set_tenant(o->tenant);
             req.set_name(o->name);
             req.set_size(parse_size(o->size));
-            req.set_rights(parse_rights(o->rights));
+            req.set_access(parse_access(o->access));
             for (const std::string& f : o->freelists) {
                 *req.add_freelists() = parse_freelist(f);
             }
@@ -125,20 +125,20 @@ void add_region_commands(CLI::App& app, Handler& selected) {
 
     auto* map = obj->add_subcommand("map", "a one-time token to mmap the region locally");
     map->add_option("name", o->name, "region name, or TENANT/NAME")->required();
-    map->add_option("--rights", o->rights, "r or rw")->required();
+    map->add_option("--access", o->access, "r or rw")->required();
     map->add_option("--tenant", o->tenant, tenant_help);
     map->add_option("--ttl", o->ttl_ms, "the token's lifetime in ms (default 60000)");
     map->callback([&selected, o] {
         selected = [o](Context& ctx) {
             split_name(*o);
-            const std::uint32_t rights = parse_rights(o->rights);
-            if ((rights & rof::v1::ACCESS_ATOMIC) != 0) {
-                throw UsageError("region map --rights: r or rw");
+            const std::uint32_t access = parse_access(o->access);
+            if ((access & rof::v1::ACCESS_ATOMIC) != 0) {
+                throw UsageError("region map --access: r or rw");
             }
             rof::v1::MapRegionRequest req;
             req.set_tenant(o->tenant);
             req.set_name(o->name);
-            req.set_rights(rights);
+            req.set_access(access);
             req.set_ttl_ms(o->ttl_ms);
             ctx.printer.print(ctx.client().map_region(req));
             return exit_ok;

@@ -136,10 +136,10 @@ TEST(Usage, UnknownObjectVerbOptionAndStrayArgumentsAreNamed) {
     EXPECT_NE(r.err.find("--socket"), std::string::npos) << r.err;
     r = rofctl({"region", "create", "x", "--size", "1MiB"});
     EXPECT_EQ(r.rc, rofctl::exit_usage);
-    EXPECT_NE(r.err.find("--rights is required"), std::string::npos) << r.err;
-    r = rofctl({"region", "create", "x", "--size", "1MiB", "--rights", "rx"});
+    EXPECT_NE(r.err.find("--access is required"), std::string::npos) << r.err;
+    r = rofctl({"region", "create", "x", "--size", "1MiB", "--access", "rx"});
     EXPECT_EQ(r.rc, rofctl::exit_usage);
-    EXPECT_NE(r.err.find("rights \"rx\""), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("access \"rx\""), std::string::npos) << r.err;
     r = rofctl({"stats", "-o", "xml"});
     EXPECT_EQ(r.rc, rofctl::exit_usage);
     r = rofctl({"status", "--connect", "h:1", "--socket", "/x"});

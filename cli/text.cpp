@@ -2,7 +2,7 @@
 // The text form of rofctl's output (print.h, render_text), for people.
 //
 // What a message looks like is data, not code: kFields says which fields
-// are sizes, durations, rights or lines, inline_specs() which nested
+// are sizes, durations, access or lines, inline_specs() which nested
 // messages print on one line, table_specs() which columns a list shows by
 // default and which only with -o wide.  The renderer walks the JSON tree (to_json's,
 // protobuf's canonical JSON mapping) with the message's descriptor beside
@@ -40,7 +40,7 @@ enum class Fmt {
     count_limit,  // a u32 where 0xffffffff is "unlimited"
     ms,           // a duration in ms: "300ms", "5s", "5m"
     ns,           // a duration in ns: "944.8us"
-    rights,       // Access bits: "r", "rw", "rwa", "-"
+    access,       // Access bits: "r", "rw", "rwa", "-"
     lines,        // repeated string, one element a line
     count,        // a repeated field: how many elements
     ops_rate,     // ops per second, 0 (unlimited) left out
@@ -68,22 +68,22 @@ const FieldSpec kFields[] = {
     {"rof.v1.Rate.ops_per_sec", Fmt::ops_rate},
     {"rof.v1.Rate.bytes_per_sec", Fmt::bytes_rate},
     {"rof.v1.Region.size", Fmt::size},
-    {"rof.v1.Region.rights", Fmt::rights},
+    {"rof.v1.Region.access", Fmt::access},
     {"rof.v1.FreeList.block_size", Fmt::bytes},
     {"rof.v1.FreeList.corrupt", Fmt::flag},
     {"rof.v1.MapRegionResponse.size", Fmt::size},
     {"rof.v1.VerifyProgramResponse.tag", Fmt::tag},
     {"rof.v1.UnloadProgramRequest.tag", Fmt::tag},
     {"rof.v1.GetProgramRequest.tag", Fmt::tag},
-    {"rof.v1.MapRegionResponse.rights", Fmt::rights},
+    {"rof.v1.MapRegionResponse.access", Fmt::access},
     {"rof.v1.Program.byte_budget", Fmt::size},
     {"rof.v1.Program.args_min", Fmt::bytes},
     {"rof.v1.Program.args_max", Fmt::bytes},
     {"rof.v1.Program.scratch_size", Fmt::size},
     {"rof.v1.Program.resp_max", Fmt::size},
-    {"rof.v1.GrantedRegion.access", Fmt::rights},
+    {"rof.v1.GrantedRegion.access", Fmt::access},
     {"rof.v1.GrantedRegion.size", Fmt::size},
-    {"rof.v1.SessionRegion.access", Fmt::rights},
+    {"rof.v1.SessionRegion.access", Fmt::access},
     {"rof.v1.Session.idle_timeout_ms", Fmt::ms, "idle_timeout"},
     {"rof.v1.OpenSessionResponse.idle_timeout_ms", Fmt::ms, "idle_timeout"},
     {"rof.v1.SessionCounters.bytes_in", Fmt::size},
@@ -193,7 +193,7 @@ const std::vector<TableSpec>& table_specs() {
           {"NAME", "name"},
           {"ID", "id", {}, wide},
           {"SIZE", "size"},
-          {"RIGHTS", "rights"},
+          {"ACCESS", "access"},
           {"ORIGIN", "origin"},
           {"FREELISTS", "freelists", {}, Show::narrow, Fmt::count},
           {"ATTACHMENTS", "attachments"},
@@ -364,7 +364,7 @@ std::string human_duration_ns(double ns) {
 
 namespace {
 
-std::string rights_text(std::uint64_t bits) {
+std::string access_text(std::uint64_t bits) {
     static constexpr std::pair<std::uint64_t, char> letters[] = {{1, 'r'}, {2, 'w'}, {4, 'a'}};
     std::string out;
     for (const auto& [bit, letter] : letters) {
@@ -463,8 +463,8 @@ std::string value_text(const Json& v, const FD* f, std::optional<Fmt> fmt_overri
             return human_duration_ns(static_cast<double>(n) * 1e6);
         case Fmt::ns:
             return human_duration_ns(static_cast<double>(n));
-        case Fmt::rights:
-            return rights_text(n);
+        case Fmt::access:
+            return access_text(n);
         case Fmt::ops_rate:
             return n == 0 ? "" : fmt::format("{} ops/s", n);
         case Fmt::bytes_rate:

@@ -33,7 +33,7 @@ constexpr std::array<std::string_view, reject_reason_slots> reject_names = {
 
 constexpr std::array<std::string_view, ROF_ISA_STATUS_COUNT> exec_names = {
     "ok",      "einsn",      "epc",     "ebudget",  "ebounds", "eptr",
-    "erights", "eslot",      "ealign",  "edivzero", "elen",    "efreelist",
+    "eaccess", "eslot",      "ealign",  "edivzero", "elen",    "efreelist",
     "efree",   "econtended", "enolock", "eargs",    "einval",
 };
 

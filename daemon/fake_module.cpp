@@ -302,14 +302,14 @@ std::optional<rof_tenant_info> FakeModule::get_tenant(std::uint32_t id) {
 // ---- Regions and free lists ----
 
 std::uint32_t FakeModule::region_create(std::uint32_t tenant, const std::string& name,
-                                        std::uint64_t size, std::uint32_t rights,
+                                        std::uint64_t size, std::uint32_t access,
                                         std::span<rof_freelist_spec> freelists) {
     constexpr const char* cmd = "ROF_IOC_REGION_CREATE";
     std::lock_guard lock(mu_);
     enter(cmd);
 
     if (!valid_name(name) || size == 0 || size % page_size != 0 ||
-        (rights & ~ROF_ACCESS_ALL) != 0) {
+        (access & ~ROF_ACCESS_ALL) != 0) {
         fail(EINVAL, cmd);
     }
     if (size > ROF_REGION_SIZE_MAX) {
@@ -369,7 +369,7 @@ std::uint32_t FakeModule::region_create(std::uint32_t tenant, const std::string&
     r.size = size;
     r.id = *id;
     r.tenant = tenant;
-    r.rights = rights;
+    r.access = access;
     r.chunks = 1;
     regions_.emplace(*id, r);
     for (std::size_t i = 0; i < freelists.size(); i++) {
@@ -467,13 +467,13 @@ std::optional<rof_region_info> FakeModule::find_region(std::uint32_t tenant,
     return std::nullopt;
 }
 
-RegionToken FakeModule::region_token(std::uint32_t region, std::uint32_t rights,
+RegionToken FakeModule::region_token(std::uint32_t region, std::uint32_t access,
                                      std::uint32_t ttl_ms) {
     constexpr const char* cmd = "ROF_IOC_REGION_TOKEN";
     std::lock_guard lock(mu_);
     enter(cmd);
 
-    if ((rights != ROF_ACCESS_READ && rights != (ROF_ACCESS_READ | ROF_ACCESS_WRITE)) ||
+    if ((access != ROF_ACCESS_READ && access != (ROF_ACCESS_READ | ROF_ACCESS_WRITE)) ||
         ttl_ms > ROF_TOKEN_TTL_MAX_MS) {
         fail(EINVAL, cmd);
     }
@@ -677,8 +677,8 @@ rof_prog_info FakeModule::prog_checked_locked(rof_prog_load& req,
     rof_isa_slot slots[ROF_ISA_MAX_SLOTS] = {};
     std::memcpy(slots, image.data() + sizeof(hdr), hdr.slot_cnt * sizeof(rof_isa_slot));
     // The slots as rof_exec_check_image sees them: a C identifier for a
-    // name, unique; some rights and no unknown ones; a free list only in
-    // a slot with atomic rights (ALLOC and FREE are atomics).
+    // name, unique; some access and no unknown ones; a free list only in
+    // a slot with atomic access (ALLOC and FREE are atomics).
     const auto ident = [](const char* n, std::size_t max) {
         const std::size_t len = strnlen(n, max);
         if (len == 0 || len == max || std::isdigit(static_cast<unsigned char>(n[0])) != 0) {
@@ -690,9 +690,9 @@ rof_prog_info FakeModule::prog_checked_locked(rof_prog_load& req,
     };
     for (std::uint32_t i = 0; i < hdr.slot_cnt; i++) {
         const rof_isa_slot& sl = slots[i];
-        if (!ident(sl.name, sizeof(sl.name)) || sl.rights == 0 ||
-            (sl.rights & ~ROF_ACCESS_ALL) != 0 || (sl.flags & ~ROF_SLOT_FREELIST) != 0 ||
-            ((sl.flags & ROF_SLOT_FREELIST) != 0 && (sl.rights & ROF_ACCESS_ATOMIC) == 0)) {
+        if (!ident(sl.name, sizeof(sl.name)) || sl.access == 0 ||
+            (sl.access & ~ROF_ACCESS_ALL) != 0 || (sl.flags & ~ROF_SLOT_FREELIST) != 0 ||
+            ((sl.flags & ROF_SLOT_FREELIST) != 0 && (sl.access & ROF_ACCESS_ATOMIC) == 0)) {
             refuse_image();
         }
         for (std::uint32_t j = 0; j < i; j++) {
@@ -724,7 +724,7 @@ rof_prog_info FakeModule::prog_checked_locked(rof_prog_load& req,
         if (rit == regions_.end() || rit->second.tenant != req.tenant) {
             fail(ENXIO, cmd);
         }
-        if ((slots[i].rights & ~rit->second.rights) != 0) {
+        if ((slots[i].access & ~rit->second.access) != 0) {
             fail(EACCES, cmd);
         }
         if (slots[i].len > rit->second.size) {
@@ -848,7 +848,7 @@ void FakeModule::session_prepare(rof_session_prepare& req) {
                         [&](const auto& other) { return other.region == g.region; })) {
             fail(EEXIST, cmd);
         }
-        if ((g.access & ~rit->second.rights) != 0) {
+        if ((g.access & ~rit->second.access) != 0) {
             fail(EACCES, cmd);
         }
     }

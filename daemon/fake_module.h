@@ -4,7 +4,7 @@
 // closely enough that a service behaves against it as against rof.ko:
 // names, unique names and ids, ids assigned round from 1, quotas (EDQUOT),
 // region sizes, busy objects (EBUSY, ENOTEMPTY for tenants), cascading
-// destroys, usage, grants and rights, the ticket key (ENOKEY), program
+// destroys, usage, grants and access, the ticket key (ENOKEY), program
 // headers and bindings, one audit reader (EBUSY).
 //
 // What it does not model: RDMA (a session stays prepared unless a test
@@ -58,14 +58,14 @@ class FakeModule final : public Module {
     std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override;
 
     std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                std::uint32_t rights,
+                                std::uint32_t access,
                                 std::span<rof_freelist_spec> freelists = {}) override;
     void region_destroy(std::uint32_t id, bool force) override;
     std::vector<rof_region_info> list_regions() override;
     std::optional<rof_region_info> get_region(std::uint32_t id) override;
     std::optional<rof_region_info> find_region(std::uint32_t tenant,
                                                const std::string& name) override;
-    RegionToken region_token(std::uint32_t region, std::uint32_t rights,
+    RegionToken region_token(std::uint32_t region, std::uint32_t access,
                              std::uint32_t ttl_ms) override;
     std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
                                   std::uint64_t offset, std::uint32_t count) override;

@@ -30,7 +30,7 @@ using rofd::contract::prepare_req;
 using rofd::contract::some_key;
 
 struct Slot {
-    std::uint32_t rights = ROF_ACCESS_READ;
+    std::uint32_t access = ROF_ACCESS_READ;
     std::uint32_t flags = 0;
     std::uint64_t len = 4096;
 };
@@ -53,7 +53,7 @@ std::vector<std::uint8_t> image(std::uint64_t tag, const std::vector<Slot>& slot
     for (std::size_t i = 0; i < slots.size(); i++) {
         rof_isa_slot s{};
         std::strcpy(s.name, "s");
-        s.rights = slots[i].rights;
+        s.access = slots[i].access;
         s.flags = slots[i].flags;
         s.len = slots[i].len;
         std::memcpy(img.data() + sizeof(hdr) + i * sizeof(s), &s, sizeof(s));

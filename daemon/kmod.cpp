@@ -180,14 +180,14 @@ std::optional<rof_tenant_info> Kmod::get_tenant(std::uint32_t id) {
 }
 
 std::uint32_t Kmod::region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                  std::uint32_t rights, std::span<rof_freelist_spec> freelists) {
+                                  std::uint32_t access, std::span<rof_freelist_spec> freelists) {
     const auto cmd = ROFD_CMD(ROF_IOC_REGION_CREATE);
     struct rof_region_create req {};
 
     set_name(req.name, name, cmd);
     req.size = size;
     req.tenant = tenant;
-    req.rights = rights;
+    req.access = access;
     if (freelists.empty()) {
         checked_ioctl(cmd, &req);
         return req.id;
@@ -257,11 +257,11 @@ std::optional<rof_region_info> Kmod::find_region(std::uint32_t tenant, const std
     return get(cmd, info);
 }
 
-RegionToken Kmod::region_token(std::uint32_t region, std::uint32_t rights, std::uint32_t ttl_ms) {
+RegionToken Kmod::region_token(std::uint32_t region, std::uint32_t access, std::uint32_t ttl_ms) {
     struct rof_region_token req {};
 
     req.region = region;
-    req.rights = rights;
+    req.access = access;
     req.ttl_ms = ttl_ms;
     checked_ioctl(ROFD_CMD(ROF_IOC_REGION_TOKEN), &req);
     return RegionToken{req.token[0], req.token[1]};

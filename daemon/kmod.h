@@ -50,14 +50,14 @@ class Kmod final : public Module {
     std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override;
 
     std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                std::uint32_t rights,
+                                std::uint32_t access,
                                 std::span<rof_freelist_spec> freelists = {}) override;
     void region_destroy(std::uint32_t id, bool force) override;
     std::vector<rof_region_info> list_regions() override;
     std::optional<rof_region_info> get_region(std::uint32_t id) override;
     std::optional<rof_region_info> find_region(std::uint32_t tenant,
                                                const std::string& name) override;
-    RegionToken region_token(std::uint32_t region, std::uint32_t rights,
+    RegionToken region_token(std::uint32_t region, std::uint32_t access,
                              std::uint32_t ttl_ms) override;
     std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
                                   std::uint64_t offset, std::uint32_t count) override;

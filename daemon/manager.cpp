@@ -878,7 +878,7 @@ void Manager::reconcile() {
         const std::uint32_t tid = v->tenant_id.at(r.tenant);
         try {
             auto lists = freelist_specs(r.freelists);
-            module_->region_create(tid, r.name, r.size, r.rights, lists);
+            module_->region_create(tid, r.name, r.size, r.access, lists);
         } catch (const KmodError& e) {
             errors.push_back("tenant " + quoted(r.tenant) + ": region " + quoted(r.name) +
                              ": could not be created: " + e.what());

@@ -208,7 +208,7 @@ TEST_F(ManagerTest, StartCreatesPolicyObjectsAndSetsTheTicketKey) {
     const auto table = fake_region(kv->id, "table");
     ASSERT_TRUE(table);
     EXPECT_EQ(table->size, 16 * MiB);
-    EXPECT_EQ(table->rights, ROF_ACCESS_READ | ROF_ACCESS_WRITE | ROF_ACCESS_ATOMIC);
+    EXPECT_EQ(table->access, ROF_ACCESS_READ | ROF_ACCESS_WRITE | ROF_ACCESS_ATOMIC);
     const auto fls = fake_freelists(table->id);
     ASSERT_EQ(fls.size(), 1u);
     EXPECT_EQ(fls[0].block_size, 64u);
@@ -246,7 +246,7 @@ TEST_F(ManagerTest, RestartAfterModuleReloadRebuildsEverything) {
         cache.tenant = "kv";
         cache.name = "cache";
         cache.size = 8192;
-        cache.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+        cache.access = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
         cache.freelists = {StoredFreeList{32, 0, 16}};
         cache.state = RowState::committed;
         m->store().put_region(cache);
@@ -363,7 +363,7 @@ TEST_F(ManagerTest, IntentFreeListThatCannotBeCreatedIsDriftNotAFailedStart) {
         r.tenant = "kv";
         r.name = "cache";
         r.size = 8192;
-        r.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+        r.access = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
         r.freelists = {StoredFreeList{64, 0, 16}, StoredFreeList{4096, 4096, 16}};
         r.state = RowState::intent;
         s.put_region(r);
@@ -401,7 +401,7 @@ TEST_F(ManagerTest, IntentRegionOfATenantNotInPolicyIsSettled) {
         r.tenant = "old";
         r.name = "data";
         r.size = 8192;
-        r.rights = ROF_ACCESS_READ;
+        r.access = ROF_ACCESS_READ;
         r.freelists = {StoredFreeList{64, 0, 4}};
         r.state = RowState::intent;
         s.put_region(r);
@@ -443,7 +443,7 @@ TEST_F(ManagerTest, StoredObjectsThatCannotBeRecreatedAreDrift) {
         r.tenant = "kv";
         r.name = "huge";
         r.size = 48 * MiB;
-        r.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+        r.access = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
         r.state = RowState::committed;
         s.put_region(r);
         StoredProgram p = kv_program();
@@ -686,7 +686,7 @@ TEST_F(ManagerTest, TenantRemovedWithoutSessionsIsDestroyedAndComesBackEmpty) {
     row.tenant = "analytics";
     row.name = "extra";
     row.size = 4096;
-    row.rights = ROF_ACCESS_READ;
+    row.access = ROF_ACCESS_READ;
     row.state = RowState::committed;
     m->store().put_region(row);
     m->store().put_idempotent("tenant:analytics", "CreateRegion", "k1",
@@ -817,7 +817,7 @@ TEST_F(ManagerTest, StoredRowsOfATenantGoneFromPolicyAndModuleAreDropped) {
         r.tenant = "gone";
         r.name = "data";
         r.size = 8192;
-        r.rights = ROF_ACCESS_READ;
+        r.access = ROF_ACCESS_READ;
         r.state = RowState::committed;
         s.put_region(r);
     }
@@ -892,7 +892,7 @@ TEST_F(ManagerTest, NewTenantInPolicyIsCreatedOnReload) {
 [[regions]]
 name = "pages"
 size = 8192
-rights = ["read"]
+access = ["read"]
 )");
     const auto notes = m->reload_policy();
     const auto web = fake_tenant("web");

@@ -80,7 +80,7 @@ class Module {
     // each list's id is written back into @freelists (ROF_IOC_REGION_CREATE).  Every
     // override has the same default.
     virtual std::uint32_t region_create(std::uint32_t tenant, const std::string& name,
-                                        std::uint64_t size, std::uint32_t rights,
+                                        std::uint64_t size, std::uint32_t access,
                                         std::span<rof_freelist_spec> freelists = {}) = 0;
     virtual void region_destroy(std::uint32_t id, bool force) = 0;
     virtual std::vector<rof_region_info> list_regions() = 0;
@@ -89,7 +89,7 @@ class Module {
     // std::nullopt; a name outside the name rule is EINVAL.
     virtual std::optional<rof_region_info> find_region(std::uint32_t tenant,
                                                        const std::string& name) = 0;
-    virtual RegionToken region_token(std::uint32_t region, std::uint32_t rights,
+    virtual RegionToken region_token(std::uint32_t region, std::uint32_t access,
                                      std::uint32_t ttl_ms) = 0;
     virtual std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
                                           std::uint64_t offset, std::uint32_t count) = 0;

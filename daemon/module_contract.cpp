@@ -40,10 +40,10 @@ Image exit_image(unsigned n) {
     return assemble("\tmov64 r1, " + std::to_string(n) + "\n\texit 0\n");
 }
 
-// One slot "s" of @len bytes with @rights ("r", "rw", ...), a free-list
+// One slot "s" of @len bytes with @access ("r", "rw", ...), a free-list
 // slot when @freelist.
-Image slot_image(const std::string& rights, std::uint64_t len, bool freelist = false) {
-    std::string src = ".region s, " + rights + ", " + std::to_string(len) +
+Image slot_image(const std::string& access, std::uint64_t len, bool freelist = false) {
+    std::string src = ".region s, " + access + ", " + std::to_string(len) +
                       (freelist ? ", freelist" : "") + "\n\tmov64 r1, 0\n\texit 0\n";
     return assemble(src);
 }
@@ -137,7 +137,7 @@ void tenant_names_and_ids_are_unique(Module& m, Scope& s) {
 }
 
 // A region's size is whole pages up to ROF_REGION_SIZE_MAX; its name is
-// unique within its tenant; its rights are ROF_ACCESS_* bits.
+// unique within its tenant; its access is ROF_ACCESS_* bits.
 void region_size_and_names(Module& m, Scope& s) {
     const auto kv = s.tenant("kv");
     const auto other = s.tenant("other");
@@ -158,7 +158,7 @@ void region_size_and_names(Module& m, Scope& s) {
     EXPECT_EQ(abi_name(info->name), "table");
     EXPECT_EQ(info->size, 8192U);
     EXPECT_EQ(info->tenant, kv);
-    EXPECT_EQ(info->rights, static_cast<std::uint32_t>(ROF_ACCESS_ALL));
+    EXPECT_EQ(info->access, static_cast<std::uint32_t>(ROF_ACCESS_ALL));
     EXPECT_EQ(info->attachments, 0U);
     EXPECT_FALSE(m.get_region(gone_region(m, kv)));
     EXPECT_EQ(regions_of(m, kv).size(), 1U);
@@ -537,7 +537,7 @@ void program_load_checks(Module& m, Scope& s) {
     const auto r3 = m.region_create(kv, "table3", 4096, ROF_ACCESS_ALL);
     EXPECT_EQ(errno_of([&] { load(m, kv, slot_image("rwa", 4096, true), {{r3, 0}}); }), EINVAL);
     EXPECT_EQ(errno_of([&] { load(m, kv, slot_image("rwa", 4096, true), {{r3, fl2}}); }), EXDEV);
-    // The image's own rules: a free list only in a slot with atomic rights.
+    // The image's own rules: a free list only in a slot with atomic access.
     EXPECT_EQ(errno_of([&] { load(m, kv, slot_image("r", 4096, true), {{r3, fl2}}); }), ENOEXEC);
 
     const Image img = exit_image(2);

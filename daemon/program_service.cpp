@@ -172,7 +172,7 @@ Prepared prepare(Manager& m, const View& v, const std::string& tenant, const v1:
             }
             out.load.bind[i].freelist = fls[static_cast<std::size_t>(sb.freelist)].id;
         }
-        grants.push_back(prog::Grant{slot.name, r->rights, r->size});
+        grants.push_back(prog::Grant{slot.name, r->access, r->size});
         out.binds.push_back(sb);
     }
 

@@ -136,7 +136,7 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
                 expected.insert(k);
                 const auto it = tenant_in_module ? mod_region.find(k) : mod_region.end();
                 if (it == mod_region.end()) {
-                    plan.create_regions.push_back(Plan::Region{t.name, r.name, r.size, r.rights,
+                    plan.create_regions.push_back(Plan::Region{t.name, r.name, r.size, r.access,
                                                                to_stored(r.freelists), true});
                     if (tenant_in_module) {
                         plan.drift.push_back(region_where(t.name, r.name) +
@@ -145,11 +145,11 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
                     continue;
                 }
                 const rof_region_info& m = *it->second;
-                if (m.size != r.size || m.rights != r.rights) {
+                if (m.size != r.size || m.access != r.access) {
                     plan.drift.push_back(fmt::format(
-                        "{}: policy declares {} bytes, rights {}; the module has {} bytes, "
-                        "rights {}: kept the module's (delete it to apply the policy)",
-                        region_where(t.name, r.name), r.size, r.rights, m.size, m.rights));
+                        "{}: policy declares {} bytes, access {}; the module has {} bytes, "
+                        "access {}: kept the module's (delete it to apply the policy)",
+                        region_where(t.name, r.name), r.size, r.access, m.size, m.access));
                 }
                 for (const auto& f : missing_freelists(k, to_stored(r.freelists))) {
                     plan.drift.push_back(fmt::format(
@@ -187,7 +187,7 @@ Plan plan_reconcile(const rof::policy::Policy& policy, const StoreState& store,
             expected.insert(k);
             if (it == mod_region.end()) {
                 plan.create_regions.push_back(
-                    Plan::Region{r.tenant, r.name, r.size, r.rights, r.freelists, false});
+                    Plan::Region{r.tenant, r.name, r.size, r.access, r.freelists, false});
                 plan.drift.push_back(region_where(r.tenant, r.name) +
                                      ": missing from the module: recreated, contents lost");
             }

@@ -51,7 +51,7 @@ struct Plan {
         std::string tenant;
         std::string name;
         std::uint64_t size = 0;
-        std::uint32_t rights = 0;
+        std::uint32_t access = 0;
         std::vector<StoredFreeList> freelists;
         bool from_policy = false;
     };

@@ -45,13 +45,13 @@ rof_tenant_info tenant(std::uint32_t id, const std::string& name) {
 }
 
 rof_region_info region(std::uint32_t id, std::uint32_t tenant, const std::string& name,
-                       std::uint64_t size, std::uint32_t rights) {
+                       std::uint64_t size, std::uint32_t access) {
     rof_region_info r{};
     set_name(r.name, name);
     r.id = id;
     r.tenant = tenant;
     r.size = size;
-    r.rights = rights;
+    r.access = access;
     return r;
 }
 
@@ -81,7 +81,7 @@ StoredRegion stored_region(const std::string& tenant, const std::string& name, s
     r.tenant = tenant;
     r.name = name;
     r.size = size;
-    r.rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+    r.access = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
     r.freelists = std::move(fls);
     r.state = state;
     return r;
@@ -164,7 +164,7 @@ TEST(Reconcile, EmptyModuleCreatesEveryTenantAndDeclaredRegion) {
     const auto* table = plan_region(p, "kv", "table");
     ASSERT_NE(table, nullptr);
     EXPECT_EQ(table->size, 16 * MiB);
-    EXPECT_EQ(table->rights, kRwa);
+    EXPECT_EQ(table->access, kRwa);
     EXPECT_TRUE(table->from_policy);
     ASSERT_EQ(table->freelists.size(), 1u);
     EXPECT_EQ(table->freelists[0].block_size, 64u);
@@ -173,7 +173,7 @@ TEST(Reconcile, EmptyModuleCreatesEveryTenantAndDeclaredRegion) {
     const auto* log = plan_region(p, "kv", "log");
     ASSERT_NE(log, nullptr);
     EXPECT_EQ(log->size, 4 * MiB);
-    EXPECT_EQ(log->rights, kRw);
+    EXPECT_EQ(log->access, kRw);
     EXPECT_TRUE(log->freelists.empty());
 
     EXPECT_TRUE(p.load_programs.empty());

@@ -65,7 +65,7 @@ void fill_region(const View& v, const RegionContext& c, const rof_region_info& r
     out->set_tenant(tenant);
     out->set_name(name);
     out->set_size(r.size);
-    out->set_rights(r.rights);
+    out->set_access(r.access);
     out->set_id(r.id);
     out->set_attachments(r.attachments);
     out->set_mappings(r.mappings);
@@ -100,12 +100,12 @@ void fill_region(const View& v, const RegionContext& c, const rof_region_info& r
     }
 }
 
-void check_rights(const char* field, std::uint32_t rights) {
-    if (rights == 0 || (rights & ~static_cast<std::uint32_t>(ROF_ACCESS_ALL)) != 0) {
+void check_access_bits(const char* field, std::uint32_t access) {
+    if (access == 0 || (access & ~static_cast<std::uint32_t>(ROF_ACCESS_ALL)) != 0) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
                         fmt::format("{}: {} is not a non-empty set of ACCESS_READ (1), "
                                     "ACCESS_WRITE (2), ACCESS_ATOMIC (4)",
-                                    field, rights));
+                                    field, access));
     }
 }
 
@@ -117,7 +117,7 @@ void check_create(const v1::CreateRegionRequest& req) {
             fmt::format("size: {} must be a non-zero multiple of 4096 of at most 16 GiB",
                         req.size()));
     }
-    check_rights("rights", req.rights());
+    check_access_bits("access", req.access());
     if (req.freelists_size() > ROF_REGION_FREELISTS_MAX) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
                         fmt::format("freelists: {}; at most {}", req.freelists_size(),
@@ -173,7 +173,7 @@ std::optional<StoredRegion> stored_region(Store& store, const std::string& tenan
 bool made_by(Store& store, const std::string& tenant, const v1::CreateRegionRequest& req) {
     const auto r = stored_region(store, tenant, req.name());
     if (!r || r->state != RowState::committed || r->size != req.size() ||
-        r->rights != req.rights() ||
+        r->access != req.access() ||
         r->freelists.size() != static_cast<std::size_t>(req.freelists_size())) {
         return false;
     }
@@ -234,7 +234,7 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
                 fmt::format("{}: quota of {} regions reached", what, pt->quota.regions));
         }
 
-        StoredRegion row{tenant, req->name(), req->size(), req->rights(), {}, RowState::intent};
+        StoredRegion row{tenant, req->name(), req->size(), req->access(), {}, RowState::intent};
         for (const auto& f : req->freelists()) {
             row.freelists.push_back(StoredFreeList{f.block_size(), f.offset(), f.count()});
         }
@@ -246,7 +246,7 @@ ServerUnaryReactor* RegionService::CreateRegion(CallbackServerContext* ctx,
         auto lists = freelist_specs(row.freelists);
         std::uint32_t rid = 0;
         try {
-            rid = m_.module().region_create(tid, req->name(), req->size(), req->rights(), lists);
+            rid = m_.module().region_create(tid, req->name(), req->size(), req->access(), lists);
         } catch (const KmodError& e) {
             m_.store().delete_region(tenant, req->name());
             return module_status(e, what);
@@ -396,13 +396,13 @@ ServerUnaryReactor* RegionService::MapRegion(CallbackServerContext* ctx,
             !st.ok()) {
             return st;
         }
-        const std::uint32_t rights = req->rights() == 0 ? ROF_ACCESS_READ : req->rights();
-        if ((rights & ~static_cast<std::uint32_t>(ROF_ACCESS_READ | ROF_ACCESS_WRITE)) != 0 ||
-            (rights & ROF_ACCESS_READ) == 0) {
+        const std::uint32_t access = req->access() == 0 ? ROF_ACCESS_READ : req->access();
+        if ((access & ~static_cast<std::uint32_t>(ROF_ACCESS_READ | ROF_ACCESS_WRITE)) != 0 ||
+            (access & ROF_ACCESS_READ) == 0) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                "rights: ACCESS_READ, optionally with ACCESS_WRITE");
+                                "access: ACCESS_READ, optionally with ACCESS_WRITE");
         }
-        if (!own && (rights & ROF_ACCESS_WRITE) != 0 && !g->write) {
+        if (!own && (access & ROF_ACCESS_WRITE) != 0 && !g->write) {
             return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                                 what + ": granted to tenant " + quoted(p.tenant) + " read-only");
         }
@@ -417,7 +417,7 @@ ServerUnaryReactor* RegionService::MapRegion(CallbackServerContext* ctx,
         }
         RegionToken token{};
         try {
-            token = m_.module().region_token(info->id, rights, req->ttl_ms());
+            token = m_.module().region_token(info->id, access, req->ttl_ms());
         } catch (const KmodError& e) {
             return module_status(e, what);
         }
@@ -430,7 +430,7 @@ ServerUnaryReactor* RegionService::MapRegion(CallbackServerContext* ctx,
         resp->set_token(bytes);
         resp->set_region(info->id);
         resp->set_size(info->size);
-        resp->set_rights(rights);
+        resp->set_access(access);
         resp->set_device(ROF_DEVICE_PATH);
         return grpc::Status::OK;
     });

@@ -219,7 +219,7 @@ TEST_F(Service, AuthorizationMatrix) {
              req.set_tenant("kv");
              req.set_name(allowed(r) ? "m-" + suffix(r) : "m-other");
              req.set_size(4096);
-             req.set_rights(3);
+             req.set_access(3);
              v1::Region resp;
              return rpc(*c.regions, &v1::Regions::Stub::CreateRegion, req, &resp);
          },
@@ -259,7 +259,7 @@ TEST_F(Service, AuthorizationMatrix) {
              v1::MapRegionRequest req;
              req.set_tenant("kv");
              req.set_name(r == as_granted ? "table" : "log");
-             req.set_rights(1);
+             req.set_access(1);
              v1::MapRegionResponse resp;
              return rpc(*c.regions, &v1::Regions::Stub::MapRegion, req, &resp);
          },
@@ -270,7 +270,7 @@ TEST_F(Service, AuthorizationMatrix) {
              v1::MapRegionRequest req;
              req.set_tenant("kv");
              req.set_name(r == as_granted ? "table" : "log");
-             req.set_rights(3);
+             req.set_access(3);
              v1::MapRegionResponse resp;
              return rpc(*c.regions, &v1::Regions::Stub::MapRegion, req, &resp);
          },
@@ -456,12 +456,12 @@ void expect_invalid(const grpc::Status& st, const std::string& reason) {
 }
 
 v1::CreateRegionRequest region_request(const std::string& name, std::uint64_t size,
-                                       std::uint32_t rights) {
+                                       std::uint32_t access) {
     v1::CreateRegionRequest req;
     req.set_tenant("kv");
     req.set_name(name);
     req.set_size(size);
-    req.set_rights(rights);
+    req.set_access(access);
     return req;
 }
 
@@ -477,8 +477,8 @@ TEST_F(Service, MalformedCreateRegionIsRefusedAndChangesNothing) {
                    "name: 64 characters; at most 63");
     expect_invalid(create(region_request("a/b", 4096, 3)),
                    "name: \"a/b\" has a character outside [A-Za-z0-9._:-]");
-    expect_invalid(create(region_request("r", 4096, 8)), "rights: 8 is not");
-    expect_invalid(create(region_request("r", 4096, 0)), "rights: 0 is not");
+    expect_invalid(create(region_request("r", 4096, 8)), "access: 8 is not");
+    expect_invalid(create(region_request("r", 4096, 0)), "access: 0 is not");
     expect_invalid(create(region_request("r", 0, 3)), "size: 0 must be");
     expect_invalid(create(region_request("r", 4097, 3)), "size: 4097 must be");
     expect_invalid(create(region_request("r", 1ULL << 40, 3)),
@@ -709,7 +709,7 @@ TEST_F(Service, RegionsHaveTheirOrigin) {
     ASSERT_NE(cache, nullptr) << list.DebugString();
     EXPECT_EQ(cache->origin(), v1::ORIGIN_API);
     EXPECT_EQ(cache->size(), 8192U);
-    EXPECT_EQ(cache->rights(), 3U);
+    EXPECT_EQ(cache->access(), 3U);
     const auto* table = find_region(list, "kv", "table");
     ASSERT_NE(table, nullptr) << list.DebugString();
     EXPECT_EQ(table->origin(), v1::ORIGIN_POLICY);
@@ -811,7 +811,7 @@ TEST_F(Service, OpenAndCloseASession) {
     EXPECT_EQ(resp.regions(0).access(), 1U);
     EXPECT_EQ(resp.regions(0).size(), 16U << 20);
     EXPECT_EQ(resp.regions(1).name(), "log");
-    EXPECT_EQ(resp.regions(1).access(), 3U);  // 0: all the region's rights
+    EXPECT_EQ(resp.regions(1).access(), 3U);  // 0: all the region's access
 
     v1::GetSessionRequest get;
     get.set_id(resp.session());
@@ -830,7 +830,7 @@ TEST_F(Service, OpenAndCloseASession) {
     v1::OpenSessionResponse none;
     st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, greedy, &none);
     EXPECT_EQ(st.error_code(), Code::PERMISSION_DENIED) << describe(st);
-    EXPECT_TRUE(contains(st.error_message(), "access 7 exceeds its rights 3")) << describe(st);
+    EXPECT_TRUE(contains(st.error_message(), "access 7 exceeds the region's 3")) << describe(st);
 
     v1::CloseSessionRequest close;
     close.set_id(resp.session());

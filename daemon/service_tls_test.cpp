@@ -111,10 +111,10 @@ ServiceHarness::Files tenants() {
     return {{"kv", std::string("name = \"kv\"\ncontrol_rate = 0\n\n[identity]\nsubjects = [\"") +
                        kv_subject +
                        "\"]\n\n[[regions]]\nname = \"table\"\nsize = \"1MiB\"\n"
-                       "rights = [\"read\", \"write\"]\n"},
+                       "access = [\"read\", \"write\"]\n"},
             {"analytics",
              "name = \"analytics\"\ncontrol_rate = 0\n\n[identity]\nuids = [1002]\n\n"
-             "[[regions]]\nname = \"scratch\"\nsize = \"1MiB\"\nrights = [\"read\"]\n"}};
+             "[[regions]]\nname = \"scratch\"\nsize = \"1MiB\"\naccess = [\"read\"]\n"}};
 }
 
 std::string describe(const grpc::Status& st) {

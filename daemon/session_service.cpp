@@ -197,12 +197,12 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
                 return grpc::Status(grpc::StatusCode::NOT_FOUND,
                                     object_name(tenant, "region", sr.name()) + ": no such region");
             }
-            const std::uint32_t access = sr.access() == 0 ? r->rights : sr.access();
-            if ((access & ~r->rights) != 0) {
+            const std::uint32_t access = sr.access() == 0 ? r->access : sr.access();
+            if ((access & ~r->access) != 0) {
                 return grpc::Status(
                     grpc::StatusCode::PERMISSION_DENIED,
-                    fmt::format("{}: access {} exceeds its rights {}",
-                                object_name(tenant, "region", sr.name()), access, r->rights));
+                    fmt::format("{}: access {} exceeds the region's {}",
+                                object_name(tenant, "region", sr.name()), access, r->access));
             }
             prep.regions[i] = rof_session_grant{r->id, access};
             auto* g = resp->add_regions();

@@ -87,9 +87,9 @@ class SharedModule final : public Module {
         return m_->get_tenant(id);
     }
     std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
-                                std::uint32_t rights,
+                                std::uint32_t access,
                                 std::span<rof_freelist_spec> freelists = {}) override {
-        return done("region_create", m_->region_create(tenant, name, size, rights, freelists));
+        return done("region_create", m_->region_create(tenant, name, size, access, freelists));
     }
     void region_destroy(std::uint32_t id, bool force) override {
         m_->region_destroy(id, force);
@@ -106,9 +106,9 @@ class SharedModule final : public Module {
                                                const std::string& name) override {
         return m_->find_region(tenant, name);
     }
-    RegionToken region_token(std::uint32_t region, std::uint32_t rights,
+    RegionToken region_token(std::uint32_t region, std::uint32_t access,
                              std::uint32_t ttl_ms) override {
-        return m_->region_token(region, rights, ttl_ms);
+        return m_->region_token(region, access, ttl_ms);
     }
     std::uint32_t freelist_create(std::uint32_t region, std::uint32_t block_size,
                                   std::uint64_t offset, std::uint32_t count) override {

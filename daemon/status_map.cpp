@@ -59,7 +59,7 @@ Entry lookup(int err) {
         case EXDEV:
             return {C::INVALID_ARGUMENT, "free list is in another region"};
         case EACCES:
-            return {C::PERMISSION_DENIED, "more access than the region's rights"};
+            return {C::PERMISSION_DENIED, "more access than the region allows"};
         // The module or the device is going away, or busy: worth a retry.
         case ENODEV:
         case EAGAIN:

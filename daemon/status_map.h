@@ -23,7 +23,7 @@ namespace rofd {
 //    module refuses rofd, which lacks CAP_SYS_ADMIN; the client asked for
 //    nothing it may not have, and must not be told it did.
 //  - EACCES is PERMISSION_DENIED: the module uses it for a grant or a
-//    program slot asking for more than a region's rights.
+//    program slot asking for more than a region's access.
 //  - ENXIO is NOT_FOUND, not UNAVAILABLE: from the control commands it means
 //    a granted or bound region or free list does not exist or is not the
 //    tenant's (docs/kmod.md 8.7, 9.6); retrying would not help.

@@ -29,7 +29,7 @@ namespace {
 // 1..N (elements 0..N-1) are applied.  Append only; never edit a step that
 // has shipped.  u64 values (tags, sizes, offsets, budgets) are stored as
 // the int64 with the same bit pattern.
-constexpr std::array<std::string_view, 2> kMigrations = {
+constexpr std::array<std::string_view, 3> kMigrations = {
     R"sql(
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY NOT NULL,
@@ -45,7 +45,7 @@ CREATE TABLE regions (
     tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
     name   TEXT NOT NULL,
     size   INTEGER NOT NULL,
-    rights INTEGER NOT NULL,
+    rights INTEGER NOT NULL, -- (retired name) renamed by step 3
     state  TEXT NOT NULL CHECK (state IN ('intent', 'committed')),
     PRIMARY KEY (tenant, name)
 ) STRICT;
@@ -106,6 +106,11 @@ CREATE INDEX idempotency_created ON idempotency(created_s);
     R"sql(
 ALTER TABLE idempotency ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 CREATE INDEX idempotency_tenant ON idempotency(tenant);
+)sql",
+    // A region's ROF_ACCESS_* bits are its access, as everywhere else
+    // (the grants' name); step 1 named the column otherwise.
+    R"sql(
+ALTER TABLE regions RENAME COLUMN rights TO access; -- (retired name)
 )sql",
 };
 
@@ -440,7 +445,7 @@ std::vector<StoredRegion> Store::regions() {
         ReadTxn snapshot(db);
         std::vector<StoredRegion> out;
         SQLite::Statement st(db,
-                             "SELECT tenant, name, size, rights, state FROM regions "
+                             "SELECT tenant, name, size, access, state FROM regions "
                              "ORDER BY tenant, name");
         SQLite::Statement fl(db,
                              "SELECT block_size, \"offset\", count FROM freelists "
@@ -450,7 +455,7 @@ std::vector<StoredRegion> Store::regions() {
             r.tenant = st.getColumn(0).getString();
             r.name = st.getColumn(1).getString();
             r.size = to_u64(st.getColumn(2).getInt64());
-            r.rights = static_cast<std::uint32_t>(st.getColumn(3).getInt64());
+            r.access = static_cast<std::uint32_t>(st.getColumn(3).getInt64());
             r.state =
                 st.getColumn(4).getString() == "committed" ? RowState::committed : RowState::intent;
             fl.reset();
@@ -472,14 +477,14 @@ void Store::put_region(const StoredRegion& r) {
     impl_->guard([&] {
         SQLite::Database& db = *impl_->db;
         SQLite::Statement st(db,
-                             "INSERT INTO regions (tenant, name, size, rights, state) "
+                             "INSERT INTO regions (tenant, name, size, access, state) "
                              "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO UPDATE SET "
-                             "size = excluded.size, rights = excluded.rights, "
+                             "size = excluded.size, access = excluded.access, "
                              "state = excluded.state");
         st.bind(1, r.tenant);
         st.bind(2, r.name);
         st.bind(3, to_i64(r.size));
-        st.bind(4, r.rights);
+        st.bind(4, r.access);
         st.bind(5, state_name(r.state));
         st.exec();
 

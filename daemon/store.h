@@ -62,7 +62,7 @@ struct StoredRegion {
     std::string tenant;
     std::string name;
     std::uint64_t size = 0;
-    std::uint32_t rights = 0;  // ROF_ACCESS_*
+    std::uint32_t access = 0;  // ROF_ACCESS_*
     std::vector<StoredFreeList> freelists;
     RowState state = RowState::intent;
 };

@@ -45,7 +45,7 @@ StoredRegion region(const std::string& tenant, const std::string& name, std::uin
     r.tenant = tenant;
     r.name = name;
     r.size = size;
-    r.rights = 3;
+    r.access = 3;
     r.freelists = std::move(fl);
     r.state = RowState::committed;
     return r;
@@ -71,7 +71,7 @@ void expect_eq(const StoredRegion& a, const StoredRegion& b) {
     EXPECT_EQ(a.tenant, b.tenant);
     EXPECT_EQ(a.name, b.name);
     EXPECT_EQ(a.size, b.size);
-    EXPECT_EQ(a.rights, b.rights);
+    EXPECT_EQ(a.access, b.access);
     EXPECT_EQ(a.state, b.state);
     ASSERT_EQ(a.freelists.size(), b.freelists.size());
     for (std::size_t i = 0; i < a.freelists.size(); ++i) {
@@ -220,7 +220,7 @@ TEST(Store, RegionsRoundTripAndReplace) {
     // Replace: the row and its free lists.
     auto r1b = region("t", "r1", 5, {{128, 8, 1}});
     r1b.state = RowState::intent;
-    r1b.rights = 1;
+    r1b.access = 1;
     s.put_region(r1b);
     got = s.regions();
     ASSERT_EQ(got.size(), 2u);
@@ -449,6 +449,7 @@ TEST(Store, IdempotencyOfSchemaOneIsMigrated) {
         SQLite::Database db(path, SQLite::OPEN_READWRITE);
         db.exec("DROP INDEX idempotency_tenant");
         db.exec("ALTER TABLE idempotency DROP COLUMN tenant");
+        db.exec("ALTER TABLE regions RENAME COLUMN access TO rights");  // (retired name)
         db.exec("PRAGMA user_version = 1");
     }
     Store s(path);
@@ -456,6 +457,31 @@ TEST(Store, IdempotencyOfSchemaOneIsMigrated) {
     const auto got = s.idempotent("admin", "CreateRegion", "a1");
     ASSERT_TRUE(got);
     EXPECT_EQ(got->tenant, "");
+}
+
+// A database of schema 2 (the column of a region's access bits named as
+// step 1 named it) is migrated: its regions keep their bits.
+TEST(Store, RegionsOfSchemaTwoKeepTheirAccess) {
+    TempDir dir;
+    const std::string path = dir.file("rofd.db");
+    {
+        Store s(path);
+        s.put_tenant({"kv", 1});
+        StoredRegion r = region("kv", "table", 4096);
+        r.access = 5;
+        s.put_region(r);
+    }
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE);
+        db.exec("ALTER TABLE regions RENAME COLUMN access TO rights");  // (retired name)
+        db.exec("PRAGMA user_version = 2");
+    }
+    Store s(path);
+    EXPECT_EQ(user_version(path), Store::schema_version());
+    const auto regions = s.regions();
+    ASSERT_EQ(regions.size(), 1u);
+    EXPECT_EQ(regions[0].name, "table");
+    EXPECT_EQ(regions[0].access, 5u);
 }
 
 TEST(Store, TransactionCommitsAndReturns) {

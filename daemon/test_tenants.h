@@ -25,10 +25,10 @@ inline std::string kv_toml(const KvToml& o = {}) {
     s += "\n[identity]\nuids = [" + std::to_string(o.uid) + "]\n";
     s += "\n[quota]\nregion_bytes = \"64MiB\"\n" + o.quota;
     s += "\n[[regions]]\nname = \"table\"\nsize = \"" + o.table_size +
-         "\"\nrights = [\"read\", \"write\", \"atomic\"]\n";
+         "\"\naccess = [\"read\", \"write\", \"atomic\"]\n";
     if (!o.table_only) {
         s += "\n[[regions.freelists]]\nblock_size = 64\noffset = 4096\ncount = 1024\n";
-        s += "\n[[regions]]\nname = \"log\"\nsize = \"4MiB\"\nrights = [\"read\", \"write\"]\n";
+        s += "\n[[regions]]\nname = \"log\"\nsize = \"4MiB\"\naccess = [\"read\", \"write\"]\n";
     }
     return s + o.tail;
 }

@@ -86,7 +86,7 @@ static int rof_sregion_attach(struct rof_session *s, struct rof_sregion *sr,
 	sr->r = rof_region_get(s->tenant, g->region);
 	if (!sr->r)
 		return ROF_REJECT_NO_REGION;
-	sr->access = g->access & rof_region_rights(sr->r);
+	sr->access = g->access & rof_region_access(sr->r);
 	if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
 		sr->access &= ~ROF_ACCESS_ATOMIC;
 	if (!sr->access)

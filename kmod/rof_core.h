@@ -187,11 +187,11 @@ struct rof_region *rof_region_get(struct rof_tenant *t, u32 id); /* or NULL */
 void rof_region_put(struct rof_region *r);
 int rof_region_attach(struct rof_region *r, struct rof_attach *a);
 void rof_region_detach(struct rof_region *r, struct rof_attach *a);
-/* The region's memory: pages, a contiguous kernel mapping, size, rights. */
+/* The region's memory: pages, a contiguous kernel mapping, size, access. */
 struct page **rof_region_pages(struct rof_region *r, unsigned int *npages);
 void *rof_region_vaddr(struct rof_region *r);
 u64 rof_region_size(const struct rof_region *r);
-u32 rof_region_rights(const struct rof_region *r);	/* ROF_ACCESS_* */
+u32 rof_region_access(const struct rof_region *r);	/* ROF_ACCESS_* */
 /*
  * rof_region_get/put, attach and the accessors work in any context (the
  * memory is freed from a workqueue).  rof_region_attach fails with

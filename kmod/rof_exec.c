@@ -6,7 +6,7 @@
  * rof_exec_user; rof_exec.h hides the differences.  docs/isa.md is the
  * specification.  The verifier (libclient/prog) runs before this, but
  * nothing here relies on it: every instruction is decoded defensively,
- * every access is bounds- and rights-checked, and the instruction budget
+ * every access is bounds- and access-checked, and the instruction budget
  * is enforced, so a verifier bug becomes an error status, never a stray
  * access.
  */
@@ -85,7 +85,7 @@ const char *rof_exec_status_name(int status)
 		[ROF_ISA_EBUDGET] = "EBUDGET",
 		[ROF_ISA_EBOUNDS] = "EBOUNDS",
 		[ROF_ISA_EPTR] = "EPTR",
-		[ROF_ISA_ERIGHTS] = "ERIGHTS",
+		[ROF_ISA_EACCESS] = "EACCESS",
 		[ROF_ISA_ESLOT] = "ESLOT",
 		[ROF_ISA_EALIGN] = "EALIGN",
 		[ROF_ISA_EDIVZERO] = "EDIVZERO",
@@ -350,7 +350,7 @@ static int rof_slot_name_ok(const char *name)
 	return 1;
 }
 
-/* Rights each memory operand of @in needs, as (space, right) pairs. */
+/* Access each memory operand of @in needs, as (space, right) pairs. */
 static u32 rof_insn_uses(const struct rof_insn *in, u8 *space, u32 *right)
 {
 	u32 n = 0;
@@ -444,12 +444,12 @@ int rof_exec_check_image(const void *image, u64 len, u32 *bad_insn)
 
 		if (!rof_slot_name_ok(s->name))
 			return -EINVAL;
-		if (!s->rights || (s->rights & ~ROF_ACCESS_ALL))
+		if (!s->access || (s->access & ~ROF_ACCESS_ALL))
 			return -EINVAL;
 		if (s->flags & ~ROF_SLOT_FREELIST)
 			return -EINVAL;
 		if ((s->flags & ROF_SLOT_FREELIST) &&
-		    !(s->rights & ROF_ACCESS_ATOMIC))
+		    !(s->access & ROF_ACCESS_ATOMIC))
 			return -EINVAL;
 		for (j = 0; j < i; j++)
 			if (!strncmp(s->name, slots[j].name, ROF_ISA_NAME_MAX))
@@ -474,7 +474,7 @@ int rof_exec_check_image(const void *image, u64 len, u32 *bad_insn)
 				continue;
 			if (space[j] >= h->slot_cnt)
 				return -ENOENT;
-			if (!(slots[space[j]].rights & right[j]))
+			if (!(slots[space[j]].access & right[j]))
 				return -EACCES;
 		}
 		if ((insns[pc].op == ROF_OP_ALLOC ||
@@ -540,23 +540,23 @@ static int rof_mem(struct rof_run *run, u32 space, u64 off, u64 size,
 		if (space >= ctx->region_cnt || !ctx->regions[space].base)
 			return ROF_ISA_ESLOT;
 		rg = &ctx->regions[space];
-		if (!(rg->rights & right))
-			return ROF_ISA_ERIGHTS;
+		if (!(rg->access & right))
+			return ROF_ISA_EACCESS;
 		base = rg->base;
 		len = rg->len;
 	} else if (space == ROF_SPACE_ARGS) {
 		if (right != ROF_ACCESS_READ)
-			return ROF_ISA_ERIGHTS;
+			return ROF_ISA_EACCESS;
 		base = (u8 *)ctx->args;
 		len = ctx->args_len;
 	} else if (space == ROF_SPACE_SCRATCH) {
 		if (right == ROF_ACCESS_ATOMIC)
-			return ROF_ISA_ERIGHTS;
+			return ROF_ISA_EACCESS;
 		base = ctx->scratch;
 		len = ctx->scratch_len;
 	} else if (space == ROF_SPACE_RESP) {
 		if (right == ROF_ACCESS_ATOMIC)
-			return ROF_ISA_ERIGHTS;
+			return ROF_ISA_EACCESS;
 		base = ctx->resp;
 		len = ctx->resp_cap;
 	} else {

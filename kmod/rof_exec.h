@@ -17,7 +17,7 @@
 #include <linux/spinlock.h>
 #include <linux/atomic.h>
 #include <asm/byteorder.h>
-#include "include/uapi/rof.h"	/* ROF_ACCESS_*: the slot rights */
+#include "include/uapi/rof.h"	/* ROF_ACCESS_*: the slot access */
 #include "include/uapi/rof_isa.h"
 
 #ifndef __LITTLE_ENDIAN
@@ -52,7 +52,7 @@ struct rof_exec_lock {
 #include <stdint.h>
 #include <string.h>
 #include <sys/cdefs.h>	/* __always_inline, as the kernel's */
-#include "uapi/rof.h"	/* ROF_ACCESS_*: the slot rights */
+#include "uapi/rof.h"	/* ROF_ACCESS_*: the slot access */
 #include "uapi/rof_isa.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -111,7 +111,7 @@ static inline u64 rof_exec_cmpxchg64(u64 *p, u64 old, u64 new_val)
  * struct rof_exec_region - one region slot as bound for this invocation.
  *
  * @base points at @len bytes mapped contiguously (vmap'd pages in the
- * module).  @rights are what policy granted, intersected with what the
+ * module).  @access is what policy granted, intersected with what the
  * image declared.  @freelist is the offset of the struct rof_isa_freelist
  * header inside the region, or ROF_ISA_NULL when the region has none.
  * @lock serialises wide CAS on this region; it may be NULL when the slot
@@ -120,7 +120,7 @@ static inline u64 rof_exec_cmpxchg64(u64 *p, u64 old, u64 new_val)
 struct rof_exec_region {
 	u8 *base;
 	u64 len;
-	u32 rights;
+	u32 access;
 	u32 flags;		/* 0 */
 	u64 freelist;
 	struct rof_exec_lock *lock;

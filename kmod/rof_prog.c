@@ -7,7 +7,7 @@
  * verifier proved; the module re-checks only what is cheap and what it
  * alone knows: the structure (rof_exec_check_image), its own limits, and
  * the slot bindings against the tenant's regions and free lists.  The
- * executor (rof_exec.c) enforces bounds, rights and the budget at run
+ * executor (rof_exec.c) enforces bounds, access and the budget at run
  * time, so a verifier bug becomes an error status, never a stray access.
  *
  * A program belongs to its tenant, not to a process: it is named by
@@ -713,7 +713,7 @@ static int rof_prog_bind_slot(struct rof_prog *p, u32 i,
 	sl->region_id = b->region;
 	sl->freelist_id = b->freelist;
 	xr->freelist = ROF_ISA_NULL;
-	if (is->rights & ~rof_region_rights(r)) {
+	if (is->access & ~rof_region_access(r)) {
 		ret = -EACCES;		/* the image wants more than the region gives */
 		goto err_region;
 	}
@@ -747,7 +747,7 @@ static int rof_prog_bind_slot(struct rof_prog *p, u32 i,
 
 	xr->base = rof_region_vaddr(r);
 	xr->len = is->len;
-	xr->rights = is->rights;
+	xr->access = is->access;
 	xr->flags = 0;
 	xr->lock = &rof_prog_locks[hash_32(b->region, ROF_PROG_LOCK_BITS)];
 	return 0;

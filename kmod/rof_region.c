@@ -46,7 +46,7 @@ struct rof_region {
 	struct rcu_head rcu;
 	struct work_struct free_work;
 	u32 id;
-	u32 rights;
+	u32 access;
 	char name[ROF_NAME_MAX];
 	struct rof_tenant *tenant;	/* holds a reference */
 	u64 size;
@@ -90,14 +90,14 @@ struct rof_token {
 	struct list_head node;
 	u64 token[2];
 	unsigned long expires;		/* jiffies */
-	u32 rights;
+	u32 access;
 	struct rof_region *region;	/* holds a reference */
 };
 
 /* What a ROF_IOC_REGION_MAP bound a /dev/rof file to. */
 struct rof_region_binding {
 	struct rof_region *region;	/* holds a reference */
-	u32 rights;
+	u32 access;
 };
 
 static DEFINE_XARRAY_ALLOC1(rof_regions);
@@ -180,9 +180,9 @@ u64 rof_region_size(const struct rof_region *r)
 	return r->size;
 }
 
-u32 rof_region_rights(const struct rof_region *r)
+u32 rof_region_access(const struct rof_region *r)
 {
-	return r->rights;
+	return r->access;
 }
 
 /*
@@ -534,7 +534,7 @@ static long rof_region_create(void __user *uarg)
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags || req.rights & ~ROF_ACCESS_ALL)
+	if (req.flags || req.access & ~ROF_ACCESS_ALL)
 		return -EINVAL;
 	if (rof_name_check(req.name))
 		return -EINVAL;
@@ -576,7 +576,7 @@ static long rof_region_create(void __user *uarg)
 	atomic_set(&r->mappings, 0);
 	strscpy(r->name, req.name, sizeof(r->name));
 	r->size = req.size;
-	r->rights = req.rights;
+	r->access = req.access;
 	r->npages = req.size >> PAGE_SHIFT;
 	r->tenant = t;
 
@@ -716,7 +716,7 @@ static void rof_region_fill(struct rof_region *r, struct rof_region_info *info)
 	info->size = r->size;
 	info->id = r->id;
 	info->tenant = rof_tenant_id(r->tenant);
-	info->rights = r->rights;
+	info->access = r->access;
 	info->attachments = rof_attach_count(&r->users);
 	info->mappings = atomic_read(&r->mappings);
 	info->freelists = r->nfreelists;
@@ -807,8 +807,8 @@ static long rof_region_token(void __user *uarg)
 		return -EFAULT;
 	if (req.flags)
 		return -EINVAL;
-	if (req.rights != ROF_ACCESS_READ &&
-	    req.rights != (ROF_ACCESS_READ | ROF_ACCESS_WRITE))
+	if (req.access != ROF_ACCESS_READ &&
+	    req.access != (ROF_ACCESS_READ | ROF_ACCESS_WRITE))
 		return -EINVAL;
 	if (req.ttl_ms > ROF_TOKEN_TTL_MAX_MS)
 		return -EINVAL;
@@ -818,7 +818,7 @@ static long rof_region_token(void __user *uarg)
 	if (!tok)
 		return -ENOMEM;
 	get_random_bytes(tok->token, sizeof(tok->token));
-	tok->rights = req.rights;
+	tok->access = req.access;
 	tok->expires = jiffies + msecs_to_jiffies(ttl);
 
 	mutex_lock(&rof_regions_lock);
@@ -903,7 +903,7 @@ static long rof_region_map(struct file *file, void __user *uarg)
 	}
 	r = tok->region;
 	b->region = r;		/* the token's reference moves to @b */
-	b->rights = tok->rights;
+	b->access = tok->access;
 	kfree_sensitive(tok);
 	spin_lock(&r->lock);
 	if (r->dying)
@@ -921,7 +921,7 @@ static long rof_region_map(struct file *file, void __user *uarg)
 
 	req.region = r->id;
 	req.size = r->size;
-	req.rights = b->rights;
+	req.access = b->access;
 	if (copy_to_user(uarg, &req, sizeof(req)))
 		return -EFAULT;	/* bound anyway: closing the fd undoes it */
 	return 0;
@@ -985,7 +985,7 @@ int rof_region_mmap(struct file *file, struct vm_area_struct *vma)
 		return -ENOENT;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
-	if (!(b->rights & ROF_ACCESS_WRITE)) {
+	if (!(b->access & ROF_ACCESS_WRITE)) {
 		if (vma->vm_flags & VM_WRITE)
 			return -EACCES;
 		vma->vm_flags &= ~VM_MAYWRITE;

@@ -337,7 +337,7 @@ static long rof_session_prepare(void __user *uarg)
 			ret = -ENXIO;	/* no such region of this tenant */
 			goto out_tenant;
 		}
-		if (g->access & ~rof_region_rights(r))
+		if (g->access & ~rof_region_access(r))
 			ret = -EACCES;	/* more than the region allows */
 		rof_region_put(r);
 		if (ret)

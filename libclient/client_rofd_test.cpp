@@ -77,7 +77,7 @@ TEST(ClientRofd, EveryServiceAnswers) {
     cr.set_tenant("kv");
     cr.set_name("scratch");
     cr.set_size(65536);
-    cr.set_rights(v1::ACCESS_READ | v1::ACCESS_WRITE);
+    cr.set_access(v1::ACCESS_READ | v1::ACCESS_WRITE);
     const v1::Region r = c.create_region(cr);
     EXPECT_EQ(r.name(), "scratch");
     EXPECT_EQ(c.list_regions().regions_size(), 2);
@@ -88,7 +88,7 @@ TEST(ClientRofd, EveryServiceAnswers) {
     v1::MapRegionRequest mr;
     mr.set_tenant("kv");
     mr.set_name("scratch");
-    mr.set_rights(v1::ACCESS_READ);
+    mr.set_access(v1::ACCESS_READ);
     EXPECT_EQ(c.map_region(mr).token().size(), 16U);
 
     v1::VerifyProgramRequest vr;
@@ -165,7 +165,7 @@ TEST(ClientRofd, ErrorsCarryRofdsCodeAndMessage) {
     cr.set_tenant("kv");
     cr.set_name("bad name!");
     cr.set_size(4096);
-    cr.set_rights(v1::ACCESS_READ);
+    cr.set_access(v1::ACCESS_READ);
     EXPECT_EQ(error_of([&] { c.create_region(cr); }).code(), rof::Code::invalid_argument);
 }
 
@@ -206,7 +206,7 @@ TEST(ClientRofd, MutatingCallsAreKeyedAndRetrySafely) {
     cr.set_tenant("kv");
     cr.set_name("once");
     cr.set_size(4096);
-    cr.set_rights(v1::ACCESS_READ);
+    cr.set_access(v1::ACCESS_READ);
     cr.set_idempotency_key("k1");
     const v1::Region first = c.create_region(cr);
     // The same key again: rofd answers with the stored answer.

@@ -32,7 +32,7 @@ RegionMapping RegionMapping::map(Client& client, const std::string& tenant, cons
     v1::MapRegionRequest req;
     req.set_tenant(tenant);
     req.set_name(name);
-    req.set_rights(writable ? 3 : 1);
+    req.set_access(writable ? 3 : 1);
     return map(client.map_region(req), name);
 }
 
@@ -53,7 +53,7 @@ RegionMapping RegionMapping::map(const v1::MapRegionResponse& token, const std::
         throw os_error(name, "ROF_IOC_REGION_MAP", err);
     }
     RegionMapping r;
-    r.writable_ = (m.rights & ROF_ACCESS_WRITE) != 0;
+    r.writable_ = (m.access & ROF_ACCESS_WRITE) != 0;
     const int prot = PROT_READ | (r.writable_ ? PROT_WRITE : 0);
     void* p = ::mmap(nullptr, m.size, prot, MAP_SHARED, fd, 0);
     const int err = errno;

@@ -370,7 +370,7 @@ struct Session::Impl {
         std::string st = ibv_wc_status_str(w.status);
         if (w.status == IBV_WC_REM_ACCESS_ERR && wr_kind(w.wr_id) == WrKind::one_sided) {
             break_session(Code::permission_denied,
-                          "remote access error: rof.ko refused the key, range or rights of a "
+                          "remote access error: rof.ko refused the key, range or access of a "
                           "one-sided operation (" +
                               st + "); the session is closed",
                           w.wr_id);

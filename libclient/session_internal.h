@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Pieces of rof::Session that need no RDMA device, kept apart so that
 // session_test.cpp can test them: what a reject reason or a response
-// status means, the local bounds and rights check of one-sided verbs,
+// status means, the local bounds and access check of one-sided verbs,
 // program names, addresses.  The send path's bookkeeping is in
 // session_send.h.
 #pragma once

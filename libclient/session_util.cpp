@@ -91,7 +91,7 @@ const char* status_name(std::uint32_t status) noexcept {
 const char* exec_status_name(std::uint32_t s) noexcept {
     static const char* const names[] = {
         "OK",      "EINSN",      "EPC",     "EBUDGET",  "EBOUNDS", "EPTR",
-        "ERIGHTS", "ESLOT",      "EALIGN",  "EDIVZERO", "ELEN",    "EFREELIST",
+        "EACCESS", "ESLOT",      "EALIGN",  "EDIVZERO", "ELEN",    "EFREELIST",
         "EFREE",   "ECONTENDED", "ENOLOCK", "EARGS",    "EINVAL",
     };
     static_assert(sizeof(names) / sizeof(names[0]) == ROF_ISA_STATUS_COUNT);

@@ -537,7 +537,7 @@ void read_freelist(Reader& r, const toml::table& t, const std::string& path,
 
 struct RegionSeen {
     std::size_t index;  // into Tenant::regions
-    std::uint32_t rights;
+    std::uint32_t access;
 };
 
 void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
@@ -551,7 +551,7 @@ void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
             continue;
         }
         Pos at = pos_of(*t);
-        r.check_keys(*t, path, {"name", "size", "rights", "freelists"});
+        r.check_keys(*t, path, {"name", "size", "access", "freelists"});
         if (i == tenant.quota.regions) {
             r.error(at, path + ": " + std::to_string(i + 1) +
                             " regions declared, more than quota.regions (" +
@@ -601,15 +601,15 @@ void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
             }
         }
 
-        if (r.require(*t, at, path, "rights")) {
-            if (auto ra = r.array(*t, path, "rights")) {
+        if (r.require(*t, at, path, "access")) {
+            if (auto ra = r.array(*t, path, "access")) {
                 if (ra->empty()) {
-                    r.error(pos_of(*ra), join(path, "rights") +
+                    r.error(pos_of(*ra), join(path, "access") +
                                              ": empty; give at least one of read, write, atomic");
                 }
                 for (std::size_t j = 0; j < ra->size(); j++) {
                     const toml::node& n = *ra->get(j);
-                    std::string p = index(join(path, "rights"), j);
+                    std::string p = index(join(path, "access"), j);
                     auto s = r.string_node(n, p);
                     if (!s) {
                         continue;
@@ -618,10 +618,10 @@ void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
                     if (!bit) {
                         r.error(pos_of(n),
                                 p + ": " + quote(*s) + " is not a right (read, write, atomic)");
-                    } else if (reg.rights & *bit) {
+                    } else if (reg.access & *bit) {
                         r.error(pos_of(n), p + ": " + quote(*s) + " is listed twice");
                     } else {
-                        reg.rights |= *bit;
+                        reg.access |= *bit;
                     }
                 }
             }
@@ -645,7 +645,7 @@ void read_regions(Reader& r, const toml::array& a, Tenant& tenant,
         }
 
         if (ok) {
-            by_name.emplace(reg.name, RegionSeen{tenant.regions.size(), reg.rights});
+            by_name.emplace(reg.name, RegionSeen{tenant.regions.size(), reg.access});
         }
         tenant.regions.push_back(std::move(reg));
     }
@@ -676,7 +676,7 @@ void read_grants(Reader& r, const toml::array& a, Tenant& tenant,
                                             " in this file (a tenant grants only its own "
                                             "regions)");
                     ok = false;
-                } else if (!(it->second.rights & ROF_ACCESS_READ)) {
+                } else if (!(it->second.access & ROF_ACCESS_READ)) {
                     r.error(pos_of(*n), join(path, "region") + ": region " + quote(*name) +
                                             " does not have the \"read\" right, which every "
                                             "grant gives");
@@ -706,7 +706,7 @@ void read_grants(Reader& r, const toml::array& a, Tenant& tenant,
         }
         if (auto w = r.boolean(*t, path, "write")) {
             g.write = *w;
-            if (*w && region && !(region->rights & ROF_ACCESS_WRITE)) {
+            if (*w && region && !(region->access & ROF_ACCESS_WRITE)) {
                 r.error(pos_of(*t->get("write")), join(path, "write") + ": region " +
                                                       quote(g.region) +
                                                       " does not have the \"write\" right");

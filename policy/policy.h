@@ -112,7 +112,7 @@ struct FreeListDecl {
 struct RegionDecl {
     std::string name;                     // 1..63 of [A-Za-z0-9._:-]
     std::uint64_t size = 0;               // multiple of 4096, <= 16 GiB
-    std::uint32_t rights = 0;             // ROF_ACCESS_* bits: "read", "write", "atomic"
+    std::uint32_t access = 0;             // ROF_ACCESS_* bits: "read", "write", "atomic"
     std::vector<FreeListDecl> freelists;  // non-overlapping, inside the region
     std::uint32_t line = 0;               // where it is declared
 };

@@ -60,7 +60,7 @@ TEST(PolicyExamples, Load) {
     ASSERT_EQ(kv->regions.size(), 2U);
     EXPECT_EQ(kv->regions[0].name, "table");
     EXPECT_EQ(kv->regions[0].size, 16ULL << 20);
-    EXPECT_EQ(kv->regions[0].rights, ROF_ACCESS_READ | ROF_ACCESS_WRITE | ROF_ACCESS_ATOMIC);
+    EXPECT_EQ(kv->regions[0].access, ROF_ACCESS_READ | ROF_ACCESS_WRITE | ROF_ACCESS_ATOMIC);
     ASSERT_EQ(kv->regions[0].freelists.size(), 1U);
     EXPECT_EQ(kv->regions[0].freelists[0].block_size, 64U);
     EXPECT_EQ(kv->regions[0].freelists[0].offset, 4096U);
@@ -172,7 +172,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(t.quarantine.max_bad_requests, 3U);
     ASSERT_EQ(t.regions.size(), 2U);
     EXPECT_EQ(t.regions[0].size, 1ULL << 34);  // the largest region
-    EXPECT_EQ(t.regions[0].rights, ROF_ACCESS_ATOMIC);
+    EXPECT_EQ(t.regions[0].access, ROF_ACCESS_ATOMIC);
     EXPECT_EQ(t.regions[0].line, 36U);  // its [[regions]] header
     // Adjacent free lists, the last one ending exactly at the region's end.
     ASSERT_EQ(t.regions[1].freelists.size(), 2U);

@@ -182,7 +182,7 @@ rofd_two_tenants() {
 	[[regions]]
 	name = "table"
 	size = "1MiB"
-	rights = ["read", "write", "atomic"]
+	access = ["read", "write", "atomic"]
 	[[regions.freelists]]
 	block_size = 64
 	offset = 4096
@@ -199,7 +199,7 @@ rofd_two_tenants() {
 	[[regions]]
 	name = "scratch"
 	size = "64KiB"
-	rights = ["read", "write"]
+	access = ["read", "write"]
 	EOF
 }
 

@@ -71,7 +71,7 @@ class KvClient {
     Status get(std::string_view key, std::string& value, std::uint32_t* flags = nullptr);
     Status set(std::string_view key, std::string_view value, std::uint32_t flags = 0);
     Status del(std::string_view key);
-    // The rof::SessionOptions a client needs (the regions, by name, with the rights it uses).
+    // The rof::SessionOptions a client needs (the regions, by name, with the access it uses).
     static rof::SessionOptions session_options(const std::string& tenant = "");
     // How many times this client's GETs started again because the value changed between chunks.
     std::uint64_t get_restarts() const { return get_restarts_; }

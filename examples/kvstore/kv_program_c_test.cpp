@@ -75,7 +75,7 @@ TEST(KvProgramC, DefinesAreTheGeometry) {
 }
 
 // The demo's table (selftests/demo.sh, DEMO_ITEMS=2000) and the default and largest ones:
-// each C build verifies, and binds the regions as its assembly does (names, rights, lengths:
+// each C build verifies, and binds the regions as its assembly does (names, access, lengths:
 // the geometry's).
 TEST(KvProgramC, SameSlotsAsTheAssemblyForEachGeometry) {
     for (const std::uint64_t items :
@@ -90,7 +90,7 @@ TEST(KvProgramC, SameSlotsAsTheAssemblyForEachGeometry) {
             ASSERT_EQ(c.slots.size(), s.slots.size());
             for (std::size_t i = 0; i < c.slots.size(); i++) {
                 EXPECT_EQ(c.slots[i].name, s.slots[i].name);
-                EXPECT_EQ(c.slots[i].rights, s.slots[i].rights);
+                EXPECT_EQ(c.slots[i].access, s.slots[i].access);
                 EXPECT_EQ(c.slots[i].len, s.slots[i].len);
             }
             const auto index = c.find_slot("kv_index");

@@ -158,7 +158,7 @@ void ensure_region(rof::Client& c, const std::string& tenant, const std::string&
     req.set_tenant(tenant);
     req.set_name(name);
     req.set_size(size);
-    req.set_rights(7);
+    req.set_access(7);
     for (const auto& f : fls) {
         *req.add_freelists() = f;
     }

@@ -459,7 +459,7 @@ class Assembler {
         expect(",");
         const Tok& r = peek();
         if (r.type == Tok::Num) {
-            s.rights = static_cast<uint32_t>(ranged(0, UINT32_MAX, "rights"));
+            s.access = static_cast<uint32_t>(ranged(0, UINT32_MAX, "access"));
         } else if (r.type == Tok::Ident) {
             at_++;
             for (char c : r.s) {
@@ -467,14 +467,14 @@ class Assembler {
                                : c == 'w' ? ROF_ACCESS_WRITE
                                : c == 'a' ? ROF_ACCESS_ATOMIC
                                           : 0;
-                if (!bit || (s.rights & bit)) {
+                if (!bit || (s.access & bit)) {
                     fail(r,
-                         fmt::format("rights '{}': use each of r, w, a at most once", r.s.c_str()));
+                         fmt::format("access '{}': use each of r, w, a at most once", r.s.c_str()));
                 }
-                s.rights |= bit;
+                s.access |= bit;
             }
         } else {
-            fail(r, "expected rights (a subset of 'rwa')");
+            fail(r, "expected access (a subset of 'rwa')");
         }
         expect(",");
         s.len = static_cast<uint64_t>(ranged(0, UINT64_MAX, "minimum length"));
@@ -934,7 +934,7 @@ std::string disassemble(const Program& p) {
     out += fmt::format(".resp {}\n", p.resp_max);
     for (const Slot& s : p.slots) {
         out +=
-            fmt::format(".region {}, {}, {}", s.name.c_str(), rights_str(s.rights).c_str(), s.len);
+            fmt::format(".region {}, {}, {}", s.name.c_str(), access_str(s.access).c_str(), s.len);
         if (s.flags & ROF_SLOT_FREELIST) {
             out += ", freelist";
         }

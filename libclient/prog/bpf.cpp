@@ -665,7 +665,7 @@ class Translator {
         bool args = false, scr = false, resp = false;
         for (size_t o = 0; o < d.size(); o += kDeclSize) {
             uint32_t kind = rd<uint32_t>(d, o);
-            uint32_t rights = rd<uint32_t>(d, o + 4);
+            uint32_t access = rd<uint32_t>(d, o + 4);
             uint32_t flags = rd<uint32_t>(d, o + 8);
             uint32_t min = rd<uint32_t>(d, o + 12);
             uint64_t len = rd<uint64_t>(d, o + 16);
@@ -719,7 +719,7 @@ class Translator {
                         fail_obj("more than 16 regions");
                     }
                     uint16_t s = static_cast<uint16_t>(slots_.size());
-                    slots_.push_back(Slot{name, rights, flags, len});
+                    slots_.push_back(Slot{name, access, flags, len});
                     sym_space_[name] = s;
                     names_[s] = name;
                     break;
@@ -1924,7 +1924,7 @@ class Translator {
     void emit() {
         b_.args(args_min_, args_max_).scratch(scratch_size_).resp(resp_max_);
         for (const auto& s : slots_) {
-            b_.region(s.name, s.rights, s.len, s.flags & ROF_SLOT_FREELIST);
+            b_.region(s.name, s.access, s.len, s.flags & ROF_SLOT_FREELIST);
         }
         for (uint32_t i = 0; i < ins_.size(); i++) {
             label_.push_back(b_.label());

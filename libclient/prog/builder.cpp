@@ -20,8 +20,8 @@ Builder& Builder::resp(uint32_t size) {
     return *this;
 }
 
-uint8_t Builder::region(std::string_view name, uint32_t rights, uint64_t len, bool freelist) {
-    prog_.slots.push_back(Slot{std::string(name), rights, freelist ? ROF_SLOT_FREELIST : 0u, len});
+uint8_t Builder::region(std::string_view name, uint32_t access, uint64_t len, bool freelist) {
+    prog_.slots.push_back(Slot{std::string(name), access, freelist ? ROF_SLOT_FREELIST : 0u, len});
     return static_cast<uint8_t>(prog_.slots.size() - 1);
 }
 

@@ -75,7 +75,7 @@ std::vector<uint8_t> Program::encode() const {
     for (const Slot& s : slots) {
         rof_isa_slot e{};
         std::memcpy(e.name, s.name.data(), std::min(s.name.size(), sizeof(e.name) - 1));
-        e.rights = s.rights;
+        e.access = s.access;
         e.flags = s.flags;
         e.len = s.len;
         std::memcpy(img.data() + o, &e, kSlotSize);
@@ -192,7 +192,7 @@ std::optional<Program> decode_image(std::span<const uint8_t> image, std::string&
                 return std::nullopt;
             }
         }
-        p.slots.push_back(Slot{std::string(e.name, n), e.rights, e.flags, e.len});
+        p.slots.push_back(Slot{std::string(e.name, n), e.access, e.flags, e.len});
     }
     p.insns.resize(h.insn_cnt);
     std::memcpy(p.insns.data(), image.data() + o, h.insn_cnt * sizeof(rof_insn));
@@ -774,20 +774,20 @@ std::optional<std::string> space_name(const Program& p, uint8_t s) {
     return std::nullopt;
 }
 
-std::string rights_str(uint32_t rights, bool words) {
+std::string access_str(uint32_t access, bool words) {
     static constexpr struct {
         uint32_t bit;
         char letter;
         const char* word;
-    } kRights[] = {{ROF_ACCESS_READ, 'r', "read"},
+    } kAccess[] = {{ROF_ACCESS_READ, 'r', "read"},
                    {ROF_ACCESS_WRITE, 'w', "write"},
                    {ROF_ACCESS_ATOMIC, 'a', "atomic"}};
-    if (!words && (rights == 0 || (rights & ~ROF_ACCESS_ALL))) {
-        return fmt::format("{}", rights);
+    if (!words && (access == 0 || (access & ~ROF_ACCESS_ALL))) {
+        return fmt::format("{}", access);
     }
     std::string s;
-    for (const auto& r : kRights) {
-        if (!(rights & r.bit)) {
+    for (const auto& r : kAccess) {
+        if (!(access & r.bit)) {
             continue;
         }
         if (!words) {

@@ -372,15 +372,15 @@ class Verifier {
             if (!names.insert(s.name).second) {
                 return bad(fmt::format("region slot '{}' declared twice", s.name.c_str()));
             }
-            if (!s.rights || (s.rights & ~ROF_ACCESS_ALL)) {
-                return bad(fmt::format("region slot '{}' has invalid rights 0x{:x}", s.name.c_str(),
-                                       s.rights));
+            if (!s.access || (s.access & ~ROF_ACCESS_ALL)) {
+                return bad(fmt::format("region slot '{}' has invalid access 0x{:x}", s.name.c_str(),
+                                       s.access));
             }
             if (s.flags & ~ROF_SLOT_FREELIST) {
                 return bad(fmt::format("region slot '{}' has unknown flags 0x{:x}", s.name.c_str(),
                                        s.flags));
             }
-            if ((s.flags & ROF_SLOT_FREELIST) && !(s.rights & ROF_ACCESS_ATOMIC)) {
+            if ((s.flags & ROF_SLOT_FREELIST) && !(s.access & ROF_ACCESS_ATOMIC)) {
                 return bad(fmt::format("region slot '{}' has a free list but no atomic right",
                                        s.name.c_str()));
             }
@@ -395,10 +395,10 @@ class Verifier {
                     return bad(
                         fmt::format("region slot '{}' is not granted by policy", s.name.c_str()));
                 }
-                if (s.rights & ~g->rights) {
+                if (s.access & ~g->access) {
                     return bad(fmt::format("region slot '{}' needs {} but policy grants {}",
-                                           s.name.c_str(), rights_str(s.rights, true).c_str(),
-                                           rights_str(g->rights, true).c_str()));
+                                           s.name.c_str(), access_str(s.access, true).c_str(),
+                                           access_str(g->access, true).c_str()));
                 }
                 if (g->len && g->len < s.len) {
                     return bad(
@@ -431,11 +431,11 @@ class Verifier {
                                           space, p_.slots.size()));
         }
         const Slot& s = p_.slots[space];
-        if (!(s.rights & right)) {
+        if (!(s.access & right)) {
             return reject(pc, fmt::format("{} region '{}' without the {} right (declared "
                                           "{})",
-                                          what, s.name.c_str(), rights_str(right, true).c_str(),
-                                          rights_str(s.rights, true).c_str()));
+                                          what, s.name.c_str(), access_str(right, true).c_str(),
+                                          access_str(s.access, true).c_str()));
         }
         return true;
     }

@@ -16,7 +16,7 @@ namespace {
 using namespace rof::programs::test;
 using Bytes = std::vector<uint8_t>;
 
-// The same header: args and resp bounds, slots (names, rights, flags, windows).
+// The same header: args and resp bounds, slots (names, access, flags, windows).
 void expect_same_shape(const Loaded& a, const Loaded& c, const std::string& name) {
     EXPECT_EQ(a.prog.args_min, c.prog.args_min) << name;
     EXPECT_EQ(a.prog.args_max, c.prog.args_max) << name;
@@ -24,7 +24,7 @@ void expect_same_shape(const Loaded& a, const Loaded& c, const std::string& name
     ASSERT_EQ(a.prog.slots.size(), c.prog.slots.size()) << name;
     for (size_t i = 0; i < a.prog.slots.size(); i++) {
         EXPECT_EQ(a.prog.slots[i].name, c.prog.slots[i].name) << name << " slot " << i;
-        EXPECT_EQ(a.prog.slots[i].rights, c.prog.slots[i].rights) << name << " slot " << i;
+        EXPECT_EQ(a.prog.slots[i].access, c.prog.slots[i].access) << name << " slot " << i;
         EXPECT_EQ(a.prog.slots[i].flags, c.prog.slots[i].flags) << name << " slot " << i;
         EXPECT_EQ(a.prog.slots[i].len, c.prog.slots[i].len) << name << " slot " << i;
     }

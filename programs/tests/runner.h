@@ -228,7 +228,7 @@ class Invoker {
             rof_exec_region e{};
             e.base = r.data();
             e.len = slots[i].len;
-            e.rights = slots[i].rights;
+            e.access = slots[i].access;
             e.freelist = ROF_ISA_NULL;
             if (slots[i].flags & ROF_SLOT_FREELIST)
                 e.freelist = r.freelists.at(b.freelist);

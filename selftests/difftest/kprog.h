@@ -35,8 +35,8 @@ class Dev {
     uint32_t tenant_create(const std::string& name) { return kmod_.tenant_create(name, 0); }
     void tenant_destroy(uint32_t id) noexcept;  // forced; a cleanup: errors ignored
     uint32_t region_create(uint32_t tenant, const std::string& name, uint64_t size,
-                           uint32_t rights) {
-        return kmod_.region_create(tenant, name, size, rights);
+                           uint32_t access) {
+        return kmod_.region_create(tenant, name, size, access);
     }
     uint32_t freelist_create(uint32_t region, uint32_t block_size, uint64_t offset,
                              uint32_t count) {

@@ -400,7 +400,7 @@ int cmd_ioctls() {
 
     // Bindings.
     l = kprog::load_req(t, good, {{ro, 0}}, 100, 4096, "small");
-    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EACCES, "load slot rights beyond the region's");
+    expect_errno(dev, ROF_IOC_PROG_LOAD, &l, EACCES, "load slot access beyond the region's");
     l = kprog::load_req(t, good, {{other, 0}}, 100, 4096, "small");
     expect_errno(dev, ROF_IOC_PROG_LOAD, &l, ENXIO, "load with another tenant's region");
     l = kprog::load_req(t, good, {{0x7fffffff, 0}}, 100, 4096, "small");

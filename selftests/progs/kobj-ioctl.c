@@ -154,7 +154,7 @@ static int destroy(int fd, unsigned long cmd, uint32_t id, uint32_t flags)
 }
 
 static int region_create(int fd, uint32_t tenant, const char *name,
-			 uint64_t size, uint32_t rights, uint32_t *id)
+			 uint64_t size, uint32_t access, uint32_t *id)
 {
 	struct rof_region_create c;
 	int err;
@@ -163,7 +163,7 @@ static int region_create(int fd, uint32_t tenant, const char *name,
 	snprintf(c.name, sizeof(c.name), "%s", name);
 	c.tenant = tenant;
 	c.size = size;
-	c.rights = rights;
+	c.access = access;
 	err = ioc(fd, ROF_IOC_REGION_CREATE, &c);
 	if (!err)
 		*id = c.id;
@@ -187,7 +187,7 @@ static int freelist_create(int fd, uint32_t region, uint64_t offset,
 	return err;
 }
 
-static int mint(int fd, uint32_t region, uint32_t rights, uint32_t ttl_ms,
+static int mint(int fd, uint32_t region, uint32_t access, uint32_t ttl_ms,
 		uint64_t token[2])
 {
 	struct rof_region_token t;
@@ -195,7 +195,7 @@ static int mint(int fd, uint32_t region, uint32_t rights, uint32_t ttl_ms,
 
 	memset(&t, 0, sizeof(t));
 	t.region = region;
-	t.rights = rights;
+	t.access = access;
 	t.ttl_ms = ttl_ms;
 	err = ioc(fd, ROF_IOC_REGION_TOKEN, &t);
 	if (!err)
@@ -465,7 +465,7 @@ static void test_region_freelists(int fd)
 	strcpy(c.name, "with-lists");
 	c.tenant = ta;
 	c.size = PAGE;
-	c.rights = ROF_ACCESS_ALL;
+	c.access = ROF_ACCESS_ALL;
 	c.freelists = (uintptr_t)&fls;
 	expect(fd, ROF_IOC_REGION_CREATE, &c, 0,
 	       "REGION_CREATE with two free lists");
@@ -543,9 +543,9 @@ static void test_regions(int fd)
 	strcpy(c.name, "bad");
 	c.tenant = ta;
 	c.size = PAGE;
-	c.rights = 0x8;
+	c.access = 0x8;
 	expect(fd, ROF_IOC_REGION_CREATE, &c, EINVAL, "REGION_CREATE unknown right");
-	c.rights = 0;
+	c.access = 0;
 	c.flags = 1;
 	expect(fd, ROF_IOC_REGION_CREATE, &c, EINVAL, "REGION_CREATE unknown flag");
 	c.flags = 0;
@@ -574,7 +574,7 @@ static void test_regions(int fd)
 	       0, "REGION_GET");
 	get_region(fd, ra, &ri);
 	result(!strcmp(ri.name, "ra") && ri.size == 16 * PAGE &&
-	       ri.tenant == ta && ri.rights == (ROF_ACCESS_READ | ROF_ACCESS_WRITE) &&
+	       ri.tenant == ta && ri.access == (ROF_ACCESS_READ | ROF_ACCESS_WRITE) &&
 	       ri.chunks >= 1 && ri.chunks <= 16 && !ri.attachments &&
 	       !ri.mappings && !ri.freelists,
 	       "REGION_GET: ra, 64 KiB, tenant %u, %u chunk(s)", ri.tenant,
@@ -704,13 +704,13 @@ static void test_mappings(int fd)
 	/* TOKEN arguments */
 	memset(&t, 0, sizeof(t));
 	t.region = ra;
-	t.rights = ROF_ACCESS_WRITE;
+	t.access = ROF_ACCESS_WRITE;
 	expect(fd, ROF_IOC_REGION_TOKEN, &t, EINVAL, "REGION_TOKEN write-only");
-	t.rights = ROF_ACCESS_READ | ROF_ACCESS_ATOMIC;
+	t.access = ROF_ACCESS_READ | ROF_ACCESS_ATOMIC;
 	expect(fd, ROF_IOC_REGION_TOKEN, &t, EINVAL, "REGION_TOKEN atomic right");
-	t.rights = 0;
+	t.access = 0;
 	expect(fd, ROF_IOC_REGION_TOKEN, &t, EINVAL, "REGION_TOKEN no right");
-	t.rights = ROF_ACCESS_READ;
+	t.access = ROF_ACCESS_READ;
 	t.ttl_ms = ROF_TOKEN_TTL_MAX_MS + 1;
 	expect(fd, ROF_IOC_REGION_TOKEN, &t, EINVAL, "REGION_TOKEN ttl above max");
 	t.ttl_ms = 0;
@@ -759,7 +759,7 @@ static void test_mappings(int fd)
 	mint(fd, ra, ROF_ACCESS_READ, 0, tok2);
 	rc = map_token(mfd, tok, &m);
 	result(!rc && m.region == ra && m.size == 16 * PAGE &&
-	       m.rights == (ROF_ACCESS_READ | ROF_ACCESS_WRITE),
+	       m.access == (ROF_ACCESS_READ | ROF_ACCESS_WRITE),
 	       "REGION_MAP binds the fd (region %u, %llu bytes)", m.region,
 	       (unsigned long long)m.size);
 	result(map_token(mfd, tok2, &m) == EBUSY, "REGION_MAP on a bound fd: EBUSY");

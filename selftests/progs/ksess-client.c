@@ -5,8 +5,8 @@
  * Control (ioctls on /dev/rof, CAP_SYS_ADMIN):
  *   ksess-client key HEX64                    set the ticket MAC key
  *   ksess-client tenant NAME                  create a tenant, print its id
- *   ksess-client region TENANT NAME BYTES RIGHTS   (RIGHTS: r,w,a letters)
- *   ksess-client prepare TENANT [-g REGION:RIGHTS]... [-o OPS/S] [-b BYTES/S]
+ *   ksess-client region TENANT NAME BYTES ACCESS   (ACCESS: r,w,a letters)
+ *   ksess-client prepare TENANT [-g REGION:ACCESS]... [-o OPS/S] [-b BYTES/S]
  *                [-t TTL_MS] [-i IDLE_MS]      print "SESSION TICKETHEX"
  *                (TTL_MS by default an hour: the tests wait on events, and
  *                on a loaded emulated host minutes can pass between a
@@ -147,7 +147,7 @@ static uint64_t num(const char *s)
 	return v;
 }
 
-static uint32_t rights(const char *s)
+static uint32_t access_bits(const char *s)
 {
 	uint32_t r = 0;
 
@@ -156,7 +156,7 @@ static uint32_t rights(const char *s)
 		case 'r': r |= ROF_ACCESS_READ; break;
 		case 'w': r |= ROF_ACCESS_WRITE; break;
 		case 'a': r |= ROF_ACCESS_ATOMIC; break;
-		default: die("rights are r, w, a: '%s'", s);
+		default: die("access is r, w, a: '%s'", s);
 		}
 	}
 	return r;
@@ -223,7 +223,7 @@ static uint32_t make_region(int fd, uint32_t tenant, const char *name,
 	snprintf(rc.name, sizeof(rc.name), "%s", name);
 	rc.size = size;
 	rc.tenant = tenant;
-	rc.rights = r;
+	rc.access = r;
 	xioctl(fd, ROF_IOC_REGION_CREATE, &rc, "region create");
 	return rc.id;
 }
@@ -242,7 +242,7 @@ static int cmd_prepare(int argc, char **argv)
 	int fd, c;
 
 	if (argc < 2)
-		die("prepare TENANT [-g REGION:RIGHTS]... [-o OPS] [-b BYTES] [-t TTL_MS] [-i IDLE_MS]");
+		die("prepare TENANT [-g REGION:ACCESS]... [-o OPS] [-b BYTES] [-t TTL_MS] [-i IDLE_MS]");
 	memset(&p, 0, sizeof(p));
 	p.tenant = num(argv[1]);
 	optind = 2;
@@ -253,10 +253,10 @@ static int cmd_prepare(int argc, char **argv)
 		case 'g':
 			colon = strchr(optarg, ':');
 			if (!colon || p.nregions >= ROF_SESSION_MAX_REGIONS)
-				die("-g REGION:RIGHTS, at most %d", ROF_SESSION_MAX_REGIONS);
+				die("-g REGION:ACCESS, at most %d", ROF_SESSION_MAX_REGIONS);
 			*colon = 0;
 			p.regions[p.nregions].region = num(optarg);
-			p.regions[p.nregions].access = rights(colon + 1);
+			p.regions[p.nregions].access = access_bits(colon + 1);
 			p.nregions++;
 			break;
 		case 'o': p.rate.ops_per_sec = num(optarg); break;
@@ -293,7 +293,7 @@ static int cmd_crc_prog(uint32_t tenant, uint32_t region)
 	im.h.insn_cnt = 3;
 	im.h.slot_cnt = 1;
 	strcpy(im.slot.name, "r");
-	im.slot.rights = ROF_ACCESS_READ;
+	im.slot.access = ROF_ACCESS_READ;
 	im.slot.len = ROF_ISA_MAX_BULK;
 	im.insn[0].op = ROF_OP_ALU64_IMM + ROF_ALU_MOV;
 	im.insn[0].regs = ROF_REGS(2, 0);
@@ -816,7 +816,7 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 	p.nregions = 1;
 	p.regions[0].region = ro;
 	p.regions[0].access = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
-	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EACCES, "prepare grant beyond region rights");
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EACCES, "prepare grant beyond region access");
 	{
 		struct rof_destroy d = { .id = ro };
 
@@ -1917,7 +1917,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "region") && argc == 6) {
 		printf("%u\n", make_region(rof_fd(), num(argv[2]), argv[3], num(argv[4]),
-					   rights(argv[5])));
+					   access_bits(argv[5])));
 		return 0;
 	}
 	if (!strcmp(argv[1], "tenant-rate") && argc == 5) {

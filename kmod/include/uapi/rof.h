@@ -121,7 +121,7 @@ struct rof_list {
 
 #define ROF_LIST_MAX		65536	/* largest capacity accepted */
 
-/* Rights on a region, for remote one-sided verbs and program slots. */
+/* Access on a region, for remote one-sided verbs and program slots. */
 #define ROF_ACCESS_READ		(1U << 0)
 #define ROF_ACCESS_WRITE	(1U << 1)
 #define ROF_ACCESS_ATOMIC	(1U << 2)
@@ -304,7 +304,7 @@ struct rof_region_create {
 	char name[ROF_NAME_MAX];	/* in, unique within the tenant */
 	__u64 size;		/* in: bytes, a multiple of the page size */
 	__u32 tenant;		/* in: owner */
-	__u32 rights;		/* in: ROF_ACCESS_*, the most any grant may give */
+	__u32 access;		/* in: ROF_ACCESS_*, the most any grant may give */
 	__u32 id;		/* out */
 	__u32 flags;		/* in: must be 0 */
 	/*
@@ -323,7 +323,7 @@ struct rof_region_info {
 	__u32 id;		/* GET: in (out with ROF_GET_BY_NAME) */
 	__u32 flags;		/* GET: in, ROF_GET_* */
 	__u32 tenant;		/* GET with ROF_GET_BY_NAME: in */
-	__u32 rights;
+	__u32 access;
 	__u32 attachments;	/* sessions/programs using it */
 	__u32 mappings;		/* live mmaps and bound /dev/rof fds */
 	__u32 freelists;
@@ -339,7 +339,7 @@ struct rof_region_info {
  */
 struct rof_region_token {
 	__u32 region;		/* in */
-	__u32 rights;		/* in: ROF_ACCESS_READ, optionally | ROF_ACCESS_WRITE */
+	__u32 access;		/* in: ROF_ACCESS_READ, optionally | ROF_ACCESS_WRITE */
 	__u32 ttl_ms;		/* in: 0 = ROF_TOKEN_TTL_DEFAULT_MS */
 	__u32 flags;		/* in: must be 0 */
 	__u64 token[2];		/* out: 128 random bits */
@@ -351,7 +351,7 @@ struct rof_region_map {
 	__u32 flags;		/* in: must be 0 */
 	__u32 region;		/* out */
 	__u64 size;		/* out: bytes mmap may map from offset 0 */
-	__u32 rights;		/* out: as minted */
+	__u32 access;		/* out: as minted */
 	__u32 reserved;		/* in: must be 0 */
 };
 
@@ -543,7 +543,7 @@ struct rof_ticket_key {
 	__u32 reserved;			/* in: must be 0 */
 };
 
-/* One granted region; @access is a subset of the region's rights. */
+/* One granted region; @access is a subset of the region's access. */
 struct rof_session_grant {
 	__u32 region;		/* region id, of the session's tenant */
 	__u32 access;		/* ROF_ACCESS_*, not 0 */

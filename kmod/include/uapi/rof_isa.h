@@ -34,7 +34,7 @@
 #define ROF_ISA_NULL		(~(__u64)0)
 
 /*
- * Rights of a region slot, declared by the image and granted by policy,
+ * Access of a region slot, declared by the image and granted by policy,
  * are the ABI's region access bits: ROF_ACCESS_READ, ROF_ACCESS_WRITE and
  * ROF_ACCESS_ATOMIC of rof.h.
  */
@@ -57,7 +57,7 @@ struct rof_isa_hdr {
 
 struct rof_isa_slot {
 	char name[ROF_ISA_NAME_MAX];	/* NUL-terminated, [A-Za-z_][A-Za-z0-9_]* */
-	__u32 rights;			/* ROF_ACCESS_* the program uses */
+	__u32 access;			/* ROF_ACCESS_* the program uses */
 	__u32 flags;			/* ROF_SLOT_* */
 	__u64 len;			/* the slot's window: region bytes [0, len) */
 };
@@ -330,7 +330,7 @@ enum rof_isa_status {
 	ROF_ISA_EBUDGET		= 3,	/* instruction or byte budget spent */
 	ROF_ISA_EBOUNDS		= 4,	/* access outside its buffer/region */
 	ROF_ISA_EPTR		= 5,	/* loaded pointer outside its space */
-	ROF_ISA_ERIGHTS		= 6,	/* slot lacks the right / args write */
+	ROF_ISA_EACCESS		= 6,	/* slot lacks the right / args write */
 	ROF_ISA_ESLOT		= 7,	/* slot not bound */
 	ROF_ISA_EALIGN		= 8,	/* atomic not 8-byte aligned */
 	ROF_ISA_EDIVZERO	= 9,	/* DIV or MOD by zero */

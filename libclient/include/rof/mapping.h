@@ -18,7 +18,7 @@ namespace rof {
 class ROF_EXPORT RegionMapping {
   public:
     // Maps region @name of @tenant (empty: the caller's own), writable when @writable (then the
-    // caller needs read-write rights on it).  Throws rof::Error naming the region and the
+    // caller needs read-write access on it).  Throws rof::Error naming the region and the
     // reason: MapRegion's error, or the device's (open, ioctl, mmap).
     static RegionMapping map(Client& client, const std::string& tenant, const std::string& name,
                              bool writable);

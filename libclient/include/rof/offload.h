@@ -57,7 +57,7 @@ typedef __INT16_TYPE__ int16_t;
 typedef __INT32_TYPE__ int32_t;
 typedef __INT64_TYPE__ int64_t;
 
-/* Region rights (ROF_ACCESS_* of uapi/rof.h) and slot flags. */
+/* Region access (ROF_ACCESS_* of uapi/rof.h) and slot flags. */
 #define ROF_READ 1u
 #define ROF_WRITE 2u
 #define ROF_ATOMIC 4u
@@ -76,7 +76,7 @@ typedef __INT64_TYPE__ int64_t;
  */
 struct rof_decl {
     rof_u32 kind; /* ROF_DECL_* */
-    rof_u32 rights;
+    rof_u32 access;
     rof_u32 flags;
     rof_u32 min;
     rof_u64 len;
@@ -88,9 +88,9 @@ struct rof_decl {
 #define ROF_DECL_RESP 3
 #define ROF_DECL_REGION 4
 
-#define ROF__DECL(kind_, name_, rights_, flags_, min_, len_)        \
+#define ROF__DECL(kind_, name_, access_, flags_, min_, len_)        \
     static const struct rof_decl __rof_decl_##name_ __attribute__(( \
-        section(".rof.decl"), used)) = {(kind_), (rights_), (flags_), (min_), (len_), #name_}
+        section(".rof.decl"), used)) = {(kind_), (access_), (flags_), (min_), (len_), #name_}
 
 /* The request: a `type` object called `name`, min..max bytes long. */
 #define ROF_ARGS(type, name, min, max) \
@@ -109,15 +109,15 @@ struct rof_decl {
 
 /*
  * A region slot: an array of `type` called `name` (also the slot's name,
- * which the tenant's policy binds), a window of len bytes, with `rights`
+ * which the tenant's policy binds), a window of len bytes, with `access`
  * (ROF_R, ROF_RW, ROF_RA, ROF_RWA); ROF_REGION_FREELIST for ALLOC/FREE.
  */
-#define ROF_REGION(type, name, rights, len) \
+#define ROF_REGION(type, name, access, len) \
     extern type name[];                     \
-    ROF__DECL(ROF_DECL_REGION, name, (rights), 0, 0, (len))
-#define ROF_REGION_FREELIST(type, name, rights, len) \
+    ROF__DECL(ROF_DECL_REGION, name, (access), 0, 0, (len))
+#define ROF_REGION_FREELIST(type, name, access, len) \
     extern type name[];                              \
-    ROF__DECL(ROF_DECL_REGION, name, (rights), ROF_FREELIST, 0, (len))
+    ROF__DECL(ROF_DECL_REGION, name, (access), ROF_FREELIST, 0, (len))
 
 /* The object of `type` at byte offset `off` of a space. */
 #define ROF_AT(type, space, off) ((type*)((char*)(space) + (off)))

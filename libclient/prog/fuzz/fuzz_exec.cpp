@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         int st = env.run(p, v.worst_case);
         if (st == ROF_ISA_EBUDGET || env.ctx.executed > v.worst_case)
             __builtin_trap();  // the proven bound did not hold
-        if (st == ROF_ISA_EINSN || st == ROF_ISA_EPC || st == ROF_ISA_ERIGHTS ||
+        if (st == ROF_ISA_EINSN || st == ROF_ISA_EPC || st == ROF_ISA_EACCESS ||
             st == ROF_ISA_ESLOT || st == ROF_ISA_EINVAL)
             __builtin_trap();  // the verifier let a structural fault through
         if (st == ROF_ISA_OK && env.ctx.resp_len > p.resp_max)

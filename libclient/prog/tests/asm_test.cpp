@@ -177,7 +177,7 @@ const ErrCase kErrCases[] = {
     {"ja nowhere\nexit 0\n", "e.rofs:1:4: undefined label 'nowhere'"},
     {"a: exit 0\na: exit 1\n", "e.rofs:2:1: label 'a' already defined on line 1"},
     {".region args, r, 8\nexit 0\n", "e.rofs:1:9: 'args' is reserved and cannot name a region"},
-    {".region t, rwx, 8\nexit 0\n", "e.rofs:1:12: rights 'rwx': use each of r, w, a at most once"},
+    {".region t, rwx, 8\nexit 0\n", "e.rofs:1:12: access 'rwx': use each of r, w, a at most once"},
     {".region t, r, 8\n.region t, r, 8\nexit 0\n", "e.rofs:2:9: region 't' already declared"},
     {"copy args[0], args[8], 8\nexit 0\n",
      "e.rofs:1:6: args is read-only and cannot be a copy destination"},

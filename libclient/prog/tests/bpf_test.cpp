@@ -72,7 +72,7 @@ TEST(Bpf, CounterIncrements) {
     EXPECT_EQ(p.resp_max, 8u);
     ASSERT_EQ(p.slots.size(), 1u);
     EXPECT_EQ(p.slots[0].name, "counters");
-    EXPECT_EQ(p.slots[0].rights, uint32_t{ROF_ACCESS_READ | ROF_ACCESS_ATOMIC});
+    EXPECT_EQ(p.slots[0].access, uint32_t{ROF_ACCESS_READ | ROF_ACCESS_ATOMIC});
     EXPECT_EQ(p.slots[0].len, 4096u);
     Env env(p, 8);
     for (uint64_t round = 1; round <= 3; round++) {

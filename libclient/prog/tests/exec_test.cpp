@@ -177,11 +177,11 @@ TEST(ExecMem, ZeroLengthAccessesToEmptyBuffers) {
     EXPECT_EQ(f.ctx.fault_pc, 1u);
 }
 
-TEST(ExecMem, RightsAndSlotsAtRunTime) {
+TEST(ExecMem, AccessAndSlotsAtRunTime) {
     // Bypass the verifier: the executor alone must refuse.
     Case t("mov64 r2, 1\nst64 data[0], r2\nexit 0\n");
-    t.env.regions[0].rights = ROF_ACCESS_READ;
-    EXPECT_EQ(t.go(), ROF_ISA_ERIGHTS);
+    t.env.regions[0].access = ROF_ACCESS_READ;
+    EXPECT_EQ(t.go(), ROF_ISA_EACCESS);
     Case u("ld64 r2, data[0]\nexit 0\n");
     u.env.regions[0].base = nullptr;
     EXPECT_EQ(u.go(), ROF_ISA_ESLOT);
@@ -411,7 +411,7 @@ TEST(ExecCas, WideUnderLock) {
     }
     // "old" needs a writable block: args is not; the fault comes before the
     // swap, so memory is untouched
-    EXPECT_EQ(t.go(), ROF_ISA_ERIGHTS);
+    EXPECT_EQ(t.go(), ROF_ISA_EACCESS);
     EXPECT_EQ(t.env.region64(0, 32), 100u);
     Case u("cas192 r2, data[32], args[0], gt\nexit 0\n", 160);
     // 192-bit little-endian compare: the top word decides
@@ -434,12 +434,12 @@ TEST(ExecCas, WideUnderLock) {
     EXPECT_EQ(v.go(), ROF_ISA_ENOLOCK);
 }
 
-TEST(ExecCas, AlignmentAndRights) {
+TEST(ExecCas, AlignmentAndAccess) {
     Case t("mov64 r3, 4\ncas64 r2, data[r3], args[0], eq\nexit 0\n", 160, false);
     EXPECT_EQ(t.go(), ROF_ISA_EALIGN);
     Case u("cas64 r2, data[0], args[0], eq\nexit 0\n");
-    u.env.regions[0].rights = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
-    EXPECT_EQ(u.go(), ROF_ISA_ERIGHTS);
+    u.env.regions[0].access = ROF_ACCESS_READ | ROF_ACCESS_WRITE;
+    EXPECT_EQ(u.go(), ROF_ISA_EACCESS);
 }
 
 TEST(ExecFaa, AddsAndReturnsOld) {

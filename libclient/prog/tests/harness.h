@@ -45,7 +45,7 @@ struct Env {
             rof_exec_region r{};
             r.base = mem[i].data();
             r.len = len;
-            r.rights = p.slots[i].rights;
+            r.access = p.slots[i].access;
             r.freelist = ROF_ISA_NULL;
             r.lock = &locks[i];
             regions.push_back(r);

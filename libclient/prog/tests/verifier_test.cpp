@@ -249,7 +249,7 @@ const VCase kCases[] = {
 {"respond longer than resp", "mov64 r2, 65\nrespond r2, 0\n", REJECT, "response length r2 (65) is always above resp size 64", NONE},
 {"respond with a run-time length", "ld8 r2, args[0]\nrespond r2, 0\n", ACCEPT, "response length checked at run time", L1},
 
-// ---- rights and slots ----
+// ---- access and slots ----
 {"store into a read-only slot", "mov64 r2, 1\nst64 ro[0], r2\nexit 0\n", REJECT, "writes region 'ro' without the write right (declared read)", NONE},
 {"load from a read-only slot", "ld64 r2, ro[0]\nexit 0\n", ACCEPT, "", NONE},
 {"faa needs atomic", "mov64 r3, 1\nfaa r2, table[0], r3\nexit 0\n", REJECT, "faa on region 'table' without the atomic right (declared read,write)", NONE},
@@ -265,7 +265,7 @@ const VCase kCases[] = {
 {"store into args", "mov64 r1, 1\n.raw 0x8000001017\nexit 0\n", REJECT, "writes args, which is read-only", NONE},
 {"cas operand block in a slot needs read", "cas64 r2, at[0], table[0], eq\nexit 0\n", ACCEPT, "", NONE},
 {"free list without atomic", ".region f, rw, 64, freelist\nexit 0\n", REJECT, ".region (test.rofs:1): region slot 'f' has a free list but no atomic right", NOPRE},
-{"slot without rights", ".region z, 0, 8\nexit 0\n", REJECT, ".region (test.rofs:1): region slot 'z' has invalid rights 0x0", NOPRE},
+{"slot without access", ".region z, 0, 8\nexit 0\n", REJECT, ".region (test.rofs:1): region slot 'z' has invalid access 0x0", NOPRE},
 {"slot with unknown flags", ".scratch 8\n.region y, r, 8, 4\nexit 0\n", REJECT, ".region (test.rofs:2): region slot 'y' has unknown flags 0x4", NOPRE},
 {"policy grants everything", "ld64 r2, table[0]\nexit 0\n", ACCEPT, "", G_OK},
 {"policy grants table read-only", "ld64 r2, table[0]\nexit 0\n", REJECT, ".region (test.rofs:4): region slot 'table' needs read,write but policy grants read", G_RO},
@@ -345,7 +345,7 @@ TEST_P(VerifierTable, Case) {
                                 {"at", ROF_ACCESS_ALL, 64},
                                 {"heap", ROF_ACCESS_ALL, 4096}};
         if (c.opt & G_RO)
-            g[0].rights = ROF_ACCESS_READ;
+            g[0].access = ROF_ACCESS_READ;
         if (c.opt & G_SHORT)
             g[0].len = 32;
         if (c.opt & G_MISS)

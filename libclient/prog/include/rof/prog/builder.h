@@ -30,7 +30,7 @@ class Builder {
     Builder& scratch(uint32_t size);
     Builder& resp(uint32_t size);
     // Declares the next region slot and returns its number.
-    uint8_t region(std::string_view name, uint32_t rights, uint64_t len, bool freelist = false);
+    uint8_t region(std::string_view name, uint32_t access, uint64_t len, bool freelist = false);
 
     Label label();
     Builder& bind(Label l);

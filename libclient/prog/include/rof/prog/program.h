@@ -10,14 +10,14 @@
 #include <string_view>
 #include <vector>
 
-#include "uapi/rof.h"  // ROF_ACCESS_*: slot rights
+#include "uapi/rof.h"  // ROF_ACCESS_*: slot access
 #include "uapi/rof_isa.h"
 
 namespace rof::prog {
 
 struct Slot {
     std::string name;
-    uint32_t rights = 0;  // ROF_ACCESS_*
+    uint32_t access = 0;  // ROF_ACCESS_*
     uint32_t flags = 0;   // ROF_SLOT_*
     uint64_t len = 0;
 };
@@ -162,6 +162,6 @@ std::optional<std::string> space_name(const Program& p, uint8_t space);
 // ROF_ACCESS_* bits as the assembler writes them ("rwa"; a number when there
 // are none or bits it does not know) or, with @words, as messages say them
 // ("read,write"; "none").
-std::string rights_str(uint32_t rights, bool words = false);
+std::string access_str(uint32_t access, bool words = false);
 
 }  // namespace rof::prog

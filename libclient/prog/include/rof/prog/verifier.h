@@ -28,13 +28,13 @@ struct Limits {
 // A region the tenant's policy lets a slot of this name bind to.
 struct Grant {
     std::string slot;
-    uint32_t rights = 0;  // ROF_ACCESS_*
+    uint32_t access = 0;  // ROF_ACCESS_*
     uint64_t len = 0;     // region length, 0 when not known yet
 };
 
 struct VerifyOptions {
     Limits limits;
-    // nullopt: check the program on its own (rights are only checked against
+    // nullopt: check the program on its own (access is only checked against
     // the slot declarations), as `rofctl prog verify` does without a tenant.
     std::optional<std::vector<Grant>> grants;
     int log_level = 0;  // 0, 1 or 2
