@@ -41,10 +41,9 @@ std::uint64_t random_u64() {
     return v;
 }
 
-// The names rule of docs/kmod.md section 1 (rof.h's rof_name_char).
+// The names rule of docs/kmod.md section 1 (rof.h's rof_name_fault()).
 bool valid_name(const std::string& name) {
-    return !name.empty() && name.size() < ROF_NAME_MAX &&
-           std::all_of(name.begin(), name.end(), rof_name_char);
+    return rof_name_fault(name.data(), name.size()) == ROF_NAME_OK;
 }
 
 bool valid_name(const char (&name)[ROF_NAME_MAX]) {

@@ -472,11 +472,12 @@ TEST_F(Service, MalformedCreateRegionIsRefusedAndChangesNothing) {
         v1::Region resp;
         return rpc(*c->regions, &v1::Regions::Stub::CreateRegion, req, &resp);
     };
-    expect_invalid(create(region_request("", 4096, 3)), "name: empty");
+    expect_invalid(create(region_request("", 4096, 3)),
+                   "name: empty; a name is 1 .. 63 characters of [A-Za-z0-9._:-]");
     expect_invalid(create(region_request(std::string(64, 'a'), 4096, 3)),
-                   "name: 64 characters; at most 63");
+                   "name: 64 characters; a name is 1 .. 63 characters of [A-Za-z0-9._:-]");
     expect_invalid(create(region_request("a/b", 4096, 3)),
-                   "name: \"a/b\" has a character outside [A-Za-z0-9._:-]");
+                   "name: \"a/b\" has '/'; a name is 1 .. 63 characters of [A-Za-z0-9._:-]");
     expect_invalid(create(region_request("r", 4096, 8)), "rights: 8 is not");
     expect_invalid(create(region_request("r", 4096, 0)), "rights: 0 is not");
     expect_invalid(create(region_request("r", 0, 3)), "size: 0 must be");

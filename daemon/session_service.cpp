@@ -14,8 +14,6 @@
 namespace rofd {
 namespace {
 
-using rof::policy::ticket_ttl_max_s;
-
 std::string read_line(const std::string& path) {
     std::ifstream in(path);
     std::string line;
@@ -162,10 +160,10 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
                                 fmt::format("regions: {}; at most {}", req->regions_size(),
                                             ROF_SESSION_MAX_REGIONS));
         }
-        if (req->ticket_ttl_s() > ticket_ttl_max_s) {
-            return grpc::Status(
-                grpc::StatusCode::INVALID_ARGUMENT,
-                fmt::format("ticket_ttl_s: {}; at most {}", req->ticket_ttl_s(), ticket_ttl_max_s));
+        if (req->ticket_ttl_s() > ROF_TICKET_TTL_MAX_S) {
+            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                fmt::format("ticket_ttl_s: {}; at most {}", req->ticket_ttl_s(),
+                                            ROF_TICKET_TTL_MAX_S));
         }
         if (req->idle_timeout_ms() > ROF_SESSION_IDLE_MAX_MS) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,

@@ -43,7 +43,7 @@
 
 #include "rof_session.h"
 
-static uint idle_timeout_ms = 300000;
+static uint idle_timeout_ms = ROF_SESSION_IDLE_DEFAULT_MS;
 module_param(idle_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(idle_timeout_ms, "close a session idle this long, unless it sets its own");
 

@@ -41,7 +41,7 @@ using namespace detail;
 
 // rof.ko's idle_timeout_ms default: only for an older rofd that answers 0
 // (rofd answers the timeout in force, the module parameter's included).
-constexpr std::uint32_t kDefaultIdleMs = 300000;
+constexpr std::uint32_t kDefaultIdleMs = ROF_SESSION_IDLE_DEFAULT_MS;
 constexpr std::uint32_t kPollBatch = 32;
 constexpr int kSpin = 200;  // empty CQ polls before a blocking wait
 

@@ -33,10 +33,17 @@
 #define ROF_MAX_PORTS		4	/* ports reported per device */
 
 /*
+ * Names and bounds: the one definition of each that more than one of
+ * rof.ko, rofd, the policy files and rofctl checks (docs/architecture.md,
+ * "Names and bounds").
+ *
  * The name rule, one for every named object (tenants, regions, free lists,
- * programs, a program's region slots) and for everything that checks one:
- * rof.ko, rofd, the policy files and rofctl.  A name is 1 .. ROF_NAME_MAX - 1
- * characters, each one for which rof_name_char() is true: ROF_NAME_CHARSET.
+ * programs) and for everything that checks one: a name is 1 ..
+ * ROF_NAME_MAX - 1 characters, each one for which rof_name_char() is true
+ * (ROF_NAME_CHARSET, ASCII only); in an ABI struct it is NUL-terminated
+ * within its char[ROF_NAME_MAX].  rof_name_fault() applies it.  (A
+ * program's region slots have the ISA's rule instead: ROF_ISA_NAME_MAX,
+ * rof_isa.h.)
  */
 #define ROF_NAME_CHARSET	"[A-Za-z0-9._:-]"
 
@@ -46,6 +53,52 @@ static __inline__ int rof_name_char(char c)
 	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
 	       c == '-';
 }
+
+/* What rof_name_fault() finds wrong with a name. */
+enum rof_name_fault {
+	ROF_NAME_OK		= 0,
+	ROF_NAME_EMPTY		= 1,	/* no character */
+	ROF_NAME_TOO_LONG	= 2,	/* ROF_NAME_MAX characters or more */
+	ROF_NAME_BAD_CHAR	= 3,	/* one for which rof_name_char() is false */
+};
+
+/*
+ * rof_name_fault - the name rule applied to the @len characters at @name
+ * (no NUL needed; a NUL among them is a bad character).  Returns
+ * ROF_NAME_OK or the first enum rof_name_fault found, in the order of the
+ * enum.
+ */
+static __inline__ int rof_name_fault(const char *name, __u64 len)
+{
+	__u64 i;
+
+	if (!len)
+		return ROF_NAME_EMPTY;
+	if (len >= ROF_NAME_MAX)
+		return ROF_NAME_TOO_LONG;
+	for (i = 0; i < len; i++)
+		if (!rof_name_char(name[i]))
+			return ROF_NAME_BAD_CHAR;
+	return ROF_NAME_OK;
+}
+
+/*
+ * Bounds checked in more than one place.  The module's own stand beside
+ * their commands below (ROF_INFLIGHT_MAX, ROF_FREELIST_BLOCKS_MAX,
+ * ROF_TOKEN_TTL_MAX_MS, ROF_SESSION_IDLE_MAX_MS, ...); these are the
+ * others, which rofd, the policy files and rofctl share.
+ */
+#define ROF_MS_PER_DAY		86400000U	/* the longest duration in ms a setting takes */
+#define ROF_S_PER_DAY		86400U		/* the same in seconds */
+/* A session ticket's lifetime, s: [sessions] ticket_ttl_s, OpenSession. */
+#define ROF_TICKET_TTL_MAX_S	3600U
+/*
+ * A tenant's removal grace, ms: [limits] tenant_removal_grace_ms,
+ * DestroyTenant's grace_ms, rofctl tenant delete|destroy --grace.
+ */
+#define ROF_REMOVAL_GRACE_MAX_MS ROF_MS_PER_DAY
+/* Module parameter idle_timeout_ms's default: a session prepared with 0. */
+#define ROF_SESSION_IDLE_DEFAULT_MS 300000U
 
 /* Port states, numerically equal to the kernel's enum ib_port_state. */
 enum rof_port_state {
