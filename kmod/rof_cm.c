@@ -30,6 +30,15 @@ static uint signal_every = 16;
 module_param(signal_every, uint, 0444);
 MODULE_PARM_DESC(signal_every, "request a send completion every N sends");
 
+/*
+ * A session's receive and send slots are kernel memory its tenant makes
+ * the module allocate, msg_size each: (credits + 1 + 2 * credits +
+ * regions + 2) of them, 12.5 MiB for a 64 KiB session of 64 credits.
+ */
+static ulong tenant_msg_bytes_max = 256UL << 20;
+module_param(tenant_msg_bytes_max, ulong, 0644);
+MODULE_PARM_DESC(tenant_msg_bytes_max, "bytes of message buffers one tenant's sessions may hold at once (0: no bound)");
+
 #define ROF_INLINE_WANT		256	/* inline bytes asked of the QP */
 
 /* ---- regions: one FRWR per granted region ---------------------------- */
@@ -160,7 +169,7 @@ static void rof_slots_free(struct rof_session *s, struct rof_slot *slots,
 			continue;
 		if (slots[i].dma)
 			ib_dma_unmap_single(s->dev->ibdev, slots[i].dma,
-					    ROF_MSG_SIZE, dir);
+					    s->msg_size, dir);
 		kfree(slots[i].buf);
 	}
 	kfree(slots);
@@ -177,12 +186,16 @@ static struct rof_slot *rof_slots_alloc(struct rof_session *s, u32 n,
 	for (i = 0; i < n; i++) {
 		u64 dma;
 
-		/* kmalloc memory is physically contiguous: one mapping. */
-		slots[i].buf = kzalloc(ROF_MSG_SIZE, GFP_KERNEL);
+		/*
+		 * kmalloc memory is physically contiguous: one mapping.  Up
+		 * to ROF_MSG_SIZE_MAX, an order-4 allocation that may fail
+		 * on a fragmented host: a clean refusal, not a warning.
+		 */
+		slots[i].buf = kzalloc(s->msg_size, GFP_KERNEL | __GFP_NOWARN);
 		if (!slots[i].buf)
 			goto err;
 		dma = ib_dma_map_single(s->dev->ibdev, slots[i].buf,
-					ROF_MSG_SIZE, dir);
+					s->msg_size, dir);
 		if (ib_dma_mapping_error(s->dev->ibdev, dma))
 			goto err;
 		slots[i].dma = dma;
@@ -239,6 +252,10 @@ void rof_conn_release(struct rof_session *s)
 		/* Last: the QP and the MRs in it are gone. */
 		ib_dealloc_pd(s->pd);
 		s->pd = NULL;
+	}
+	if (s->msg_charged) {
+		rof_tenant_uncharge_msg(s->tenant, s->msg_charged);
+		s->msg_charged = 0;
 	}
 	if (s->charged) {
 		rof_tenant_uncharge_session(s->tenant);
@@ -299,7 +316,7 @@ static int rof_conn_create_qp(struct rof_session *s, struct rdma_cm_id *id)
 	if (ret)
 		return ret;
 	s->qp = id->qp;
-	s->max_inline = min_t(u32, qa.cap.max_inline_data, ROF_MSG_SIZE);
+	s->max_inline = min_t(u32, qa.cap.max_inline_data, s->msg_size);
 	return 0;
 }
 
@@ -349,6 +366,14 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 		return ROF_REJECT_RESOURCES;
 	s->sig_every = clamp_t(u32, signal_every, 1, s->sq_depth / 2);
 
+	/* Charged before it is allocated; released by rof_conn_release. */
+	ret = rof_tenant_charge_msg(s->tenant,
+				    (u64)(s->nrecv + s->sq_depth) * s->msg_size,
+				    READ_ONCE(tenant_msg_bytes_max));
+	if (ret)
+		return ret == -EDQUOT ? ROF_REJECT_QUOTA : ROF_REJECT_NO_TENANT;
+	s->msg_charged = (u64)(s->nrecv + s->sq_depth) * s->msg_size;
+
 	if (rof_conn_alloc_arrays(s))
 		return ROF_REJECT_RESOURCES;
 
@@ -382,7 +407,7 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 		return ROF_REJECT_RESOURCES;
 
 	rof_bucket_init(&s->ops_b, s->rate.ops_per_sec, 1, ktime_get_ns());
-	rof_bucket_init(&s->bytes_b, s->rate.bytes_per_sec, 2 * ROF_MSG_SIZE,
+	rof_bucket_init(&s->bytes_b, s->rate.bytes_per_sec, 2 * s->msg_size,
 			ktime_get_ns());
 	s->cm_id = id;
 	s->port_num = id->port_num;
@@ -504,7 +529,7 @@ static int rof_cm_connect(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	acc.nregions = s->nregions;
 	acc.credits = cpu_to_le16(s->credits);
 	acc.session = cpu_to_le32(s->id);
-	acc.msg_size = cpu_to_le32(ROF_MSG_SIZE);
+	acc.msg_size = cpu_to_le32(s->msg_size);
 	ap.private_data = &acc;
 	ap.private_data_len = sizeof(acc);
 	/* ib_cm reports the REQ from our side: the peer's initiator depth. */
