@@ -33,11 +33,17 @@ MODULE_PARM_DESC(signal_every, "request a send completion every N sends");
 /*
  * A session's receive and send slots are kernel memory its tenant makes
  * the module allocate, msg_size each: (credits + 1 + 2 * credits +
- * regions + 2) of them, 12.5 MiB for a 64 KiB session of 64 credits.
+ * regions + 2) of them.  What is bounded is what a message size above
+ * ROF_MSG_SIZE adds to them: the 1 KiB slots every session had before
+ * ABI 0.8 are bounded by the tenant's session and in-flight quotas as
+ * they were (its session quota is unlimited by default, so no byte total
+ * could be sized from it), and a tenant of default sessions is never
+ * refused by this bound, however many it opens.  12.1 MiB for a 64 KiB
+ * session of 64 credits and one region.
  */
 static ulong tenant_msg_bytes_max = 256UL << 20;
 module_param(tenant_msg_bytes_max, ulong, 0644);
-MODULE_PARM_DESC(tenant_msg_bytes_max, "bytes of message buffers one tenant's sessions may hold at once (0: no bound)");
+MODULE_PARM_DESC(tenant_msg_bytes_max, "bytes of message buffers above 1 KiB a slot that one tenant's sessions may hold at once (0: no bound)");
 
 #define ROF_INLINE_WANT		256	/* inline bytes asked of the QP */
 
@@ -331,6 +337,7 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 	struct ib_cq_init_attr ca = {};
 	u32 i, max_wr, cq_lim;
 	int reason, ret;
+	u64 charge;
 
 	s->dev = dev;			/* bound by the caller under rof_sess_lock */
 	/* Attached to the tenant since prepare: it cannot be another one. */
@@ -366,13 +373,19 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 		return ROF_REJECT_RESOURCES;
 	s->sig_every = clamp_t(u32, signal_every, 1, s->sq_depth / 2);
 
-	/* Charged before it is allocated; released by rof_conn_release. */
-	ret = rof_tenant_charge_msg(s->tenant,
-				    (u64)(s->nrecv + s->sq_depth) * s->msg_size,
-				    READ_ONCE(tenant_msg_bytes_max));
-	if (ret)
-		return ret == -EDQUOT ? ROF_REJECT_QUOTA : ROF_REJECT_NO_TENANT;
-	s->msg_charged = (u64)(s->nrecv + s->sq_depth) * s->msg_size;
+	/*
+	 * The bytes above ROF_MSG_SIZE, charged before they are allocated
+	 * and released by rof_conn_release; none for a default session.
+	 */
+	charge = (u64)(s->nrecv + s->sq_depth) * (s->msg_size - ROF_MSG_SIZE);
+	if (charge) {
+		ret = rof_tenant_charge_msg(s->tenant, charge,
+					    READ_ONCE(tenant_msg_bytes_max));
+		if (ret)
+			return ret == -EDQUOT ? ROF_REJECT_QUOTA :
+						ROF_REJECT_NO_TENANT;
+		s->msg_charged = charge;
+	}
 
 	if (rof_conn_alloc_arrays(s))
 		return ROF_REJECT_RESOURCES;

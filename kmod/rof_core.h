@@ -147,8 +147,9 @@ u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
 int rof_tenant_charge_prepared(struct rof_tenant *t, u32 cap);
 void rof_tenant_uncharge_prepared(struct rof_tenant *t);
 /*
- * Bytes of message slots (receive and send buffers) its live sessions
- * hold (rof_cm.c's tenant_msg_bytes_max): -EDQUOT past @cap (0: no cap),
+ * Bytes its live sessions' message slots (receive and send buffers) hold
+ * above ROF_MSG_SIZE each (rof_cm.c's tenant_msg_bytes_max): -EDQUOT past
+ * @cap (0: no cap),
  * -ENOENT when the tenant is being destroyed.  Any context.
  */
 int rof_tenant_charge_msg(struct rof_tenant *t, u64 bytes, u64 cap);

@@ -89,7 +89,7 @@ struct rof_session {
 	struct rof_device *dev;		/* set under rof_sess_lock */
 	struct rof_tenant *tenant;
 	bool charged;
-	u64 msg_charged;		/* slot bytes charged to the tenant */
+	u64 msg_charged;		/* slot bytes above ROF_MSG_SIZE charged */
 	bool prep_charged;		/* counts in max_prepared_sessions; rof_sess_lock */
 	bool tenant_attached;
 	struct rof_attach tatt;
