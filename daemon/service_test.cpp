@@ -844,6 +844,26 @@ TEST_F(Service, OpenAndCloseASession) {
     EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
 }
 
+// The tenant policy's [sessions] message_bytes is the session's message
+// size: the module prepares it so, the answer says it.
+TEST_F(Service, OpenSessionTakesThePolicysMessageSize) {
+    auto admin_c = h_.client(admin);
+    h_.write_tenant("kv",
+                    rofd::test::kv_toml({.tail = "\n[sessions]\nmessage_bytes = \"64KiB\"\n"}));
+    v1::ReloadPolicyResponse reloaded;
+    auto st = rpc(*admin_c->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+
+    auto c = h_.client(kv_user);
+    v1::OpenSessionResponse resp;
+    st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, {}, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.msg_size(), 65536U);
+    const auto s = h_.fake().get_session(resp.session());
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->msg_size, 65536U);
+}
+
 TEST_F(Service, LoadAProgramAndReadItBack) {
     auto c = h_.client(kv_user);
     const std::string text =

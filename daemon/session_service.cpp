@@ -220,6 +220,9 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
                 .count());
         prep.idle_timeout_ms = req->idle_timeout_ms() != 0 ? req->idle_timeout_ms()
                                                            : v->policy->daemon.idle_timeout_ms;
+        // The tenant's [sessions] message_bytes; the module answers the
+        // size the session has (ROF_MSG_SIZE on a module older than 0.8).
+        prep.msg_size = pt->sessions.message_bytes;
         const std::string address = session_address(m_, *v);
         try {
             m_.module().session_prepare(prep);
@@ -233,7 +236,7 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
         resp->set_port(cm_port());
         set_time(resp->mutable_expires_at(), prep.expires_ns);
         resp->set_inflight(pt->quota.inflight);
-        resp->set_msg_size(ROF_MSG_SIZE);
+        resp->set_msg_size(prep.msg_size);
         // 0 leaves the timeout to the module's parameter: answer the value
         // in force, which librof's keepalive paces itself by (a lowered
         // parameter would otherwise close idle librof sessions).

@@ -463,6 +463,20 @@ void read_programs(Reader& r, const toml::table& t, ProgramLimits& pl) {
     }
 }
 
+void read_sessions(Reader& r, const toml::table& t, SessionSettings& ss) {
+    const std::string path = "sessions";
+    r.check_keys(t, path, {"message_bytes"});
+    if (auto v = r.size(t, path, "message_bytes", ROF_MSG_SIZE, ROF_MSG_SIZE_MAX)) {
+        if ((*v & (*v - 1)) != 0) {
+            r.error(pos_of(*t.get("message_bytes")),
+                    "sessions.message_bytes: " + std::to_string(*v) +
+                        " is not a power of two (1024, 2048, 4096, ... 65536)");
+        } else {
+            ss.message_bytes = static_cast<std::uint32_t>(*v);
+        }
+    }
+}
+
 void read_quarantine(Reader& r, const toml::table& t, Quarantine& q) {
     const std::string path = "quarantine";
     r.check_keys(t, path, {"window_s", "max_faults", "max_completion_errors", "max_bad_requests"});
@@ -737,7 +751,7 @@ void read_tenant(Reader& r, const toml::table& root, Tenant& tenant,
                  std::map<std::string, std::string, std::less<>>& declared, Claims& claims) {
     r.check_keys(root, "",
                  {"name", "audit", "control_rate", "identity", "quota", "rate", "programs",
-                  "quarantine", "regions", "grants"});
+                  "quarantine", "sessions", "regions", "grants"});
     const std::string file_name = std::filesystem::path(r.file()).filename().string();
     const std::string stem = std::filesystem::path(r.file()).stem().string();
     tenant.name = stem;
@@ -788,6 +802,9 @@ void read_tenant(Reader& r, const toml::table& root, Tenant& tenant,
     }
     if (auto t = r.table(root, "", "quarantine")) {
         read_quarantine(r, *t, tenant.quarantine);
+    }
+    if (auto t = r.table(root, "", "sessions")) {
+        read_sessions(r, *t, tenant.sessions);
     }
 
     std::map<std::string, RegionSeen, std::less<>> regions;

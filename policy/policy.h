@@ -135,6 +135,13 @@ struct Quarantine {
     std::uint32_t max_bad_requests = 0;       // invocations with status BAD_*
 };
 
+// [sessions] of a tenant file: how its sessions are made.
+struct SessionSettings {
+    // The largest request or response of each session (rof.ko's msg_size):
+    // a power of two, ROF_MSG_SIZE (1 KiB) .. ROF_MSG_SIZE_MAX (64 KiB).
+    std::uint32_t message_bytes = ROF_MSG_SIZE;
+};
+
 struct Tenant {
     std::string name;  // from the file's `name`, which must match the file's stem
     std::string file;
@@ -147,6 +154,7 @@ struct Tenant {
     std::vector<GrantDecl> grants;
     AuditLevel audit = AuditLevel::errors;
     Quarantine quarantine;
+    SessionSettings sessions;
     std::uint32_t control_rate = 50;  // control-plane calls per second (0 = unlimited)
 };
 
