@@ -522,7 +522,7 @@ struct rof_drain {
 #define ROF_RATE_MAX		100000000000ULL	/* ops/s or bytes/s; 0 = none */
 #define ROF_MSG_SIZE		1024	/* a session's message size by default, and least */
 #define ROF_MSG_SIZE_MAX	65536	/* ABI 0.8: a session's message size at most */
-#define ROF_SESSION_IDLE_MAX_MS	86400000 /* idle_timeout_ms at most: a day */
+#define ROF_SESSION_IDLE_MAX_MS	ROF_MS_PER_DAY	/* idle_timeout_ms at most */
 
 /*
  * struct rof_ticket - the connect private data of a session (48 bytes; an
