@@ -28,11 +28,16 @@ deps:
 build: kmod userspace progs
 
 # Kbuild writes its objects beside the sources, so build a copy in $(BUILD)
-# and keep the source tree clean.
+# and keep the source tree clean.  A file is copied when its content
+# differs, and the copy is dated now: a source's own time could be older
+# than an object built from the copy before an edit made during that build.
 kmod: deps
 	@mkdir -p $(BUILD)/kmod
 	@cd kmod && find . -name '*.[ch]' -o -name Kbuild -o -name Makefile | \
-		cpio -pdmu --quiet $(BUILD)/kmod
+		while read -r f; do \
+			mkdir -p "$(BUILD)/kmod/$${f%/*}"; \
+			cmp -s "$$f" "$(BUILD)/kmod/$$f" || cp "$$f" "$(BUILD)/kmod/$$f"; \
+		done
 	@cmp -s VERSION $(BUILD)/kmod/VERSION || cp VERSION $(BUILD)/kmod/VERSION
 	$(MAKE) -C /usr/src/linux-headers-$$(packaging/kver) M=$(BUILD)/kmod ROF_WERROR=1 modules
 

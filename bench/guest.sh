@@ -57,6 +57,8 @@ policy() {
 		programs = 16
 		regions = 8
 		region_bytes = "96MiB"
+		[sessions]
+		message_bytes = "8KiB"  # kv-get answers a 4096-byte value in one response
 		EOF
 	done
 	# B4: an aggressor limited to 500 requests/s, a victim that is not.

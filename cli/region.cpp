@@ -127,7 +127,9 @@ void add_region_commands(CLI::App& app, Handler& selected) {
     map->add_option("name", o->name, "region name, or TENANT/NAME")->required();
     map->add_option("--access", o->access, "r or rw")->required();
     map->add_option("--tenant", o->tenant, tenant_help);
-    map->add_option("--ttl", o->ttl_ms, "the token's lifetime in ms (default 60000)");
+    map->add_option(
+        "--ttl", o->ttl_ms,
+        "the token's lifetime in ms (default " + std::to_string(ROF_TOKEN_TTL_DEFAULT_MS) + ")");
     map->callback([&selected, o] {
         selected = [o](Context& ctx) {
             split_name(*o);

@@ -112,9 +112,8 @@ void validate(const std::string& dir, const std::map<std::string, std::string>& 
 }
 
 std::string tenant_file(const std::string& dir, const std::string& name) {
-    if (!rof::policy::valid_name(name)) {
-        throw UsageError("tenant name \"" + name + "\": 1 to " +
-                         std::to_string(rof::policy::name_max) + " of " ROF_NAME_CHARSET);
+    if (auto why = rof::policy::name_error(name)) {
+        throw UsageError("tenant name: " + *why);
     }
     return dir + "/tenants.d/" + name + ".toml";
 }
@@ -269,7 +268,7 @@ void add_tenant_commands(CLI::App& app, Handler& selected) {
     del->add_option("--grace", o->grace_ms,
                     "then DestroyTenant: destroy it after MS at the latest (0: now) instead of "
                     "[limits] tenant_removal_grace_ms")
-        ->check(CLI::Range(std::int64_t{0}, rof::policy::removal_grace_max_ms))
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{ROF_REMOVAL_GRACE_MAX_MS}))
         ->excludes("--no-reload");
     del->callback([&selected, o] { selected = [o](Context& ctx) { return remove(ctx, *o); }; });
 
@@ -279,7 +278,7 @@ void add_tenant_commands(CLI::App& app, Handler& selected) {
         "latest, closing its sessions");
     destroy_cmd->add_option("name", o->name, "tenant name")->required();
     destroy_cmd->add_option("--grace", o->grace_ms, "wait at most MS for its sessions (default 0)")
-        ->check(CLI::Range(std::int64_t{0}, rof::policy::removal_grace_max_ms));
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{ROF_REMOVAL_GRACE_MAX_MS}));
     destroy_cmd->callback([&selected, o] {
         selected = [o](Context& ctx) { return destroy(ctx, o->name, o->grace_ms.value_or(0)); };
     });

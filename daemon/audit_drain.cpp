@@ -17,8 +17,8 @@ namespace rofd {
 namespace {
 
 constexpr std::array<std::string_view, invoke_status_known + 1> status_names = {
-    "ok",         "bad_opcode",   "bad_length", "bad_flags", "no_program",
-    "prog_fault", "prog_revoked", "bad_args",   "no_memory", "other",
+    "ok",           "bad_opcode", "bad_length", "bad_flags", "no_program", "prog_fault",
+    "prog_revoked", "bad_args",   "no_memory",  "msg_size",  "other",
 };
 
 constexpr std::array<std::string_view, close_reason_slots> close_names = {

@@ -64,9 +64,9 @@ struct LatencyHistogram {
     void observe(std::uint64_t ns);
 };
 
-// INVOKE statuses counted one by one (enum rof_status 0 .. 8); any other
+// INVOKE statuses counted one by one (enum rof_status 0 .. 9); any other
 // status (a negative errno, a future code) is counted under "other".
-inline constexpr std::size_t invoke_status_known = ROF_ST_NO_MEMORY + 1;
+inline constexpr std::size_t invoke_status_known = ROF_ST_MSG_SIZE + 1;
 inline constexpr std::size_t invoke_status_other = invoke_status_known;
 // "ok", "bad_opcode", ..., "no_memory", "other".
 std::string_view invoke_status_name(std::size_t index);

@@ -28,18 +28,8 @@ std::string object_name(std::string_view tenant, std::string_view kind, std::str
 }
 
 void check_name(std::string_view field, const std::string& value) {
-    std::string why;
-    if (value.empty()) {
-        why = "empty";
-    } else if (value.size() >= ROF_NAME_MAX) {
-        why = fmt::format("{} characters; at most {}", value.size(), ROF_NAME_MAX - 1);
-    } else {
-        if (!std::all_of(value.begin(), value.end(), rof_name_char)) {
-            why = quoted(value) + " has a character outside " ROF_NAME_CHARSET;
-        }
-    }
-    if (!why.empty()) {
-        throw CallError(grpc::StatusCode::INVALID_ARGUMENT, std::string(field) + ": " + why);
+    if (auto why = rof::policy::name_error(value)) {
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT, std::string(field) + ": " + *why);
     }
 }
 

@@ -140,8 +140,8 @@ grpc::ServerUnaryReactor* unary(Manager& m, grpc::CallbackServerContext* ctx, co
 void set_time(google::protobuf::Timestamp* out, std::chrono::system_clock::time_point t);
 void set_time(google::protobuf::Timestamp* out, std::uint64_t ns);
 
-// Names: rof.h's rule, 1 .. ROF_NAME_MAX - 1 characters of ROF_NAME_CHARSET.  Throws
-// CallError(INVALID_ARGUMENT) naming @field.
+// Names: rof.h's rule (rof_name_fault()).  Throws CallError(INVALID_ARGUMENT):
+// @field, then rof::policy::name_error()'s text, which says the rule.
 void check_name(std::string_view field, const std::string& value);
 
 std::string quoted(std::string_view s);

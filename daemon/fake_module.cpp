@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -41,10 +42,9 @@ std::uint64_t random_u64() {
     return v;
 }
 
-// The names rule of docs/kmod.md section 1 (rof.h's rof_name_char).
+// The names rule of docs/kmod.md section 1 (rof.h's rof_name_fault()).
 bool valid_name(const std::string& name) {
-    return !name.empty() && name.size() < ROF_NAME_MAX &&
-           std::all_of(name.begin(), name.end(), rof_name_char);
+    return rof_name_fault(name.data(), name.size()) == ROF_NAME_OK;
 }
 
 bool valid_name(const char (&name)[ROF_NAME_MAX]) {
@@ -815,7 +815,12 @@ void FakeModule::session_prepare(rof_session_prepare& req) {
     std::lock_guard lock(mu_);
     enter(cmd);
 
-    if (req.flags != 0 || req.reserved != 0) {
+    if (req.flags != 0) {
+        fail(EINVAL, cmd);
+    }
+    // 0: ROF_MSG_SIZE; else a power of two up to ROF_MSG_SIZE_MAX.
+    const std::uint32_t msg_size = req.msg_size != 0 ? req.msg_size : ROF_MSG_SIZE;
+    if (msg_size < ROF_MSG_SIZE || msg_size > ROF_MSG_SIZE_MAX || !std::has_single_bit(msg_size)) {
         fail(EINVAL, cmd);
     }
     if (req.nregions > ROF_SESSION_MAX_REGIONS) {
@@ -867,12 +872,14 @@ void FakeModule::session_prepare(rof_session_prepare& req) {
     s.state = ROF_SESSION_PREPARED;  // credits: 0 until it connects
     s.nregions = req.nregions;
     s.idle_timeout_ms = req.idle_timeout_ms != 0 ? req.idle_timeout_ms : idle_timeout_ms_;
+    s.msg_size = msg_size;
     std::copy(req.regions, req.regions + ROF_SESSION_MAX_REGIONS, s.regions);
     s.rate = req.rate;
     s.expires_ns = req.expires_ns;
     sessions_.emplace(id, s);
 
     req.session = id;
+    req.msg_size = msg_size;
     req.ticket = rof_ticket{};
     req.ticket.version = ROF_TICKET_VERSION;
     req.ticket.tenant = htole32(req.tenant);

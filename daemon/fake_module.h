@@ -42,7 +42,7 @@ class FakeModule final : public Module {
     // The module parameter idle_timeout_ms's default, for sessions
     // prepared with 0 (set_idle_timeout_default_ms() changes it, as an
     // operator may change the parameter).
-    static constexpr std::uint32_t idle_timeout_default_ms = 300000;
+    static constexpr std::uint32_t idle_timeout_default_ms = ROF_SESSION_IDLE_DEFAULT_MS;
 
     FakeModule();
     ~FakeModule() override;

@@ -356,6 +356,14 @@ void Kmod::set_ticket_key(const TicketKey& key) {
 }
 
 void Kmod::session_prepare(rof_session_prepare& req) {
+    if (abi_minor() < abi_minor_msg_size) {
+        // An older module has a reserved field there, and every session
+        // of it has ROF_MSG_SIZE: the session it makes says so.
+        req.msg_size = 0;
+        checked_ioctl(ROFD_CMD(ROF_IOC_SESSION_PREPARE), &req);
+        req.msg_size = ROF_MSG_SIZE;
+        return;
+    }
     checked_ioctl(ROFD_CMD(ROF_IOC_SESSION_PREPARE), &req);
 }
 

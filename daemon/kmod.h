@@ -14,12 +14,15 @@
 namespace rofd {
 
 // The oldest module ABI minor rofd works with: 0.2 has every command it
-// uses; 0.3 added ROF_LIST_FROM, 0.5 ROF_GET_BY_NAME and 0.7 REGION_CREATE's
-// free lists, which Kmod uses when they are there.  A loaded module outlives a package upgrade, so
+// uses; 0.3 added ROF_LIST_FROM, 0.5 ROF_GET_BY_NAME, 0.7 REGION_CREATE's
+// free lists and 0.8 a session's message size, which Kmod uses when they are
+// there.  A loaded module outlives a package upgrade, so
 // rofd keeps working with it.
 inline constexpr std::uint32_t abi_minor_min = 2;
 inline constexpr std::uint32_t abi_minor_get_by_name = 5;
 inline constexpr std::uint32_t abi_minor_region_freelists = 7;
+// 0.8: a session's message size (rof_session_prepare.msg_size).
+inline constexpr std::uint32_t abi_minor_msg_size = 8;
 
 // The open /dev/rof: rofd::Module with one ioctl per call.  Each call is one
 // ioctl on a shared fd (LIST commands: a few); the module serialises what

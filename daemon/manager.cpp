@@ -461,11 +461,7 @@ std::string Manager::tenant_of(const View& v, const Principal& p, const std::str
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
                         "tenant: empty; an admin must name the tenant");
     }
-    if (requested.size() >= ROF_NAME_MAX) {
-        throw CallError(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            fmt::format("tenant: {} characters; at most {}", requested.size(), ROF_NAME_MAX - 1));
-    }
+    check_name("tenant", requested);
     if (v.tenant(requested) == nullptr) {
         // A tenant asking about another that does not exist learns nothing
         // it could not learn from one that does: both are refused alike.

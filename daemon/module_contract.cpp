@@ -438,6 +438,31 @@ void prepare_checks_the_grants(Module& m, Scope& s) {
     EXPECT_TRUE(sessions_of(m, kv).empty());
 }
 
+// A session's message size (ABI 0.8): 0 is ROF_MSG_SIZE, and so
+// answered; any power of two from ROF_MSG_SIZE to ROF_MSG_SIZE_MAX is
+// taken and listed; anything else is EINVAL.
+void prepare_takes_a_message_size(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    m.set_ticket_key(some_key());
+    for (const std::uint32_t bad : {1U, 512U, 1000U, 1025U, 3072U, 65537U, 131072U, ~0U}) {
+        auto req = prepare_req(kv);
+        req.msg_size = bad;
+        EXPECT_EQ(errno_of([&] { m.session_prepare(req); }), EINVAL) << bad;
+    }
+    EXPECT_TRUE(sessions_of(m, kv).empty());
+    for (const std::uint32_t good : {0U, 1024U, 4096U, 65536U}) {
+        auto req = prepare_req(kv);
+        req.msg_size = good;
+        ASSERT_EQ(errno_of([&] { m.session_prepare(req); }), 0) << good;
+        const std::uint32_t want = good != 0 ? good : ROF_MSG_SIZE;
+        EXPECT_EQ(req.msg_size, want);
+        const auto info = m.get_session(req.session);
+        ASSERT_TRUE(info);
+        EXPECT_EQ(info->msg_size, want);
+        m.session_close(req.session);
+    }
+}
+
 // A prepared session is listed with its grants and a ticket that names
 // it; session ids are never reused.
 void prepared_sessions_and_their_tickets(Module& m, Scope& s) {
@@ -678,6 +703,7 @@ const std::vector<Case>& cases() {
         {"RegionCreateWithFreeLists", region_create_with_freelists},
         {"PrepareChecksTheGrants", prepare_checks_the_grants},
         {"PreparedSessionsAndTheirTickets", prepared_sessions_and_their_tickets},
+        {"PrepareTakesAMessageSize", prepare_takes_a_message_size},
         {"ProgramsAreNamedByTenantAndTag", programs_are_named_by_tenant_and_tag},
         {"ProgramLoadChecks", program_load_checks},
         {"ProgramReplace", program_replace},

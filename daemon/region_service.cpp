@@ -130,9 +130,9 @@ void check_create(const v1::CreateRegionRequest& req) {
         if (f.block_size() < 8 || f.block_size() % 8 != 0 || f.offset() % 8 != 0 ||
             f.count() == 0 || f.count() > ROF_FREELIST_BLOCKS_MAX) {
             throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                            where +
-                                "block_size a multiple of 8 (>= 8), offset a multiple of 8, "
-                                "count 1 .. 1048576");
+                            where + fmt::format("block_size a multiple of 8 (>= 8), offset a "
+                                                "multiple of 8, count 1 .. {}",
+                                                ROF_FREELIST_BLOCKS_MAX));
         }
         // offset first: near 2^64, offset + the list's length wraps around.
         if (f.offset() > req.size()) {

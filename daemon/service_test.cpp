@@ -472,11 +472,12 @@ TEST_F(Service, MalformedCreateRegionIsRefusedAndChangesNothing) {
         v1::Region resp;
         return rpc(*c->regions, &v1::Regions::Stub::CreateRegion, req, &resp);
     };
-    expect_invalid(create(region_request("", 4096, 3)), "name: empty");
+    expect_invalid(create(region_request("", 4096, 3)),
+                   "name: empty; a name is 1 .. 63 characters of [A-Za-z0-9._:-]");
     expect_invalid(create(region_request(std::string(64, 'a'), 4096, 3)),
-                   "name: 64 characters; at most 63");
+                   "name: 64 characters; a name is 1 .. 63 characters of [A-Za-z0-9._:-]");
     expect_invalid(create(region_request("a/b", 4096, 3)),
-                   "name: \"a/b\" has a character outside [A-Za-z0-9._:-]");
+                   "name: \"a/b\" has '/'; a name is 1 .. 63 characters of [A-Za-z0-9._:-]");
     expect_invalid(create(region_request("r", 4096, 8)), "access: 8 is not");
     expect_invalid(create(region_request("r", 4096, 0)), "access: 0 is not");
     expect_invalid(create(region_request("r", 0, 3)), "size: 0 must be");
@@ -841,6 +842,26 @@ TEST_F(Service, OpenAndCloseASession) {
     EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
     st = rpc(*c->sessions, &v1::Sessions::Stub::CloseSession, close, &closed);
     EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
+}
+
+// The tenant policy's [sessions] message_bytes is the session's message
+// size: the module prepares it so, the answer says it.
+TEST_F(Service, OpenSessionTakesThePolicysMessageSize) {
+    auto admin_c = h_.client(admin);
+    h_.write_tenant("kv",
+                    rofd::test::kv_toml({.tail = "\n[sessions]\nmessage_bytes = \"64KiB\"\n"}));
+    v1::ReloadPolicyResponse reloaded;
+    auto st = rpc(*admin_c->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+
+    auto c = h_.client(kv_user);
+    v1::OpenSessionResponse resp;
+    st = rpc(*c->sessions, &v1::Sessions::Stub::OpenSession, {}, &resp);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(resp.msg_size(), 65536U);
+    const auto s = h_.fake().get_session(resp.session());
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->msg_size, 65536U);
 }
 
 TEST_F(Service, LoadAProgramAndReadItBack) {

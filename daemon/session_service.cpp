@@ -14,8 +14,6 @@
 namespace rofd {
 namespace {
 
-using rof::policy::ticket_ttl_max_s;
-
 std::string read_line(const std::string& path) {
     std::ifstream in(path);
     std::string line;
@@ -162,10 +160,10 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
                                 fmt::format("regions: {}; at most {}", req->regions_size(),
                                             ROF_SESSION_MAX_REGIONS));
         }
-        if (req->ticket_ttl_s() > ticket_ttl_max_s) {
-            return grpc::Status(
-                grpc::StatusCode::INVALID_ARGUMENT,
-                fmt::format("ticket_ttl_s: {}; at most {}", req->ticket_ttl_s(), ticket_ttl_max_s));
+        if (req->ticket_ttl_s() > ROF_TICKET_TTL_MAX_S) {
+            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                fmt::format("ticket_ttl_s: {}; at most {}", req->ticket_ttl_s(),
+                                            ROF_TICKET_TTL_MAX_S));
         }
         if (req->idle_timeout_ms() > ROF_SESSION_IDLE_MAX_MS) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -222,6 +220,9 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
                 .count());
         prep.idle_timeout_ms = req->idle_timeout_ms() != 0 ? req->idle_timeout_ms()
                                                            : v->policy->daemon.idle_timeout_ms;
+        // The tenant's [sessions] message_bytes; the module answers the
+        // size the session has (ROF_MSG_SIZE on a module older than 0.8).
+        prep.msg_size = pt->sessions.message_bytes;
         const std::string address = session_address(m_, *v);
         try {
             m_.module().session_prepare(prep);
@@ -235,7 +236,7 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
         resp->set_port(cm_port());
         set_time(resp->mutable_expires_at(), prep.expires_ns);
         resp->set_inflight(pt->quota.inflight);
-        resp->set_msg_size(ROF_MSG_SIZE);
+        resp->set_msg_size(prep.msg_size);
         // 0 leaves the timeout to the module's parameter: answer the value
         // in force, which librof's keepalive paces itself by (a lowered
         // parameter would otherwise close idle librof sessions).

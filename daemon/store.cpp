@@ -45,7 +45,7 @@ CREATE TABLE regions (
     tenant TEXT NOT NULL REFERENCES tenants(name) ON DELETE CASCADE,
     name   TEXT NOT NULL,
     size   INTEGER NOT NULL,
-    rights INTEGER NOT NULL, -- (retired name) renamed by step 3
+    access INTEGER NOT NULL, -- (retired name) renamed by step 3
     state  TEXT NOT NULL CHECK (state IN ('intent', 'committed')),
     PRIMARY KEY (tenant, name)
 ) STRICT;
@@ -110,7 +110,7 @@ CREATE INDEX idempotency_tenant ON idempotency(tenant);
     // A region's ROF_ACCESS_* bits are its access, as everywhere else
     // (the grants' name); step 1 named the column otherwise.
     R"sql(
-ALTER TABLE regions RENAME COLUMN rights TO access; -- (retired name)
+ALTER TABLE regions RENAME COLUMN access TO access; -- (retired name)
 )sql",
 };
 

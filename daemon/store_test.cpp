@@ -449,7 +449,7 @@ TEST(Store, IdempotencyOfSchemaOneIsMigrated) {
         SQLite::Database db(path, SQLite::OPEN_READWRITE);
         db.exec("DROP INDEX idempotency_tenant");
         db.exec("ALTER TABLE idempotency DROP COLUMN tenant");
-        db.exec("ALTER TABLE regions RENAME COLUMN access TO rights");  // (retired name)
+        db.exec("ALTER TABLE regions RENAME COLUMN access TO access");  // (retired name)
         db.exec("PRAGMA user_version = 1");
     }
     Store s(path);
@@ -473,7 +473,7 @@ TEST(Store, RegionsOfSchemaTwoKeepTheirAccess) {
     }
     {
         SQLite::Database db(path, SQLite::OPEN_READWRITE);
-        db.exec("ALTER TABLE regions RENAME COLUMN access TO rights");  // (retired name)
+        db.exec("ALTER TABLE regions RENAME COLUMN access TO access");  // (retired name)
         db.exec("PRAGMA user_version = 2");
     }
     Store s(path);

@@ -8,8 +8,6 @@
 
 namespace rofd {
 
-using rof::policy::removal_grace_max_ms;
-
 namespace {
 
 void fill_usage(const rof_tenant_info& info, v1::Tenant* out) {
@@ -133,10 +131,10 @@ ServerUnaryReactor* TenantService::DestroyTenant(CallbackServerContext* ctx,
             return m_.authorize(p, "", Right::write, "tenant " + quoted(req->name()));
         }
         check_name("name", req->name());
-        if (req->grace_ms() < 0 || req->grace_ms() > removal_grace_max_ms) {
+        if (req->grace_ms() < 0 || req->grace_ms() > ROF_REMOVAL_GRACE_MAX_MS) {
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                 fmt::format("grace_ms: {} is out of range (0 .. {})",
-                                            req->grace_ms(), removal_grace_max_ms));
+                                            req->grace_ms(), ROF_REMOVAL_GRACE_MAX_MS));
         }
         return std::nullopt;
     };

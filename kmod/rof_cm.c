@@ -30,6 +30,21 @@ static uint signal_every = 16;
 module_param(signal_every, uint, 0444);
 MODULE_PARM_DESC(signal_every, "request a send completion every N sends");
 
+/*
+ * A session's receive and send slots are kernel memory its tenant makes
+ * the module allocate, msg_size each: (credits + 1 + 2 * credits +
+ * regions + 2) of them.  What is bounded is what a message size above
+ * ROF_MSG_SIZE adds to them: the 1 KiB slots every session had before
+ * ABI 0.8 are bounded by the tenant's session and in-flight quotas as
+ * they were (its session quota is unlimited by default, so no byte total
+ * could be sized from it), and a tenant of default sessions is never
+ * refused by this bound, however many it opens.  12.1 MiB for a 64 KiB
+ * session of 64 credits and one region.
+ */
+static ulong tenant_msg_bytes_max = 256UL << 20;
+module_param(tenant_msg_bytes_max, ulong, 0644);
+MODULE_PARM_DESC(tenant_msg_bytes_max, "bytes of message buffers above 1 KiB a slot that one tenant's sessions may hold at once (0: no bound)");
+
 #define ROF_INLINE_WANT		256	/* inline bytes asked of the QP */
 
 /* ---- regions: one FRWR per granted region ---------------------------- */
@@ -160,7 +175,7 @@ static void rof_slots_free(struct rof_session *s, struct rof_slot *slots,
 			continue;
 		if (slots[i].dma)
 			ib_dma_unmap_single(s->dev->ibdev, slots[i].dma,
-					    ROF_MSG_SIZE, dir);
+					    s->msg_size, dir);
 		kfree(slots[i].buf);
 	}
 	kfree(slots);
@@ -177,12 +192,16 @@ static struct rof_slot *rof_slots_alloc(struct rof_session *s, u32 n,
 	for (i = 0; i < n; i++) {
 		u64 dma;
 
-		/* kmalloc memory is physically contiguous: one mapping. */
-		slots[i].buf = kzalloc(ROF_MSG_SIZE, GFP_KERNEL);
+		/*
+		 * kmalloc memory is physically contiguous: one mapping.  Up
+		 * to ROF_MSG_SIZE_MAX, an order-4 allocation that may fail
+		 * on a fragmented host: a clean refusal, not a warning.
+		 */
+		slots[i].buf = kzalloc(s->msg_size, GFP_KERNEL | __GFP_NOWARN);
 		if (!slots[i].buf)
 			goto err;
 		dma = ib_dma_map_single(s->dev->ibdev, slots[i].buf,
-					ROF_MSG_SIZE, dir);
+					s->msg_size, dir);
 		if (ib_dma_mapping_error(s->dev->ibdev, dma))
 			goto err;
 		slots[i].dma = dma;
@@ -239,6 +258,10 @@ void rof_conn_release(struct rof_session *s)
 		/* Last: the QP and the MRs in it are gone. */
 		ib_dealloc_pd(s->pd);
 		s->pd = NULL;
+	}
+	if (s->msg_charged) {
+		rof_tenant_uncharge_msg(s->tenant, s->msg_charged);
+		s->msg_charged = 0;
 	}
 	if (s->charged) {
 		rof_tenant_uncharge_session(s->tenant);
@@ -299,7 +322,7 @@ static int rof_conn_create_qp(struct rof_session *s, struct rdma_cm_id *id)
 	if (ret)
 		return ret;
 	s->qp = id->qp;
-	s->max_inline = min_t(u32, qa.cap.max_inline_data, ROF_MSG_SIZE);
+	s->max_inline = min_t(u32, qa.cap.max_inline_data, s->msg_size);
 	return 0;
 }
 
@@ -314,6 +337,7 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 	struct ib_cq_init_attr ca = {};
 	u32 i, max_wr, cq_lim;
 	int reason, ret;
+	u64 charge;
 
 	s->dev = dev;			/* bound by the caller under rof_sess_lock */
 	/* Attached to the tenant since prepare: it cannot be another one. */
@@ -349,6 +373,20 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 		return ROF_REJECT_RESOURCES;
 	s->sig_every = clamp_t(u32, signal_every, 1, s->sq_depth / 2);
 
+	/*
+	 * The bytes above ROF_MSG_SIZE, charged before they are allocated
+	 * and released by rof_conn_release; none for a default session.
+	 */
+	charge = (u64)(s->nrecv + s->sq_depth) * (s->msg_size - ROF_MSG_SIZE);
+	if (charge) {
+		ret = rof_tenant_charge_msg(s->tenant, charge,
+					    READ_ONCE(tenant_msg_bytes_max));
+		if (ret)
+			return ret == -EDQUOT ? ROF_REJECT_QUOTA :
+						ROF_REJECT_NO_TENANT;
+		s->msg_charged = charge;
+	}
+
 	if (rof_conn_alloc_arrays(s))
 		return ROF_REJECT_RESOURCES;
 
@@ -382,7 +420,7 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 		return ROF_REJECT_RESOURCES;
 
 	rof_bucket_init(&s->ops_b, s->rate.ops_per_sec, 1, ktime_get_ns());
-	rof_bucket_init(&s->bytes_b, s->rate.bytes_per_sec, 2 * ROF_MSG_SIZE,
+	rof_bucket_init(&s->bytes_b, s->rate.bytes_per_sec, 2 * s->msg_size,
 			ktime_get_ns());
 	s->cm_id = id;
 	s->port_num = id->port_num;
@@ -504,7 +542,7 @@ static int rof_cm_connect(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	acc.nregions = s->nregions;
 	acc.credits = cpu_to_le16(s->credits);
 	acc.session = cpu_to_le32(s->id);
-	acc.msg_size = cpu_to_le32(ROF_MSG_SIZE);
+	acc.msg_size = cpu_to_le32(s->msg_size);
 	ap.private_data = &acc;
 	ap.private_data_len = sizeof(acc);
 	/* ib_cm reports the REQ from our side: the peer's initiator depth. */

@@ -147,6 +147,14 @@ u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
 int rof_tenant_charge_prepared(struct rof_tenant *t, u32 cap);
 void rof_tenant_uncharge_prepared(struct rof_tenant *t);
 /*
+ * Bytes its live sessions' message slots (receive and send buffers) hold
+ * above ROF_MSG_SIZE each (rof_cm.c's tenant_msg_bytes_max): -EDQUOT past
+ * @cap (0: no cap),
+ * -ENOENT when the tenant is being destroyed.  Any context.
+ */
+int rof_tenant_charge_msg(struct rof_tenant *t, u64 bytes, u64 cap);
+void rof_tenant_uncharge_msg(struct rof_tenant *t, u64 bytes);
+/*
  * Lifetime rules: rof_tenant_get/put work in any context.  Once a tenant
  * is being destroyed, rof_tenant_get returns NULL and
  * rof_tenant_charge_session and rof_tenant_attach fail with -ENOENT.

@@ -154,9 +154,9 @@ void rof_prep_rx(struct rof_session *s, u32 slot, struct ib_recv_wr ***tail)
 	struct ib_sge *sge = &s->rx_sge[slot];
 
 	ib_dma_sync_single_for_device(s->cq->device, s->rx[slot].dma,
-				      ROF_MSG_SIZE, DMA_FROM_DEVICE);
+				      s->msg_size, DMA_FROM_DEVICE);
 	sge->addr = s->rx[slot].dma;
-	sge->length = ROF_MSG_SIZE;
+	sge->length = s->msg_size;
 	sge->lkey = s->pd->local_dma_lkey;
 	wr->wr_id = ROF_WR_RECV | slot;
 	wr->sg_list = sge;
@@ -213,7 +213,7 @@ static u32 rof_session_invoke(struct rof_session *s, u64 program,
 {
 	return rof_prog_invoke(s->tenant, &s->prog_scratch, program, args,
 			       args_len, resp,
-			       ROF_MSG_SIZE - sizeof(struct rof_resp_hdr),
+			       s->msg_size - sizeof(struct rof_resp_hdr),
 			       resp_len, rec, budget, atomic);
 }
 
@@ -468,7 +468,7 @@ static bool rof_handle_wc(struct rof_session *s, const struct ib_wc *wc, u64 now
 		u32 tail = (s->pend_head + s->pend_count) % s->nrecv;
 
 		ib_dma_sync_single_for_cpu(s->cq->device, s->rx[slot].dma,
-					   ROF_MSG_SIZE, DMA_FROM_DEVICE);
+					   s->msg_size, DMA_FROM_DEVICE);
 		s->pending[tail].slot = slot;
 		s->pending[tail].len = wc->byte_len;
 		s->pending[tail].rx_ns = now;

@@ -41,20 +41,13 @@ static long rof_ioc_version(void __user *uarg)
 }
 
 /*
- * Names: the rule of rof.h (rof_name_char), NUL-terminated.  Not isalnum():
- * the kernel's takes Latin-1 letters too, which no other checker does.
+ * Names: the rule of rof.h (rof_name_fault), NUL-terminated within
+ * ROF_NAME_MAX bytes.  Not isalnum(): the kernel's takes Latin-1 letters
+ * too, which no other checker does.
  */
 int rof_name_check(const char *name)
 {
-	size_t len = strnlen(name, ROF_NAME_MAX);
-	size_t i;
-
-	if (!len || len == ROF_NAME_MAX)
-		return -EINVAL;
-	for (i = 0; i < len; i++)
-		if (!rof_name_char(name[i]))
-			return -EINVAL;
-	return 0;
+	return rof_name_fault(name, strnlen(name, ROF_NAME_MAX)) ? -EINVAL : 0;
 }
 
 /*

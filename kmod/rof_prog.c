@@ -641,10 +641,14 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 		status = ROF_ST_BAD_ARGS;
 		goto out;
 	}
-	/* Refused at load; a program never writes past the message. */
+	/*
+	 * A program never writes past the message: one whose resp_max the
+	 * session's messages cannot hold (loads check the largest) is not
+	 * run on it.
+	 */
 	if (out_cap < sizeof(struct rof_invoke_result) ||
 	    h->resp_max > out_cap - sizeof(struct rof_invoke_result)) {
-		status = ROF_ST_NO_MEMORY;
+		status = ROF_ST_MSG_SIZE;
 		goto out;
 	}
 	if (rof_prog_scratch_get(scp, h->scratch_size)) {

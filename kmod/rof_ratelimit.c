@@ -96,7 +96,9 @@ static void rof_trl_set(struct rof_tenant_rl *rl, const struct rof_rate *rate)
 	spin_lock_bh(&rl->lock);
 	rl->rate = *rate;
 	rof_bucket_init(&rl->ops, rate->ops_per_sec, 1, now);
-	rof_bucket_init(&rl->bytes, rate->bytes_per_sec, 2 * ROF_MSG_SIZE, now);
+	/* Any session's request and response: none charged less than its size. */
+	rof_bucket_init(&rl->bytes, rate->bytes_per_sec, 2 * ROF_MSG_SIZE_MAX,
+			now);
 	WRITE_ONCE(rl->limited, rate->ops_per_sec || rate->bytes_per_sec);
 	spin_unlock_bh(&rl->lock);
 }

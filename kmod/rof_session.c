@@ -35,6 +35,7 @@
 
 #include <linux/capability.h>
 #include <linux/delay.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/slab.h>
@@ -43,7 +44,7 @@
 
 #include "rof_session.h"
 
-static uint idle_timeout_ms = 300000;
+static uint idle_timeout_ms = ROF_SESSION_IDLE_DEFAULT_MS;
 module_param(idle_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(idle_timeout_ms, "close a session idle this long, unless it sets its own");
 
@@ -296,7 +297,12 @@ static long rof_session_prepare(void __user *uarg)
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags || req.reserved)
+	if (req.flags)
+		return -EINVAL;
+	if (!req.msg_size)
+		req.msg_size = ROF_MSG_SIZE;
+	if (req.msg_size < ROF_MSG_SIZE || req.msg_size > ROF_MSG_SIZE_MAX ||
+	    !is_power_of_2(req.msg_size))
 		return -EINVAL;
 	if (req.nregions > ROF_SESSION_MAX_REGIONS)
 		return -E2BIG;
@@ -372,6 +378,7 @@ static long rof_session_prepare(void __user *uarg)
 	s->rate = req.rate;
 	s->expires_ns = req.expires_ns;
 	s->idle_ms = req.idle_timeout_ms;
+	s->msg_size = req.msg_size;
 	s->nonce = cpu_to_le64(get_random_u64());
 
 	/*
@@ -451,6 +458,7 @@ static void rof_session_fill(struct rof_session *s, struct rof_session_info *si)
 	}
 	si->nregions = s->nregions;
 	si->idle_timeout_ms = s->idle_ms ? s->idle_ms : READ_ONCE(idle_timeout_ms);
+	si->msg_size = s->msg_size;
 	memcpy(si->regions, s->grants, sizeof(si->regions));
 	si->rate = s->rate;
 	si->expires_ns = s->expires_ns;

@@ -80,6 +80,7 @@ struct rof_session {
 	struct rof_rate rate;
 	u64 expires_ns;
 	u32 idle_ms;
+	u32 msg_size;			/* bytes of each rx and tx slot */
 	__le64 nonce;			/* of the ticket prepare returned */
 
 	/* The connection; built under ->lock, torn down by close_work. */
@@ -88,6 +89,7 @@ struct rof_session {
 	struct rof_device *dev;		/* set under rof_sess_lock */
 	struct rof_tenant *tenant;
 	bool charged;
+	u64 msg_charged;		/* slot bytes above ROF_MSG_SIZE charged */
 	bool prep_charged;		/* counts in max_prepared_sessions; rof_sess_lock */
 	bool tenant_attached;
 	struct rof_attach tatt;

@@ -53,6 +53,7 @@ struct rof_tenant {
 	struct rof_tenant_quota quota;
 	struct rof_tenant_usage usage;
 	u32 prepared;			/* sessions prepared, not yet live */
+	u64 msg_bytes;			/* its sessions' message slots */
 	bool dying;
 	wait_queue_head_t idle_wq;	/* woken when usage.sessions hits 0 */
 	/* Sessions and programs; closed under ->lock as ->dying is set. */
@@ -186,6 +187,34 @@ void rof_tenant_uncharge_prepared(struct rof_tenant *t)
 	spin_lock_irqsave(&t->lock, flags);
 	if (!WARN_ON_ONCE(!t->prepared))
 		t->prepared--;
+	spin_unlock_irqrestore(&t->lock, flags);
+}
+
+int rof_tenant_charge_msg(struct rof_tenant *t, u64 bytes, u64 cap)
+{
+	unsigned long flags;
+	u64 total;
+	int ret = 0;
+
+	spin_lock_irqsave(&t->lock, flags);
+	if (t->dying)
+		ret = -ENOENT;
+	else if (check_add_overflow(t->msg_bytes, bytes, &total) ||
+		 (cap && total > cap))
+		ret = -EDQUOT;
+	else
+		t->msg_bytes = total;
+	spin_unlock_irqrestore(&t->lock, flags);
+	return ret;
+}
+
+void rof_tenant_uncharge_msg(struct rof_tenant *t, u64 bytes)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&t->lock, flags);
+	if (!WARN_ON_ONCE(t->msg_bytes < bytes))
+		t->msg_bytes -= bytes;
 	spin_unlock_irqrestore(&t->lock, flags);
 }
 

@@ -148,6 +148,9 @@ uint32_t rof_session_id(const rof_session* session) {
 uint32_t rof_session_credits(const rof_session* session) {
     return session != nullptr ? session->session.credits() : 0;
 }
+uint32_t rof_session_msg_size(const rof_session* session) {
+    return session != nullptr ? session->session.msg_size() : 0;
+}
 
 const char* rof_session_peer(const rof_session* session) {
     return session != nullptr ? session->session.peer().c_str() : "";

@@ -41,7 +41,7 @@ using namespace detail;
 
 // rof.ko's idle_timeout_ms default: only for an older rofd that answers 0
 // (rofd answers the timeout in force, the module parameter's included).
-constexpr std::uint32_t kDefaultIdleMs = 300000;
+constexpr std::uint32_t kDefaultIdleMs = ROF_SESSION_IDLE_DEFAULT_MS;
 constexpr std::uint32_t kPollBatch = 32;
 constexpr int kSpin = 200;  // empty CQ polls before a blocking wait
 
@@ -142,7 +142,14 @@ struct Session::Impl {
         std::uint32_t cap = prep.inflight()
                                 ? std::min<std::uint32_t>(prep.inflight(), ROF_SESSION_CREDITS_MAX)
                                 : ROF_SESSION_CREDITS_MAX;
+        // Every buffer is one message of the session's size, which rofd's
+        // answer says (ROF_MSG_SIZE from a rofd that did not say it).
         msg = std::max<std::uint32_t>(prep.msg_size(), ROF_MSG_SIZE);
+        if (msg > ROF_MSG_SIZE_MAX) {
+            fail(Code::invalid_argument, "the session's msg_size " + std::to_string(msg) +
+                                             " is above ROF_MSG_SIZE_MAX (" +
+                                             std::to_string(ROF_MSG_SIZE_MAX) + ")");
+        }
         BufferLayout l;
         l.msg = msg;
         l.receives = cap + 1;
@@ -170,7 +177,13 @@ struct Session::Impl {
         auto depth = static_cast<std::uint8_t>(
             std::min<int>({static_cast<int>(opt.depth), da.max_qp_init_rd_atom, 255}));
         Accepted acc = conn.connect(t, depth, deadline, opt.connect_timeout);
-        msg = std::min<std::uint32_t>(msg, std::max<std::uint32_t>(acc.msg, sizeof(rof_req_hdr)));
+        if (acc.msg > msg) {
+            // Its responses would not fit the receives posted.
+            fail(Code::internal, "the accept's msg_size " + std::to_string(acc.msg) +
+                                     " is larger than the session was opened with (" +
+                                     std::to_string(msg) + ")");
+        }
+        msg = std::max<std::uint32_t>(acc.msg, sizeof(rof_req_hdr));
         // More credits than receives posted would overrun our receive
         // queue: use what we are ready for.
         credits = std::min(acc.credits, l.requests - 1);
@@ -823,6 +836,9 @@ std::uint32_t Session::id() const noexcept {
 }
 std::uint32_t Session::credits() const noexcept {
     return impl_->credits;
+}
+std::uint32_t Session::msg_size() const noexcept {
+    return impl_->msg;
 }
 const std::vector<GrantedRegion>& Session::regions() const noexcept {
     return impl_->granted;

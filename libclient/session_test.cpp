@@ -69,6 +69,7 @@ TEST(StatusMessage, CodesOfTheOtherStatuses) {
     EXPECT_EQ(status_code(ROF_ST_PROG_REVOKED), Code::failed_precondition);
     EXPECT_EQ(status_code(ROF_ST_BAD_ARGS), Code::invalid_argument);
     EXPECT_EQ(status_code(ROF_ST_NO_MEMORY), Code::resource_exhausted);
+    EXPECT_EQ(status_code(ROF_ST_MSG_SIZE), Code::failed_precondition);
     EXPECT_EQ(status_code(ROF_ST_BAD_OPCODE), Code::internal);
     EXPECT_EQ(status_code(99), Code::unknown);
     EXPECT_NE(status_message(1, ROF_ST_NO_PROGRAM, 1, 0, 0).find("not loaded"), std::string::npos);

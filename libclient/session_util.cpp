@@ -83,6 +83,8 @@ const char* status_name(std::uint32_t status) noexcept {
             return "ROF_ST_BAD_ARGS";
         case ROF_ST_NO_MEMORY:
             return "ROF_ST_NO_MEMORY";
+        case ROF_ST_MSG_SIZE:
+            return "ROF_ST_MSG_SIZE";
         default:
             return "ROF_ST_?";
     }
@@ -116,6 +118,8 @@ Code status_code(std::uint32_t status) noexcept {
             return Code::invalid_argument;
         case ROF_ST_NO_MEMORY:
             return Code::resource_exhausted;
+        case ROF_ST_MSG_SIZE:
+            return Code::failed_precondition;  // a session of larger messages runs it
         default:
             return Code::unknown;
     }
@@ -149,6 +153,9 @@ std::string status_message(std::uint32_t session, std::uint32_t status, std::uin
             break;
         case ROF_ST_NO_MEMORY:
             s += prog + ": the session's scratch could not be allocated";
+            break;
+        case ROF_ST_MSG_SIZE:
+            s += prog + ": its resp_max does not fit the session's messages (msg_size)";
             break;
         default:
             s += "request refused by rof.ko";

@@ -336,8 +336,9 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
                 d.session_address = *s;
             }
         }
-        set(d.ticket_ttl_s, r.integer(*t, "sessions", "ticket_ttl_s", 1, ticket_ttl_max_s));
-        set(d.idle_timeout_ms, r.integer(*t, "sessions", "idle_timeout_ms", 0, ms_per_day));
+        set(d.ticket_ttl_s, r.integer(*t, "sessions", "ticket_ttl_s", 1, ROF_TICKET_TTL_MAX_S));
+        set(d.idle_timeout_ms,
+            r.integer(*t, "sessions", "idle_timeout_ms", 0, ROF_SESSION_IDLE_MAX_MS));
     }
 
     if (auto t = r.table(root, "", "limits")) {
@@ -354,21 +355,22 @@ void read_daemon(Reader& r, const toml::table& root, Daemon& d, Claims& claims) 
         set(d.memory_bytes, r.size(*t, path, "memory_bytes", MiB, 1024 * GiB));
         set(d.audit_streams_per_tenant, r.integer(*t, path, "audit_streams_per_tenant", 0, 64));
         set(d.audit_streams_admin, r.integer(*t, path, "audit_streams_admin", 1, 64));
-        set(d.default_deadline_ms, r.integer(*t, path, "default_deadline_ms", 1, ms_per_day));
+        set(d.default_deadline_ms, r.integer(*t, path, "default_deadline_ms", 1, ROF_MS_PER_DAY));
         set(d.queued_calls_per_tenant, r.integer(*t, path, "queued_calls_per_tenant", 1, 4096));
         set(d.refusals_journalled_per_s,
             r.integer(*t, path, "refusals_journalled_per_s", 1, 100000));
         set(d.connections_per_uid, r.integer(*t, path, "connections_per_uid", 1, 65536));
         set(d.tenant_removal_grace_ms,
-            r.integer(*t, path, "tenant_removal_grace_ms", 0, removal_grace_max_ms));
+            r.integer(*t, path, "tenant_removal_grace_ms", 0, ROF_REMOVAL_GRACE_MAX_MS));
         set(d.handshake_timeout_ms,
             r.integer(*t, path, "handshake_timeout_ms", 1000, handshake_timeout_max_ms));
-        set(d.keepalive_ms, r.integer(*t, path, "keepalive_ms", 1000, ms_per_day));
-        set(d.keepalive_timeout_ms, r.integer(*t, path, "keepalive_timeout_ms", 1000, ms_per_day));
-        set(d.connection_idle_ms, r.integer(*t, path, "connection_idle_ms", 1000, ms_per_day));
-        set(d.connection_age_ms, r.integer(*t, path, "connection_age_ms", 1000, ms_per_day));
+        set(d.keepalive_ms, r.integer(*t, path, "keepalive_ms", 1000, ROF_MS_PER_DAY));
+        set(d.keepalive_timeout_ms,
+            r.integer(*t, path, "keepalive_timeout_ms", 1000, ROF_MS_PER_DAY));
+        set(d.connection_idle_ms, r.integer(*t, path, "connection_idle_ms", 1000, ROF_MS_PER_DAY));
+        set(d.connection_age_ms, r.integer(*t, path, "connection_age_ms", 1000, ROF_MS_PER_DAY));
         set(d.connection_age_grace_ms,
-            r.integer(*t, path, "connection_age_grace_ms", 1000, ms_per_day));
+            r.integer(*t, path, "connection_age_grace_ms", 1000, ROF_MS_PER_DAY));
     }
 }
 
@@ -461,10 +463,24 @@ void read_programs(Reader& r, const toml::table& t, ProgramLimits& pl) {
     }
 }
 
+void read_sessions(Reader& r, const toml::table& t, SessionSettings& ss) {
+    const std::string path = "sessions";
+    r.check_keys(t, path, {"message_bytes"});
+    if (auto v = r.size(t, path, "message_bytes", ROF_MSG_SIZE, ROF_MSG_SIZE_MAX)) {
+        if ((*v & (*v - 1)) != 0) {
+            r.error(pos_of(*t.get("message_bytes")),
+                    "sessions.message_bytes: " + std::to_string(*v) +
+                        " is not a power of two (1024, 2048, 4096, ... 65536)");
+        } else {
+            ss.message_bytes = static_cast<std::uint32_t>(*v);
+        }
+    }
+}
+
 void read_quarantine(Reader& r, const toml::table& t, Quarantine& q) {
     const std::string path = "quarantine";
     r.check_keys(t, path, {"window_s", "max_faults", "max_completion_errors", "max_bad_requests"});
-    set(q.window_s, r.integer(t, path, "window_s", 1, 86400));
+    set(q.window_s, r.integer(t, path, "window_s", 1, ROF_S_PER_DAY));
     set(q.max_faults, r.integer(t, path, "max_faults", 0, u32_max));
     set(q.max_completion_errors, r.integer(t, path, "max_completion_errors", 0, u32_max));
     set(q.max_bad_requests, r.integer(t, path, "max_bad_requests", 0, u32_max));
@@ -735,7 +751,7 @@ void read_tenant(Reader& r, const toml::table& root, Tenant& tenant,
                  std::map<std::string, std::string, std::less<>>& declared, Claims& claims) {
     r.check_keys(root, "",
                  {"name", "audit", "control_rate", "identity", "quota", "rate", "programs",
-                  "quarantine", "regions", "grants"});
+                  "quarantine", "sessions", "regions", "grants"});
     const std::string file_name = std::filesystem::path(r.file()).filename().string();
     const std::string stem = std::filesystem::path(r.file()).stem().string();
     tenant.name = stem;
@@ -786,6 +802,9 @@ void read_tenant(Reader& r, const toml::table& root, Tenant& tenant,
     }
     if (auto t = r.table(root, "", "quarantine")) {
         read_quarantine(r, *t, tenant.quarantine);
+    }
+    if (auto t = r.table(root, "", "sessions")) {
+        read_sessions(r, *t, tenant.sessions);
     }
 
     std::map<std::string, RegionSeen, std::less<>> regions;
@@ -921,10 +940,38 @@ std::string LoadResult::error_text() const {
 }
 
 bool valid_name(std::string_view name) {
-    if (name.empty() || name.size() > name_max) {
-        return false;
+    return rof_name_fault(name.data(), name.size()) == ROF_NAME_OK;
+}
+
+std::optional<std::string> name_error(std::string_view name) {
+    const std::string rule =
+        "a name is 1 .. " + std::to_string(name_max) + " characters of " ROF_NAME_CHARSET;
+    switch (rof_name_fault(name.data(), name.size())) {
+        case ROF_NAME_OK:
+            return std::nullopt;
+        case ROF_NAME_EMPTY:
+            return "empty; " + rule;
+        case ROF_NAME_TOO_LONG:
+            return std::to_string(name.size()) + " characters; " + rule;
+        default:
+            break;
     }
-    return std::all_of(name.begin(), name.end(), rof_name_char);
+    // ROF_NAME_BAD_CHAR: the name shown with its bytes outside ASCII's
+    // printable ones as \xNN, and the first bad one.
+    auto shown = [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u > 0x7e) {
+            static constexpr char hex[] = "0123456789abcdef";
+            return std::string{'\\', 'x', hex[u >> 4], hex[u & 0xf]};
+        }
+        return std::string(1, c);
+    };
+    std::string text;
+    for (char c : name) {
+        text += shown(c);
+    }
+    const char bad = *std::find_if_not(name.begin(), name.end(), rof_name_char);
+    return "\"" + text + "\" has '" + shown(bad) + "'; " + rule;
 }
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {

@@ -39,19 +39,17 @@ struct Identity {
 
 inline constexpr std::uint64_t unlimited = ~0ULL;
 
-// Names of tenants and regions: rof.h's rule (rof_name_char), 1 .. name_max
-// characters of ROF_NAME_CHARSET.
+// Names of tenants, regions, free lists and programs: rof.h's rule
+// (rof_name_fault()), 1 .. name_max characters of ROF_NAME_CHARSET.
 inline constexpr std::size_t name_max = ROF_NAME_MAX - 1;
 bool valid_name(std::string_view name);
+// What is wrong with @name, then the rule: `"a b" has ' '; a name is 1 ..
+// 63 characters of [A-Za-z0-9._:-]`; std::nullopt if @name is valid.  The
+// policy files, rofd's calls and rofctl all say a name is wrong with it.
+std::optional<std::string> name_error(std::string_view name);
 
-// Bounds the policy files, rofd's calls and rofctl's options share (the
-// module's are rof.h's).
-inline constexpr std::uint32_t ms_per_day = 86400000;
-// A ticket's lifetime: [sessions] ticket_ttl_s, OpenSession's ticket_ttl_s.
-inline constexpr std::uint32_t ticket_ttl_max_s = 3600;
-// A tenant's removal grace: [limits] tenant_removal_grace_ms, DestroyTenant's
-// grace_ms, rofctl tenant delete|destroy --grace.
-inline constexpr std::int64_t removal_grace_max_ms = ms_per_day;
+// The bounds the policy files, rofd's calls and rofctl's options share are
+// rof.h's (ROF_TICKET_TTL_MAX_S, ROF_REMOVAL_GRACE_MAX_MS, ROF_MS_PER_DAY, ...).
 
 // A size as policy files write it: "4096", "4096B", "64KiB", "64 MiB",
 // "1GiB", "1TiB"; std::nullopt if malformed or above 2^64 - 1.
@@ -137,6 +135,13 @@ struct Quarantine {
     std::uint32_t max_bad_requests = 0;       // invocations with status BAD_*
 };
 
+// [sessions] of a tenant file: how its sessions are made.
+struct SessionSettings {
+    // The largest request or response of each session (rof.ko's msg_size):
+    // a power of two, ROF_MSG_SIZE (1 KiB) .. ROF_MSG_SIZE_MAX (64 KiB).
+    std::uint32_t message_bytes = ROF_MSG_SIZE;
+};
+
 struct Tenant {
     std::string name;  // from the file's `name`, which must match the file's stem
     std::string file;
@@ -149,6 +154,7 @@ struct Tenant {
     std::vector<GrantDecl> grants;
     AuditLevel audit = AuditLevel::errors;
     Quarantine quarantine;
+    SessionSettings sessions;
     std::uint32_t control_rate = 50;  // control-plane calls per second (0 = unlimited)
 };
 
@@ -172,7 +178,7 @@ struct Daemon {
     MetricsListen metrics;
     // Sessions: what clients connect to, and the defaults of OpenSession.
     std::string session_address;        // empty: the first IPv4 of the RDMA netdev
-    std::uint32_t ticket_ttl_s = 60;    // 1 .. 3600
+    std::uint32_t ticket_ttl_s = 60;    // 1 .. ROF_TICKET_TTL_MAX_S (3600)
     std::uint32_t idle_timeout_ms = 0;  // 0: the module's default
     // Limits of rofd itself.
     std::uint32_t max_message_bytes = 4 << 20;  // gRPC receive/send

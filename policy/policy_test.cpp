@@ -170,6 +170,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(t.quarantine.max_faults, 1U);
     EXPECT_EQ(t.quarantine.max_completion_errors, 2U);
     EXPECT_EQ(t.quarantine.max_bad_requests, 3U);
+    EXPECT_EQ(t.sessions.message_bytes, 65536U);
     ASSERT_EQ(t.regions.size(), 2U);
     EXPECT_EQ(t.regions[0].size, 1ULL << 34);  // the largest region
     EXPECT_EQ(t.regions[0].access, ROF_ACCESS_ATOMIC);
@@ -218,6 +219,25 @@ TEST(PolicyParse, QuotaDefaultsAreFiniteAndUnlimitedIsExplicit) {
     EXPECT_FALSE(r.policy);
     EXPECT_EQ(r.error_text(),
               "a.toml:3:12: quota.sessions: expected an integer, not a string (\"many\")\n");
+}
+
+// A session's message size: 1 KiB unless the tenant's [sessions] says
+// otherwise; every power of two from 1 KiB to 64 KiB, as bytes or a size.
+TEST(PolicyParse, SessionMessageBytes) {
+    LoadResult r = parse("", "rofd.toml", {{"a.toml", "name = \"a\"\n"}});
+    ASSERT_TRUE(r.policy) << r.error_text();
+    EXPECT_EQ(r.policy->tenants.at(0).sessions.message_bytes, 1024U);
+    for (std::uint32_t m = 1024; m <= 65536; m *= 2) {
+        r = parse(
+            "", "rofd.toml",
+            {{"a.toml", "name = \"a\"\n[sessions]\nmessage_bytes = " + std::to_string(m) + "\n"}});
+        ASSERT_TRUE(r.policy) << r.error_text();
+        EXPECT_EQ(r.policy->tenants.at(0).sessions.message_bytes, m);
+    }
+    r = parse("", "rofd.toml",
+              {{"a.toml", "name = \"a\"\n[sessions]\nmessage_bytes = \"8KiB\"\n"}});
+    ASSERT_TRUE(r.policy) << r.error_text();
+    EXPECT_EQ(r.policy->tenants.at(0).sessions.message_bytes, 8192U);
 }
 
 // The connection limits are on by default: a dead or silent peer never

@@ -258,18 +258,8 @@ std::optional<std::string> Reader::name_node(const toml::node& n, std::string_vi
     if (!s) {
         return std::nullopt;
     }
-    if (s->empty()) {
-        error(pos_of(n), std::string(path) + ": empty name");
-        return std::nullopt;
-    }
-    if (s->size() > name_max) {
-        error(pos_of(n), std::string(path) + ": " + quote(*s) + " is " + std::to_string(s->size()) +
-                             " characters long; names are at most " + std::to_string(name_max));
-        return std::nullopt;
-    }
-    if (!valid_name(*s)) {
-        error(pos_of(n), std::string(path) + ": " + quote(*s) +
-                             " is not a valid name (use A-Z a-z 0-9 . _ : -)");
+    if (auto why = name_error(*s)) {
+        error(pos_of(n), std::string(path) + ": " + *why);
         return std::nullopt;
     }
     return s;

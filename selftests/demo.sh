@@ -57,6 +57,8 @@ demo_policy() {
 	programs = 16
 	regions = 8
 	region_bytes = "96MiB"
+	[sessions]
+	message_bytes = "8KiB"   # kv-get answers a 4096-byte value in one response
 	[identity]
 	uids = [$ROF_KV_UID]
 	EOF

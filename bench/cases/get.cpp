@@ -84,7 +84,7 @@ class Getters {
     bool has_memcached() const { return mc_.has_value(); }
     bool has_c_build() const { return kvc_.has_value(); }
 
-    // The offload: one INVOKE of kv-get (more for a value over 976 bytes).
+    // The offload: one INVOKE of kv-get (on the kv tenant's 8 KiB messages, any value).
     void offload() { offload_on(kv_, "offload GET "); }
     // The same on the kvstore that runs the C builds of its programs.
     void offload_c() { offload_on(*kvc_, "offload GET (C build) "); }
@@ -252,8 +252,8 @@ ROF_BENCH_CASE("B1", "hash GET: offload vs one READ, two READs, RPC, memcached, 
              {"bytes", "offload GET", "one READ", "two-READ lookup", "RPC GET", "memcached GET"},
              rows, true, true);
     r.note(
-        "values of up to 4096 bytes: the kvstore's largest (a value over 976 bytes takes one "
-        "INVOKE per 976-byte chunk); the 64 KB point of RedN's figure is not measured");
+        "values of up to 4096 bytes: the kvstore's largest, in one INVOKE on the kv tenant's 8 KiB "
+        "messages; the 64 KB point of RedN's figure is not measured");
     if (env.opt.memcached.empty()) {
         r.note("memcached not measured: no --memcached");
     }

@@ -311,7 +311,7 @@ int run(int argc, char** argv) {
     app.add_option("--reps", reps, "repetitions; medians over them (default 5)");
     app.add_flag("--smoke", smoke, "a few passes: check the answers, keep the tool working");
     app.add_option("--keys", keys, "kv-get: keys in the table (default 1000)");
-    app.add_option("--value-size", vsize, "kv-get: value bytes, 1..976 (default 64)");
+    app.add_option("--value-size", vsize, "kv-get: value bytes, 1..4096 (default 64)");
     app.add_option("--nodes", nodes, "list-find: nodes in the list (default 16)");
     app.add_option("--program", only, "only this program (kv-get, list-find, crc-read)");
     app.add_option("--json", json_out, "write the report (rof-bench's JSON) to this file");
@@ -320,8 +320,8 @@ int run(int argc, char** argv) {
         seconds = 0.001;
         reps = 1;
     }
-    if (vsize < 1 || vsize > 976 || keys < 1 || keys > 1024 || reps < 1) {
-        throw std::invalid_argument("--value-size 1..976, --keys 1..1024, --reps >= 1");
+    if (vsize < 1 || vsize > 4096 || keys < 1 || keys > 1024 || reps < 1) {
+        throw std::invalid_argument("--value-size 1..4096, --keys 1..1024, --reps >= 1");
     }
 
     rofbench::CaseReport rep("B9", "the executor natively: programs against the same C (-O2)");

@@ -40,8 +40,22 @@ const char* status_name(Status s) {
     return "unknown";
 }
 
+namespace {
+rof::Session& big_enough(rof::Session& s) {
+    if (s.msg_size() < kMsgSize) {
+        throw rof::Error(rof::Code::failed_precondition,
+                         "kvstore: the session's messages are " + std::to_string(s.msg_size()) +
+                             " bytes, kv-get answers up to " +
+                             std::to_string(kGetHeader + kGetChunk) +
+                             ": the tenant's policy needs [sessions] message_bytes = " +
+                             std::to_string(kMsgSize));
+    }
+    return s;
+}
+}  // namespace
+
 KvClient::KvClient(rof::Session& s)
-    : s_(s),
+    : s_(big_enough(s)),
       get_(s.program_tag("kv-get")),
       put_(s.program_tag("kv-put")),
       del_(s.program_tag("kv-del")) {
@@ -99,7 +113,7 @@ Status KvClient::call(std::uint64_t tag, std::span<std::byte> resp, std::size_t*
 }
 
 Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std::string& value,
-                   std::uint32_t* flags, std::uint64_t* restarts) {
+                   std::uint32_t* flags, std::uint64_t* restarts, std::size_t chunk) {
     for (unsigned attempt = 0; attempt < kGetAttempts; attempt++) {
         if (attempt > 0 && restarts) {
             ++*restarts;
@@ -136,7 +150,7 @@ Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std
             }
             // Under one entry word the block, so vlen, cannot change.
             if (vl > kMaxValue || (!first && vl != vlen) ||
-                r.resp.size() - kGetHeader != std::min<std::size_t>(vl - value.size(), kGetChunk)) {
+                r.resp.size() - kGetHeader != std::min<std::size_t>(vl - value.size(), chunk)) {
                 throw rof::Error(rof::Code::internal,
                                  "kvstore: kv-get answered a malformed response");
             }

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // rofkv::KvClient: GET, SET and DELETE of the kvstore (examples/kvstore/README.md) by offload:
 // each is one INVOKE of kv-get, kv-put or kv-del (programs/) on a session of the kvstore's
-// tenant, or several for a value longer than one INVOKE carries (1000 bytes of args, 992 of
-// response): kv-put takes the value in chunks, kv-get returns it in chunks with the entry word,
-// and a GET whose value changed between chunks starts again from offset 0 (get_chunked below).
+// tenant, or several for a SET of a value longer than one INVOKE of kv-put carries (1000 bytes
+// of args).  kv-get answers a whole value, up to 4096 bytes, in one response of up to 4112:
+// the tenant's sessions need 8 KiB messages (its policy's [sessions] message_bytes = 8192;
+// KvClient refuses a smaller session).  Its response still carries the value's length and
+// entry word from an offset, so a reader of smaller chunks (get_chunked below, which starts
+// again from offset 0 when the value changed between chunks) reads any value whole.
 // Shared by rof-kvstore (its TCP front end), rof-kv and rof-kvload.
 #pragma once
 
@@ -28,10 +31,13 @@ const char* status_name(Status s);
 
 // ---- a GET in chunks (README.md, "A GET in chunks") ----------------------------------------
 // kv-get's response: u32 flags, u32 vlen, u64 the entry word it copied under, then up to
-// kGetChunk bytes of the value from the voff asked for.
-inline constexpr std::size_t kGetHeader = 16, kGetChunk = 976;
+// kGetChunk bytes of the value from the voff asked for: all of it from offset 0.
+inline constexpr std::size_t kGetHeader = 16, kGetChunk = kMaxValue;
+// The session's message size kv-get's response of kGetHeader + kGetChunk bytes needs: an
+// INVOKE answers at most msg_size - 32 bytes (ROF_INVOKE_RESP).
+inline constexpr std::uint32_t kMsgSize = 8192;
 // How many times a GET starts (the first time included) before it answers busy: the value kept
-// changing.  Each start reads at most kMaxValue / kGetChunk + 1 = 5 chunks.
+// changing.  Each start reads at most kMaxValue / chunk + 1 chunks.
 inline constexpr unsigned kGetAttempts = 64;
 
 // One kv-get INVOKE's answer: its status and its response (valid until the next fetch).
@@ -41,10 +47,11 @@ struct GetReply {
 };
 
 // Reads one value with @fetch(voff), one kv-get INVOKE at value offset voff, from offset 0 until
-// it has vlen bytes.  Every chunk must come from the one value the first chunk came from: the
-// value a published block holds never changes, and a block's entry word {block, tag, version}
-// changes with every SET or DEL of the key.  So the GET starts again from offset 0, all it read
-// dropped, when a later chunk says the value is not the first chunk's:
+// it has vlen bytes, each answer min(vlen - voff, @chunk) bytes of it.  Every chunk must come from
+// the one value the first chunk came from: the value a published block holds never changes, and a
+// block's entry word {block, tag, version} changes with every SET or DEL of the key.  So the GET
+// starts again from offset 0, all it read dropped, when a later chunk says the value is not the
+// first chunk's:
 //   - its entry word differs (the key was set again, whatever the new length);
 //   - status too_big: voff is past the end of the value now there (it was set shorter);
 //   - status not_found: the key was deleted;
@@ -55,7 +62,8 @@ struct GetReply {
 // rof::Error(internal).  @restarts, if given, is increased by the number of starts after the
 // first.
 Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std::string& value,
-                   std::uint32_t* flags = nullptr, std::uint64_t* restarts = nullptr);
+                   std::uint32_t* flags = nullptr, std::uint64_t* restarts = nullptr,
+                   std::size_t chunk = kGetChunk);
 
 // The regions of the kvstore, as rof-kvstore creates them and the programs bind them.
 inline constexpr const char* kIndexRegion = "kv_index";
@@ -65,6 +73,8 @@ class KvClient {
   public:
     // s: a session of the kvstore's tenant, granted the kvstore's regions.  Finds
     // kv-get/kv-put/kv-del by name once, here (Session::program_tag), and invokes them by tag.
+    // Throws rof::Error(failed_precondition) when the session's messages are smaller than
+    // kMsgSize (the tenant's policy lacks [sessions] message_bytes = 8192).
     explicit KvClient(rof::Session& s);
     // The whole value of @key, by get_chunked: ok, not_found, busy (the value changed under
     // kGetAttempts starts in a row), or too_big (@key empty or over kMaxKey).
@@ -87,7 +97,7 @@ class KvClient {
     rof::Session& s_;
     std::uint64_t get_, put_, del_;
     std::vector<std::byte> args_;
-    std::array<std::byte, 992> resp_{};  // an INVOKE response at most
+    std::array<std::byte, kGetHeader + kGetChunk> resp_{};  // kv-get's response at most
     std::uint64_t get_restarts_ = 0;
 };
 

@@ -250,6 +250,12 @@ ROF_EXPORT void rof_session_close(rof_session* session);
 ROF_EXPORT uint32_t rof_session_id(const rof_session* session);
 /* Requests in flight the module allows. */
 ROF_EXPORT uint32_t rof_session_credits(const rof_session* session);
+/* The session's largest message either way (1024 .. 65536: the tenant
+ * policy's [sessions] message_bytes).  rof_invoke's arguments are at most
+ * msg_size - 24 bytes (more is ROF_INVALID_ARGUMENT), a program's response
+ * at most msg_size - 32; one whose resp_max is larger does not run on the
+ * session (ROF_FAILED_PRECONDITION, status ROF_ST_MSG_SIZE).  0 for NULL. */
+ROF_EXPORT uint32_t rof_session_msg_size(const rof_session* session);
 /* The peer as connected: "192.0.2.1:18515" or "[fd00::1]:18515". */
 ROF_EXPORT const char* rof_session_peer(const rof_session* session);
 ROF_EXPORT size_t rof_session_region_count(const rof_session* session);

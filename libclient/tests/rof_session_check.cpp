@@ -87,8 +87,9 @@ struct Grant {
 
 rof::v1::OpenSessionResponse prepare(kprog::Dev& dev, std::uint32_t tenant,
                                      const std::vector<Grant>& grants, const std::string& addr,
-                                     std::uint32_t idle_ms = 0) {
+                                     std::uint32_t idle_ms = 0, std::uint32_t msg_size = 0) {
     rof_session_prepare p{};
+    p.msg_size = msg_size;
     p.tenant = tenant;
     p.nregions = static_cast<std::uint32_t>(grants.size());
     for (std::size_t i = 0; i < grants.size(); i++) {
@@ -111,7 +112,7 @@ rof::v1::OpenSessionResponse prepare(kprog::Dev& dev, std::uint32_t tenant,
         gr->set_access(g.access);
         gr->set_size(g.size);
     }
-    r.set_msg_size(ROF_MSG_SIZE);
+    r.set_msg_size(p.msg_size);  // the module's answer: ROF_MSG_SIZE for 0
     r.set_idle_timeout_ms(idle_ms);
     return r;
 }
@@ -600,10 +601,71 @@ void names(const std::string& socket, const std::string& region) {
                  [&] { s.invoke("no-such-program", {}, resp); });
 }
 
+// Sessions of 4 KiB and 64 KiB messages (ABI 0.8): librof's buffers and
+// bounds follow the accept's msg_size.  A program answering 4000 bytes
+// runs in one INVOKE on the 4 KiB session and is refused on a 1 KiB one
+// (failed_precondition, ROF_ST_MSG_SIZE); arguments up to msg_size - 24
+// go, one more byte is invalid_argument; a 60 KiB response round-trips on
+// the 64 KiB session; an accept larger than the buffers is refused.
+void msgsize(const std::string& addr) {
+    World w;
+    const std::string big_text =
+        ".args 0, 65512\n.resp 65504\n        mov64 r1, 61440\n        respond r1, 0\n";
+    const std::string mid_text =
+        ".args 0, 65512\n.resp 4000\n        mov64 r1, 4000\n        respond r1, 0\n";
+    const std::uint64_t big =
+        kprog::load(w.dev, w.tenant, kprog::assemble(big_text, "big"), {}, 1000, 4096, "big");
+    const std::uint64_t mid =
+        kprog::load(w.dev, w.tenant, kprog::assemble(mid_text, "mid"), {}, 1000, 4096, "mid");
+    std::vector<std::byte> resp(ROF_MSG_SIZE_MAX);
+
+    rof::Session s4 = rof::Session::connect(prepare(w.dev, w.tenant, {}, addr, 0, 4096), {});
+    check(s4.msg_size() == 4096, "a 4 KiB session: msg_size() 4096", std::to_string(s4.msg_size()));
+    rof::InvokeResult r = s4.invoke(mid, {}, resp);
+    check(r.len == 4000, "4000 response bytes in one INVOKE", std::to_string(r.len));
+    std::vector<std::byte> args(4096 - 24);
+    r = s4.invoke(mid, args, resp);
+    check(r.len == 4000, "arguments of msg_size - 24 (4072) bytes go");
+    args.push_back(std::byte{0});
+    expect_error("arguments of msg_size - 23: invalid_argument", rof::Code::invalid_argument,
+                 "at most 4072", [&] { s4.invoke(mid, args, resp); });
+    expect_error("resp_max above the session's messages: failed_precondition",
+                 rof::Code::failed_precondition, "ROF_ST_MSG_SIZE",
+                 [&] { s4.invoke(big, {}, resp); });
+    s4.nop();
+
+    rof::Session s1 = rof::Session::connect(prepare(w.dev, w.tenant, {}, addr), {});
+    check(s1.msg_size() == ROF_MSG_SIZE, "a default session: msg_size() 1024",
+          std::to_string(s1.msg_size()));
+    expect_error("... the 4000-byte program: failed_precondition", rof::Code::failed_precondition,
+                 "ROF_ST_MSG_SIZE", [&] { s1.invoke(mid, {}, resp); });
+
+    rof::Session s64 = rof::Session::connect(prepare(w.dev, w.tenant, {}, addr, 0, 65536), {});
+    check(s64.msg_size() == 65536, "a 64 KiB session: msg_size() 65536",
+          std::to_string(s64.msg_size()));
+    resp.assign(resp.size(), std::byte{1});
+    r = s64.invoke(big, {}, resp);
+    bool zero = r.len == 61440;
+    for (std::size_t i = 0; zero && i < r.len; i++) {
+        zero = resp[i] == std::byte{0};
+    }
+    check(zero, "a 61440-byte response in one INVOKE", std::to_string(r.len));
+    args.assign(65536 - 24, std::byte{7});
+    r = s64.invoke(big, args, resp);
+    check(r.len == 61440, "65512 bytes of arguments in one INVOKE");
+
+    // rofd said 1024, the module's session has 4096: its answers would
+    // not fit the receives.
+    rof::v1::OpenSessionResponse lying = prepare(w.dev, w.tenant, {}, addr, 0, 4096);
+    lying.set_msg_size(ROF_MSG_SIZE);
+    expect_error("an accept larger than the buffers: internal", rof::Code::internal,
+                 "the accept's msg_size 4096", [&] { rof::Session::connect(lying, {}); });
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
-                     "usage: rof-session-check verbs|keepalive|ipv6|closed [--addr A] "
+                     "usage: rof-session-check verbs|keepalive|ipv6|closed|msgsize [--addr A] "
                      "[--idle-ms N]\n"
                      "       rof-session-check names --socket S --region R\n"
                      "       rof-session-check invoke-until --prepared FILE --tag T --stop FILE "
@@ -649,6 +711,8 @@ int main(int argc, char** argv) {
             closed(addr);
         } else if (cmd == "names") {
             names(socket, region);
+        } else if (cmd == "msgsize") {
+            msgsize(addr);
         } else {
             std::fprintf(stderr, "unknown command %s\n", cmd.c_str());
             return 2;

@@ -97,7 +97,7 @@ class Kv {
                     entry = e;
                     std::memcpy(&out.flags, r.resp.data(), 4);
                     std::memcpy(&vlen, r.resp.data() + 4, 4);
-                    EXPECT_EQ(r.resp.size(), 16u + std::min<size_t>(vlen - out.value.size(), 976));
+                    EXPECT_EQ(r.resp.size(), 16u + std::min<size_t>(vlen - out.value.size(), 4096));
                     out.value.append(r.resp.begin() + 16, r.resp.end());
                 } while (out.value.size() < vlen);
                 if (!changed)

@@ -7,7 +7,8 @@
  *   ksess-client tenant NAME                  create a tenant, print its id
  *   ksess-client region TENANT NAME BYTES ACCESS   (ACCESS: r,w,a letters)
  *   ksess-client prepare TENANT [-g REGION:ACCESS]... [-o OPS/S] [-b BYTES/S]
- *                [-t TTL_MS] [-i IDLE_MS]      print "SESSION TICKETHEX"
+ *                [-t TTL_MS] [-i IDLE_MS] [-m MSG_SIZE]
+ *                                             print "SESSION TICKETHEX"
  *                (TTL_MS by default an hour: the tests wait on events, and
  *                on a loaded emulated host minutes can pass between a
  *                prepare and its connect)
@@ -26,6 +27,8 @@
  *                arguments and without CAP_SYS_ADMIN: each errno as documented
  *   ksess-client controller TENANT_NAME       create tenant+region+session,
  *                print "TENANT REGION SESSION TICKET", then wait to be killed
+ *   ksess-client resp-prog TENANT RESP_MAX    load a program of resp_max RESP_MAX
+ *                that answers RESP_MAX (zero) bytes, print its tag in hex
  *   ksess-client crc-prog TENANT REGION       load a program that CRC64s the first
  *                MiB of REGION (byte budget 1 MiB), print its tag in hex
  *   ksess-client prepare-close TENANT         prepare a session of TENANT (which
@@ -74,6 +77,16 @@
  *     -B             send credits NOPs the moment the connection is
  *                    established, before the welcome: all are answered,
  *                    after the welcome
+ *     -M BYTES       the client's buffers: each receive and send slot holds
+ *                    BYTES (default ROF_MSG_SIZE); the accept's msg_size
+ *                    must not be larger
+ *     -m BYTES       expect the accept's msg_size to be BYTES
+ *     -I TAG:STATUS:LEN   one INVOKE of program TAG (hex), no arguments:
+ *                    expect STATUS and, with ROF_ST_OK, a program response
+ *                    of LEN bytes (all zero)
+ *     -L             a request whose header claims the session's msg_size
+ *                    payload bytes (more than a message holds, the SEND
+ *                    carries 16): answered ROF_ST_BAD_LENGTH
  *
  * Exit status 0 when every expectation held; messages say which did not.
  */
@@ -246,7 +259,7 @@ static int cmd_prepare(int argc, char **argv)
 	memset(&p, 0, sizeof(p));
 	p.tenant = num(argv[1]);
 	optind = 2;
-	while ((c = getopt(argc, argv, "g:o:b:t:i:")) != -1) {
+	while ((c = getopt(argc, argv, "g:o:b:t:i:m:")) != -1) {
 		char *colon;
 
 		switch (c) {
@@ -263,6 +276,7 @@ static int cmd_prepare(int argc, char **argv)
 		case 'b': p.rate.bytes_per_sec = num(optarg); break;
 		case 't': ttl_ms = num(optarg); break;
 		case 'i': p.idle_timeout_ms = num(optarg); break;
+		case 'm': p.msg_size = num(optarg); break;
 		default: die("prepare: bad option");
 		}
 	}
@@ -313,6 +327,40 @@ static int cmd_crc_prog(uint32_t tenant, uint32_t region)
 	strcpy(l.name, "crc");
 	l.nbind = 1;
 	l.bind[0].region = region;
+	xioctl(rof_fd(), ROF_IOC_PROG_LOAD, &l, "program load");
+	printf("%" PRIx64 "\n", (uint64_t)l.tag);
+	return 0;
+}
+
+/* mov64 r1, RESP_MAX; respond r1, 0: a response of resp_max bytes. */
+static int cmd_resp_prog(uint32_t tenant, uint32_t resp_max)
+{
+	struct {
+		struct rof_isa_hdr h;
+		struct rof_insn insn[2];
+	} im;
+	struct rof_prog_load l;
+
+	memset(&im, 0, sizeof(im));
+	im.h.magic = ROF_ISA_MAGIC;
+	im.h.version = ROF_ISA_VERSION;
+	im.h.hdr_size = sizeof(im.h);
+	im.h.insn_cnt = 2;
+	im.h.resp_max = resp_max;
+	im.insn[0].op = ROF_OP_ALU64_IMM + ROF_ALU_MOV;
+	im.insn[0].regs = ROF_REGS(1, 0);
+	im.insn[0].imm = (int32_t)resp_max;
+	im.insn[1].op = ROF_OP_RESPOND;
+	im.insn[1].regs = ROF_REGS(0, 1);
+	im.h.tag = crc64_xz(&im, sizeof(im));
+
+	memset(&l, 0, sizeof(l));
+	l.image = (uintptr_t)&im;
+	l.image_len = sizeof(im);
+	l.tenant = tenant;
+	l.budget = 2;
+	l.byte_budget = 1;	/* moves none, but a load needs one */
+	strcpy(l.name, "resp");
 	xioctl(rof_fd(), ROF_IOC_PROG_LOAD, &l, "program load");
 	printf("%" PRIx64 "\n", (uint64_t)l.tag);
 	return 0;
@@ -523,11 +571,12 @@ static const char *state_name(uint32_t s)
 static void print_info(const struct rof_session_info *si)
 {
 	printf("%u tenant=%u state=%s device=%s credits=%u regions=%u requests=%" PRIu64
-	       " deferred=%" PRIu64 " errors=%" PRIu64 " bad=%" PRIu64 " paced=%d\n",
+	       " deferred=%" PRIu64 " errors=%" PRIu64 " bad=%" PRIu64 " paced=%d msg_size=%u\n",
 	       si->id, si->tenant, state_name(si->state), si->device[0] ? si->device : "-",
 	       si->credits, si->nregions, (uint64_t)si->counters.requests,
 	       (uint64_t)si->counters.deferred, (uint64_t)si->counters.completion_errors,
-	       (uint64_t)si->counters.bad_requests, !!(si->flags & ROF_SESSION_QP_PACED));
+	       (uint64_t)si->counters.bad_requests, !!(si->flags & ROF_SESSION_QP_PACED),
+	       si->msg_size);
 }
 
 static int cmd_list(void)
@@ -774,8 +823,16 @@ static int cmd_badargs(uint32_t tenant, uint32_t region)
 	p.flags = 1;
 	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare flags");
 	prep_init(&p, tenant);
-	p.reserved = 1;
-	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare reserved");
+	p.msg_size = 1;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare msg_size 1");
+	p.msg_size = ROF_MSG_SIZE / 2;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare msg_size 512");
+	p.msg_size = 3 * ROF_MSG_SIZE;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare msg_size 3072");
+	p.msg_size = ROF_MSG_SIZE_MAX + 1;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare msg_size 64 KiB + 1");
+	p.msg_size = 2 * ROF_MSG_SIZE_MAX;
+	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, EINVAL, "prepare msg_size 128 KiB");
 	prep_init(&p, tenant);
 	p.nregions = ROF_SESSION_MAX_REGIONS + 1;
 	expect_errno(fd, ROF_IOC_SESSION_PREPARE, &p, E2BIG, "prepare 17 grants");
@@ -918,6 +975,8 @@ struct conn {
 	struct ibv_mr *mr;
 	uint8_t *rx, *tx, *scratch;
 	bool tx_busy[NSLOTS];
+	uint32_t buf_size;	/* bytes of each slot: client_buf_size */
+	uint32_t msg_size;	/* the accept's */
 	uint32_t credits, nregions, session;
 	struct rof_wire_region regions[ROF_SESSION_MAX_REGIONS];
 	uint64_t next_id;
@@ -929,6 +988,7 @@ struct conn {
 /* -B: credits NOPs sent before the welcome. */
 static bool early_mode;
 static bool busy_poll;		/* -P: never sleep between empty polls */
+static uint32_t client_buf_size = ROF_MSG_SIZE;	/* -M */
 
 static void send_req(struct conn *c, uint16_t op, const void *payload, uint32_t len);
 
@@ -959,8 +1019,8 @@ static struct rdma_cm_event *cm_expect(struct conn *c, enum rdma_cm_event_type t
 static void post_rx(struct conn *c, uint32_t slot)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)(c->rx + (size_t)slot * ROF_MSG_SIZE),
-		.length = ROF_MSG_SIZE,
+		.addr = (uintptr_t)(c->rx + (size_t)slot * c->buf_size),
+		.length = c->buf_size,
 		.lkey = c->mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
@@ -1001,6 +1061,7 @@ static int conn_open(struct conn *c, const char *addr, const char *ticket_hex)
 
 	memset(c, 0, sizeof(*c));
 	c->next_id = 1;
+	c->buf_size = client_buf_size;
 	sin.sin_port = htons(port ? num(port) : ROF_CM_PORT_DEFAULT);
 	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
 		die("not an IPv4 address: %s", addr);
@@ -1018,13 +1079,13 @@ static int conn_open(struct conn *c, const char *addr, const char *ticket_hex)
 	c->cq = ibv_create_cq(c->id->verbs, 4 * NSLOTS, NULL, NULL, 0);
 	if (!c->pd || !c->cq)
 		die("PD/CQ: %s", strerror(errno));
-	bytes = 2 * (size_t)NSLOTS * ROF_MSG_SIZE + SCRATCH;
+	bytes = 2 * (size_t)NSLOTS * c->buf_size + SCRATCH;
 	c->rx = aligned_alloc(4096, bytes);
 	if (!c->rx)
 		die("out of memory");
 	memset(c->rx, 0, bytes);
-	c->tx = c->rx + (size_t)NSLOTS * ROF_MSG_SIZE;
-	c->scratch = c->tx + (size_t)NSLOTS * ROF_MSG_SIZE;
+	c->tx = c->rx + (size_t)NSLOTS * c->buf_size;
+	c->scratch = c->tx + (size_t)NSLOTS * c->buf_size;
 	c->mr = ibv_reg_mr(c->pd, c->rx, bytes, IBV_ACCESS_LOCAL_WRITE);
 	if (!c->mr)
 		die("ibv_reg_mr: %s", strerror(errno));
@@ -1075,9 +1136,13 @@ static int conn_open(struct conn *c, const char *addr, const char *ticket_hex)
 		c->credits = le16toh(acc->credits);
 		c->nregions = acc->nregions;
 		c->session = le32toh(acc->session);
+		c->msg_size = le32toh(acc->msg_size);
 		if (!c->credits || c->credits > ROF_SESSION_CREDITS_MAX ||
 		    c->nregions > ROF_SESSION_MAX_REGIONS)
 			die("accept: %u credits, %u regions", c->credits, c->nregions);
+		if (c->msg_size < ROF_MSG_SIZE || c->msg_size > c->buf_size)
+			die("accept: msg_size %u, the client's buffers hold %u (-M)",
+			    c->msg_size, c->buf_size);
 	}
 	rdma_ack_cm_event(ev);
 	if (early_mode)
@@ -1105,7 +1170,7 @@ static int conn_open(struct conn *c, const char *addr, const char *ticket_hex)
 			c->tx_busy[wc.wr_id & 0xffff] = false;
 			continue;
 		}
-		buf = c->rx + wc.wr_id * ROF_MSG_SIZE;
+		buf = c->rx + wc.wr_id * c->buf_size;
 		h = (const void *)buf;
 		if (wc.byte_len < sizeof(*h) || le64toh(h->id) != ROF_WELCOME_ID ||
 		    le32toh(h->len) != c->nregions * sizeof(struct rof_wire_region))
@@ -1136,7 +1201,7 @@ static void conn_close(struct conn *c)
 static void send_req(struct conn *c, uint16_t op, const void *payload, uint32_t len)
 {
 	uint32_t slot = c->next_id % NSLOTS;
-	uint8_t *buf = c->tx + (size_t)slot * ROF_MSG_SIZE;
+	uint8_t *buf = c->tx + (size_t)slot * c->buf_size;
 	struct rof_req_hdr h = {
 		.id = htole64(c->next_id),
 		.opcode = htole16(op),
@@ -1191,7 +1256,7 @@ static int poll_resp(struct conn *c, uint32_t want_status, uint32_t echo_len, in
 				c->tx_busy[wc[i].wr_id & 0xffff] = false;
 				continue;
 			}
-			buf = c->rx + wc[i].wr_id * ROF_MSG_SIZE;
+			buf = c->rx + wc[i].wr_id * c->buf_size;
 			h = (const void *)buf;
 			got++;
 			c->outstanding--;
@@ -1257,7 +1322,7 @@ static bool send_stream(struct conn *c, uint64_t n, uint32_t inflight, uint16_t 
 			const void *payload, uint32_t size, bool echo, uint32_t want_status,
 			int timeout_ms, uint64_t *sent)
 {
-	uint8_t buf[ROF_MSG_SIZE];
+	static uint8_t buf[ROF_MSG_SIZE_MAX];
 
 	c->answered = c->failed = 0;
 	while (((*sent < n && !flood_stopped()) || c->outstanding) && !c->dead) {
@@ -1287,8 +1352,8 @@ static bool do_echo(struct conn *c, uint64_t n, uint32_t inflight, uint32_t size
 			inflight, c->credits);
 		inflight = c->credits;
 	}
-	if (size > ROF_MSG_SIZE - sizeof(struct rof_req_hdr))
-		die("payload too big");
+	if (size > c->msg_size - sizeof(struct rof_req_hdr))
+		die("payload too big for the session's %u-byte messages", c->msg_size);
 	/* A liveness bound, far above any wait a loaded machine causes. */
 	t0 = now_ns(CLOCK_MONOTONIC);
 	if (!send_stream(c, n, inflight, ROF_OP_ECHO, NULL, size, true, ROF_ST_OK, 30000, &sent))
@@ -1298,6 +1363,105 @@ static bool do_echo(struct conn *c, uint64_t n, uint32_t inflight, uint32_t size
 	       " failed, credits %u, %" PRIu64 " us\n",
 	       sent, c->answered, c->failed, c->credits, (now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 	return !c->dead && c->answered == n && !c->failed;
+}
+
+/*
+ * A request whose header claims the session's msg_size payload bytes, in
+ * a SEND of the header alone: more than any message of the session can
+ * hold.  Answered ROF_ST_BAD_LENGTH; the session goes on (an ECHO after).
+ */
+static bool do_bad_length(struct conn *c)
+{
+	uint32_t slot = c->next_id % NSLOTS;
+	uint8_t *buf = c->tx + (size_t)slot * c->buf_size;
+	struct rof_req_hdr h = {
+		.id = htole64(c->next_id),
+		.opcode = htole16(ROF_OP_ECHO),
+		.len = htole32(c->msg_size),
+	};
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)buf, .length = sizeof(h), .lkey = c->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = (1ull << 63) | slot, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	bool ok;
+
+	if (c->tx_busy[slot])
+		die("tx slot %u still busy", slot);
+	memcpy(buf, &h, sizeof(h));
+	if (ibv_post_send(c->id->qp, &wr, &bad))
+		die("ibv_post_send: %s", strerror(errno));
+	c->tx_busy[slot] = true;
+	c->next_id++;
+	c->outstanding++;
+	c->answered = c->failed = 0;
+	while (c->outstanding && !c->dead &&
+	       poll_resp(c, ROF_ST_BAD_LENGTH, UINT32_MAX, 5000))
+		;
+	ok = !c->dead && c->answered == 1 && !c->failed;
+	printf("header len %u in a %u-byte session: %s\n", c->msg_size, c->msg_size,
+	       ok ? "ROF_ST_BAD_LENGTH, as expected" : "WRONG");
+	return ok;
+}
+
+/* -I TAG:STATUS:LEN */
+static bool do_invoke_one(struct conn *c, const char *spec)
+{
+	struct rof_invoke inv;
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 5000000000ull;
+	uint32_t status, len, i;
+	char *end;
+	bool ok = false;
+
+	inv.program = htole64(strtoull(spec, &end, 16));
+	if (*end != ':')
+		die("-I TAG:STATUS:LEN");
+	status = strtoul(end + 1, &end, 0);
+	if (*end != ':')
+		die("-I TAG:STATUS:LEN");
+	len = strtoul(end + 1, NULL, 0);
+	send_req(c, ROF_OP_INVOKE, &inv, sizeof(inv));
+	while (!c->dead && now_ns(CLOCK_MONOTONIC) < deadline) {
+		struct ibv_wc wc;
+		const struct rof_resp_hdr *h;
+		const uint8_t *p;
+		int n = ibv_poll_cq(c->cq, 1, &wc);
+
+		if (n < 0)
+			die("ibv_poll_cq");
+		if (!n) {
+			usleep(20);
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "ksess-client: completion error: %s\n",
+				ibv_wc_status_str(wc.status));
+			c->dead = true;
+			break;
+		}
+		if (wc.wr_id >> 63) {
+			c->tx_busy[wc.wr_id & 0xffff] = false;
+			continue;
+		}
+		p = c->rx + wc.wr_id * c->buf_size;
+		h = (const void *)p;
+		c->outstanding--;
+		ok = le32toh(h->status) == status;
+		if (ok && status == ROF_ST_OK) {
+			ok = le32toh(h->len) == sizeof(struct rof_invoke_result) + len &&
+			     wc.byte_len == sizeof(*h) + le32toh(h->len);
+			for (i = 0; ok && i < len; i++)
+				ok = !p[sizeof(*h) + sizeof(struct rof_invoke_result) + i];
+		}
+		printf("invoke %s: status %u, %u bytes of payload: %s\n", spec,
+		       le32toh(h->status), le32toh(h->len), ok ? "as expected" : "WRONG");
+		post_rx(c, wc.wr_id);
+		return ok;
+	}
+	printf("invoke %s: no answer\n", spec);
+	return false;
 }
 
 static bool do_nop_invoke(struct conn *c)
@@ -1531,17 +1695,18 @@ static int cmd_connect(int argc, char **argv)
 {
 	int want_reason = 0, c_opt, ret = 0, reason, hold_secs = -1;
 	uint64_t echo_n = 0, rate_ops = 0;
-	uint32_t inflight = 1, size = 32;
+	uint32_t inflight = 1, size = 32, want_msg = 0;
 	double rate_secs = 4;
-	bool nop = false, violate = false;
-	char *rdma_ops[16];
+	bool nop = false, violate = false, bad_length = false;
+	char *rdma_ops[16], *invokes[8];
+	int n_inv = 0;
 	int n_rdma = 0, i;
 	struct conn c;
 
 	if (argc < 3)
 		die("connect ADDR TICKET [actions]");
 	optind = 3;
-	while ((c_opt = getopt(argc, argv, "r:e:k:s:nR:S:Vx:H:BP")) != -1) {
+	while ((c_opt = getopt(argc, argv, "r:e:k:s:nR:S:Vx:H:BPM:m:LI:")) != -1) {
 		switch (c_opt) {
 		case 'r': want_reason = num(optarg); break;
 		case 'e': echo_n = num(optarg); break;
@@ -1559,6 +1724,18 @@ static int cmd_connect(int argc, char **argv)
 		case 'H': hold_secs = num(optarg); break;
 		case 'B': early_mode = true; break;
 		case 'P': busy_poll = true; break;
+		case 'M':
+			client_buf_size = num(optarg);
+			if (client_buf_size < ROF_MSG_SIZE || client_buf_size > ROF_MSG_SIZE_MAX)
+				die("-M: %u to %u bytes", ROF_MSG_SIZE, ROF_MSG_SIZE_MAX);
+			break;
+		case 'm': want_msg = num(optarg); break;
+		case 'L': bad_length = true; break;
+		case 'I':
+			if (n_inv == 8)
+				die("at most 8 -I");
+			invokes[n_inv++] = optarg;
+			break;
 		default: die("connect: bad option");
 		}
 	}
@@ -1581,8 +1758,12 @@ static int cmd_connect(int argc, char **argv)
 		printf("rejected: %s (%d)\n", reason_name(reason), reason);
 		return 1;
 	}
-	printf("connected: session %u, %u credits, %u regions\n", c.session, c.credits,
-	       c.nregions);
+	printf("connected: session %u, %u credits, %u regions, msg_size %u\n", c.session,
+	       c.credits, c.nregions, c.msg_size);
+	if (want_msg && c.msg_size != want_msg) {
+		printf("msg_size %u, expected %u\n", c.msg_size, want_msg);
+		ret = 1;
+	}
 	if (early_mode && !do_early(&c))
 		ret = 1;
 	for (i = 0; i < n_rdma && !ret; i++)
@@ -1590,6 +1771,11 @@ static int cmd_connect(int argc, char **argv)
 			ret = 1;
 	if (!ret && nop && !do_nop_invoke(&c))
 		ret = 1;
+	if (!ret && bad_length && !do_bad_length(&c))
+		ret = 1;
+	for (i = 0; i < n_inv && !ret; i++)
+		if (!do_invoke_one(&c, invokes[i]))
+			ret = 1;
 	if (!ret && echo_n && !do_echo(&c, echo_n, inflight, size))
 		ret = 1;
 	if (!ret && rate_ops && !do_rate(&c, rate_ops, rate_secs))
@@ -1879,7 +2065,7 @@ static int cmd_short_send(int argc, char **argv)
 				die("%u-byte SEND: completion error: %s", lens[i],
 				    ibv_wc_status_str(wc.status));
 			if (!(wc.wr_id >> 63))
-				r = (const void *)(c.rx + wc.wr_id * ROF_MSG_SIZE);
+				r = (const void *)(c.rx + wc.wr_id * c.buf_size);
 		}
 		printf("%u-byte SEND: id 0x%" PRIx64 " status %u len %u, %u bytes (want id 0x%" PRIx64
 		       ", status %u, len 0)\n", lens[i], (uint64_t)le64toh(r->id),
@@ -1984,6 +2170,8 @@ int main(int argc, char **argv)
 		return cmd_badargs(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "controller") && argc == 3)
 		return cmd_controller(argv[2]);
+	if (!strcmp(argv[1], "resp-prog") && argc == 4)
+		return cmd_resp_prog(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "crc-prog") && argc == 4)
 		return cmd_crc_prog(num(argv[2]), num(argv[3]));
 	if (!strcmp(argv[1], "prepare-close") && argc == 3)

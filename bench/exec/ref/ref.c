@@ -103,7 +103,7 @@ int ref_kv_get(struct ref_mem index, struct ref_mem heap, uint64_t mask, const u
                 *resp_len = hw;
                 return 4;
             }
-            n = vlen - voff < 976 ? vlen - voff : 976;
+            n = vlen - voff < 4096 ? vlen - voff : 4096;
             if (!in(heap, blk + padded + voff + 16, n))
                 return -1;
             memcpy(resp + 16, heap.base + blk + padded + voff + 16, n);

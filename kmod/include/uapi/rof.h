@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		7	/* 0.7: REGION_CREATE with its free lists */
+#define ROF_ABI_MINOR		8	/* 0.8: a message size per session */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -33,10 +33,17 @@
 #define ROF_MAX_PORTS		4	/* ports reported per device */
 
 /*
+ * Names and bounds: the one definition of each that more than one of
+ * rof.ko, rofd, the policy files and rofctl checks (docs/architecture.md,
+ * "Names and bounds").
+ *
  * The name rule, one for every named object (tenants, regions, free lists,
- * programs, a program's region slots) and for everything that checks one:
- * rof.ko, rofd, the policy files and rofctl.  A name is 1 .. ROF_NAME_MAX - 1
- * characters, each one for which rof_name_char() is true: ROF_NAME_CHARSET.
+ * programs) and for everything that checks one: a name is 1 ..
+ * ROF_NAME_MAX - 1 characters, each one for which rof_name_char() is true
+ * (ROF_NAME_CHARSET, ASCII only); in an ABI struct it is NUL-terminated
+ * within its char[ROF_NAME_MAX].  rof_name_fault() applies it.  (A
+ * program's region slots have the ISA's rule instead: ROF_ISA_NAME_MAX,
+ * rof_isa.h.)
  */
 #define ROF_NAME_CHARSET	"[A-Za-z0-9._:-]"
 
@@ -46,6 +53,52 @@ static __inline__ int rof_name_char(char c)
 	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
 	       c == '-';
 }
+
+/* What rof_name_fault() finds wrong with a name. */
+enum rof_name_fault {
+	ROF_NAME_OK		= 0,
+	ROF_NAME_EMPTY		= 1,	/* no character */
+	ROF_NAME_TOO_LONG	= 2,	/* ROF_NAME_MAX characters or more */
+	ROF_NAME_BAD_CHAR	= 3,	/* one for which rof_name_char() is false */
+};
+
+/*
+ * rof_name_fault - the name rule applied to the @len characters at @name
+ * (no NUL needed; a NUL among them is a bad character).  Returns
+ * ROF_NAME_OK or the first enum rof_name_fault found, in the order of the
+ * enum.
+ */
+static __inline__ int rof_name_fault(const char *name, __u64 len)
+{
+	__u64 i;
+
+	if (!len)
+		return ROF_NAME_EMPTY;
+	if (len >= ROF_NAME_MAX)
+		return ROF_NAME_TOO_LONG;
+	for (i = 0; i < len; i++)
+		if (!rof_name_char(name[i]))
+			return ROF_NAME_BAD_CHAR;
+	return ROF_NAME_OK;
+}
+
+/*
+ * Bounds checked in more than one place.  The module's own stand beside
+ * their commands below (ROF_INFLIGHT_MAX, ROF_FREELIST_BLOCKS_MAX,
+ * ROF_TOKEN_TTL_MAX_MS, ROF_SESSION_IDLE_MAX_MS, ...); these are the
+ * others, which rofd, the policy files and rofctl share.
+ */
+#define ROF_MS_PER_DAY		86400000U	/* the longest duration in ms a setting takes */
+#define ROF_S_PER_DAY		86400U		/* the same in seconds */
+/* A session ticket's lifetime, s: [sessions] ticket_ttl_s, OpenSession. */
+#define ROF_TICKET_TTL_MAX_S	3600U
+/*
+ * A tenant's removal grace, ms: [limits] tenant_removal_grace_ms,
+ * DestroyTenant's grace_ms, rofctl tenant delete|destroy --grace.
+ */
+#define ROF_REMOVAL_GRACE_MAX_MS ROF_MS_PER_DAY
+/* Module parameter idle_timeout_ms's default: a session prepared with 0. */
+#define ROF_SESSION_IDLE_DEFAULT_MS 300000U
 
 /* Port states, numerically equal to the kernel's enum ib_port_state. */
 enum rof_port_state {
@@ -467,8 +520,9 @@ struct rof_drain {
 #define ROF_SESSION_MAX_REGIONS	16	/* regions one session may be granted */
 #define ROF_SESSION_CREDITS_MAX	512	/* credits a session gets at most */
 #define ROF_RATE_MAX		100000000000ULL	/* ops/s or bytes/s; 0 = none */
-#define ROF_MSG_SIZE		1024	/* largest request or response, bytes */
-#define ROF_SESSION_IDLE_MAX_MS	86400000 /* idle_timeout_ms at most: a day */
+#define ROF_MSG_SIZE		1024	/* a session's message size by default, and least */
+#define ROF_MSG_SIZE_MAX	65536	/* ABI 0.8: a session's message size at most */
+#define ROF_SESSION_IDLE_MAX_MS	ROF_MS_PER_DAY	/* idle_timeout_ms at most */
 
 /*
  * struct rof_ticket - the connect private data of a session (48 bytes; an
@@ -504,7 +558,7 @@ enum rof_reject_reason {
 	ROF_REJECT_WRONG_TENANT	= 7,	/* session belongs to another tenant */
 	ROF_REJECT_IN_USE	= 8,	/* the session is connected already */
 	ROF_REJECT_NO_TENANT	= 9,	/* the tenant is gone */
-	ROF_REJECT_QUOTA	= 10,	/* tenant's session quota reached */
+	ROF_REJECT_QUOTA	= 10,	/* session quota or tenant_msg_bytes_max */
 	ROF_REJECT_NO_REGION	= 11,	/* a granted region is gone */
 	ROF_REJECT_RESOURCES	= 12,	/* QP, CQ, MR or memory allocation failed */
 	ROF_REJECT_DEVICE	= 13,	/* the device is going away */
@@ -573,7 +627,13 @@ struct rof_session_prepare {
 	__u32 idle_timeout_ms;	/* in: 0 = module parameter idle_timeout_ms */
 	__u32 flags;		/* in: must be 0 */
 	__u32 session;		/* out: session id, never reused while loaded */
-	__u32 reserved;		/* in: must be 0 */
+	/*
+	 * in (ABI 0.8; was reserved): the largest request or response of
+	 * the session, bytes: 0 = ROF_MSG_SIZE, else a power of two from
+	 * ROF_MSG_SIZE to ROF_MSG_SIZE_MAX (else EINVAL).  An older module
+	 * refuses any non-zero value with EINVAL.
+	 */
+	__u32 msg_size;
 	struct rof_ticket ticket; /* out: a ticket with a random nonce */
 };
 
@@ -615,7 +675,7 @@ struct rof_session_info {
 	__u8 peer_addr[16];	/* IPv6, or IPv4-mapped IPv6 */
 	__u16 peer_port;	/* host byte order */
 	__u16 reserved16;
-	__u32 reserved;
+	__u32 msg_size;		/* ABI 0.8: the session's message size (was reserved) */
 	struct rof_session_counters counters;
 };
 
@@ -641,8 +701,10 @@ struct rof_tenant_rate {
 
 /*
  * Session wire format (docs/protocol.md).  All integers little-endian.
- * Every message, request or response, is one SEND of at most ROF_MSG_SIZE
- * bytes: a 16-byte header and a payload of header.len bytes.
+ * Every message, request or response, is one SEND of at most the
+ * session's message size (rof_accept.msg_size: ROF_MSG_SIZE unless the
+ * prepare chose a larger one) bytes: a 16-byte header and a payload of
+ * header.len bytes.
  */
 #define ROF_WIRE_VERSION	1
 #define ROF_ACCEPT_MAGIC	0x43434146U	/* "FACC" little-endian */
@@ -655,7 +717,7 @@ struct rof_accept {
 	__u8 nregions;		/* entries the welcome message will carry */
 	__le16 credits;		/* requests the client may have outstanding */
 	__le32 session;
-	__le32 msg_size;	/* ROF_MSG_SIZE: receive buffers must hold this */
+	__le32 msg_size;	/* the session's: receive buffers must hold this */
 };
 
 enum rof_opcode {
@@ -676,6 +738,8 @@ enum rof_status {
 	ROF_ST_PROG_REVOKED	= 6,	/* a region it is bound to was destroyed */
 	ROF_ST_BAD_ARGS		= 7,	/* args outside [args_min, args_max] */
 	ROF_ST_NO_MEMORY	= 8,	/* the session's scratch: out of memory */
+	/* The program's resp_max does not fit the session's messages. */
+	ROF_ST_MSG_SIZE		= 9,
 };
 
 struct rof_req_hdr {
@@ -719,11 +783,18 @@ struct rof_wire_region {
 #define ROF_PROG_IMAGE_MAX	(64 + 48 * ROF_ISA_MAX_SLOTS + 8 * ROF_ISA_MAX_INSNS)
 
 /*
- * An INVOKE's arguments and a program's response live in one message:
- * a program whose args_min or resp_max does not fit is refused at load.
+ * An INVOKE's arguments and a program's response live in one message of
+ * the session: at most ROF_INVOKE_ARGS(msg_size) and ROF_INVOKE_RESP
+ * (msg_size) bytes.  A program whose args_min or resp_max does not fit
+ * the largest message is refused at load; an INVOKE of a program whose
+ * resp_max does not fit the session's messages is answered
+ * ROF_ST_MSG_SIZE (ABI 0.8; before, every session had ROF_MSG_SIZE and
+ * these bounds were ROF_MSG_SIZE's).
  */
-#define ROF_INVOKE_ARGS_MAX	(ROF_MSG_SIZE - 16 - 8)
-#define ROF_INVOKE_RESP_MAX	(ROF_MSG_SIZE - 16 - 16)
+#define ROF_INVOKE_ARGS(msg)	((msg) - 16 - 8)
+#define ROF_INVOKE_RESP(msg)	((msg) - 16 - 16)
+#define ROF_INVOKE_ARGS_MAX	ROF_INVOKE_ARGS(ROF_MSG_SIZE_MAX)
+#define ROF_INVOKE_RESP_MAX	ROF_INVOKE_RESP(ROF_MSG_SIZE_MAX)
 
 /*
  * The payload of an INVOKE response with status ROF_ST_OK or

@@ -107,6 +107,13 @@ class ROF_EXPORT Session {
 
     std::uint32_t id() const noexcept;
     std::uint32_t credits() const noexcept;  // requests in flight the module allows
+    // The session's largest message either way (the accept's msg_size: the
+    // tenant policy's [sessions] message_bytes, 1024 .. 65536).  invoke()'s
+    // arguments are at most msg_size() - 24 bytes (more is
+    // rof::Error(invalid_argument)), and a program answers at most
+    // msg_size() - 32; one whose resp_max is larger does not run on this
+    // session (failed_precondition, ROF_ST_MSG_SIZE).
+    std::uint32_t msg_size() const noexcept;
     const std::vector<GrantedRegion>& regions() const noexcept;
     // The peer as connected: "192.0.2.1:18515" or "[fd00::1]:18515".
     const std::string& peer() const noexcept;
