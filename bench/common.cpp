@@ -206,19 +206,19 @@ std::uint64_t invoke_window(std::span<rof::Session> ss, std::uint64_t tag, std::
                             std::uint64_t ns, const std::atomic<bool>* stop) {
     std::array<std::byte, kEchoBytes> args{};
     std::vector<std::array<std::byte, kEchoBytes>> resp(ss.size() * window);
-    std::size_t inflight = 0;
+    std::size_t outstanding = 0;
     for (std::size_t i = 0; i < ss.size(); i++) {
         std::size_t w = std::min<std::size_t>(window, ss[i].credits());
         for (std::size_t k = 0; k < w; k++) {
             ss[i].post_invoke(tag, args, resp[i * window + k], i * window + k);
-            inflight++;
+            outstanding++;
         }
     }
     std::uint64_t done = 0, t0 = now_ns();
     const std::uint64_t end = ns > UINT64_MAX - t0 ? UINT64_MAX : t0 + ns;  // ns may be "forever"
     std::array<rof::Completion, 32> c;
     bool ending = false;
-    while (inflight) {
+    while (outstanding) {
         for (rof::Session& s : ss) {
             std::size_t n = s.poll(c);  // flushes what was posted
             for (std::size_t k = 0; k < n; k++) {
@@ -229,10 +229,10 @@ std::uint64_t invoke_window(std::span<rof::Session> ss, std::uint64_t tag, std::
                                                   : std::to_string(c[k].len) + " bytes back"));
                 }
                 done++;
-                inflight--;
+                outstanding--;
                 if (!ending) {
                     s.post_invoke(tag, args, resp[c[k].user], c[k].user);
-                    inflight++;
+                    outstanding++;
                 }
             }
         }

@@ -87,7 +87,7 @@ policy() {
 		[quota]
 		sessions = 20
 		programs = 2
-		inflight = 8
+		credits = 8
 		EOF
 	done
 }

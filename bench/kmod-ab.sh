@@ -36,7 +36,7 @@ load_config() { # LABEL=KO[:P=V,...]
 	KSESS_TAG=ab$$-$RANDOM ksess_setup
 }
 
-echo_run() { # N INFLIGHT -> microseconds the ECHOs took (the client's own clock)
+echo_run() { # N WINDOW -> microseconds the ECHOs took (the client's own clock)
 	ksess_prepare "$TENANT_A" || return 1
 	ksess-client connect "$KSESS_ADDR" "$TICKET" -P -e "$1" -k "$2" -s 32 |
 		sed -n 's/^echo: .* failed, credits [0-9]*, \([0-9]*\) us$/\1/p'

@@ -145,7 +145,7 @@ void expect_golden(const std::string& name, const std::string& got) {
 const char* const kv_tenant = R"pb(
     name: "kv"
     id: 1
-    quota { region_bytes: 67108864 regions: 8 sessions: 128 programs: 16 inflight: 64 }
+    quota { region_bytes: 67108864 regions: 8 sessions: 128 programs: 16 credits: 64 }
     usage { region_bytes: 21037056 regions: 2 sessions: 3 programs: 1 freelists: 1 }
     counters {
       invocations: 1234567
@@ -167,7 +167,7 @@ const char* const kv_tenant = R"pb(
 const char* const analytics_tenant = R"pb(
     name: "analytics"
     id: 2
-    quota { region_bytes: 0 regions: 4294967295 sessions: 4 programs: 4 inflight: 64 }
+    quota { region_bytes: 0 regions: 4294967295 sessions: 4 programs: 4 credits: 64 }
     usage { sessions: 1 }
     counters { invocations: 10 bytes: 640 insns: 80 sessions_opened: 1 }
     audit: "sessions"
@@ -183,7 +183,7 @@ const char* const web_tenant = R"pb(
       regions: 4294967295
       sessions: 4
       programs: 16
-      inflight: 32
+      credits: 32
     }
     usage { sessions: 1 }
     audit: "none"

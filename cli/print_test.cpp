@@ -331,10 +331,10 @@ TEST(RenderText, SingleObjectsAreKeyValueBlocks) {
     t.mutable_quota()->set_regions(8);
     t.mutable_quota()->set_sessions(32);
     t.mutable_quota()->set_programs(16);
-    t.mutable_quota()->set_inflight(64);
+    t.mutable_quota()->set_credits(64);
     EXPECT_NE(rofctl::render_text(to_json(t), t.GetDescriptor())
                   .find("\nquota: memory 96 MiB, regions 8, sessions 32, programs 16, "
-                        "inflight 64\n"),
+                        "credits 64\n"),
               std::string::npos);
 }
 

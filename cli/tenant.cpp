@@ -252,7 +252,7 @@ void add_tenant_commands(CLI::App& app, Handler& selected) {
     create_cmd->add_option("--subject", o->subjects, "a TLS certificate subject (repeatable)");
     create_cmd->add_option("--quota", o->quota,
                            "KEY=VALUE of [quota]: region_bytes, regions, sessions, programs, "
-                           "inflight (repeatable)");
+                           "credits (repeatable)");
     create_cmd->add_option("--config-dir", o->config_dir,
                            "policy directory (default: $ROF_CONFIG_DIR, else /etc/rof)");
     create_cmd->add_flag("--no-reload", o->no_reload, "write the file only");

@@ -204,7 +204,7 @@ std::uint32_t FakeModule::tenant_create(const std::string& name, std::uint32_t i
     t.info.quota.region_bytes = ROF_QUOTA_UNLIMITED;
     t.info.quota.sessions = u32_unlimited;
     t.info.quota.programs = u32_unlimited;
-    t.info.quota.inflight = ROF_INFLIGHT_DEFAULT;
+    t.info.quota.credits = ROF_CREDITS_DEFAULT;
     tenants_.emplace(id, t);
     tenant_names_.insert(name);
     return id;
@@ -259,7 +259,7 @@ void FakeModule::tenant_set_quota(std::uint32_t id, const rof_tenant_quota& quot
     enter(cmd);
 
     Tenant& t = tenant_locked(id, cmd);
-    if (quota.reserved != 0 || quota.inflight < 1 || quota.inflight > ROF_INFLIGHT_MAX) {
+    if (quota.reserved != 0 || quota.credits < 1 || quota.credits > ROF_CREDITS_QUOTA_MAX) {
         fail(EINVAL, cmd);
     }
     // Below the usage is allowed: new charges fail until usage drops.
@@ -987,7 +987,7 @@ std::uint32_t FakeModule::connect_session(std::uint32_t id) {
     }
 
     s.state = ROF_SESSION_LIVE;
-    s.credits = std::min<std::uint32_t>(t.quota.inflight, ROF_SESSION_CREDITS_MAX);
+    s.credits = std::min<std::uint32_t>(t.quota.credits, ROF_SESSION_CREDITS_MAX);
     s.connected_ns = now_ns();
     set_name(s.device, "fake0");
     s.port_num = 1;

@@ -102,7 +102,7 @@ TEST(FakeModule, TheSessionQuotaIsChargedAtConnect) {
     const auto kv = m.tenant_create("kv", 0);
     rof_tenant_quota q = m.get_tenant(kv)->quota;
     q.sessions = 1;
-    q.inflight = 8;
+    q.credits = 8;
     m.tenant_set_quota(kv, q);
 
     m.set_ticket_key(some_key());

@@ -724,7 +724,7 @@ void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id) {
     q.region_bytes = t.quota.region_bytes;
     q.sessions = t.quota.sessions;
     q.programs = t.quota.programs;
-    q.inflight = t.quota.inflight;
+    q.credits = t.quota.credits;
     module_->tenant_set_quota(id, q);
     module_->tenant_set_rate(id, rof_rate{t.tenant_rate.ops_per_sec, t.tenant_rate.bytes_per_sec});
 }

@@ -219,8 +219,8 @@ void render_tenants(Exposition& x, const std::vector<TenantMetrics>& tenants) {
         x.gauge("rof_tenant_quota_sessions", "Quota of sessions open at once (+Inf: unlimited).");
     auto& q_programs =
         x.gauge("rof_tenant_quota_programs", "Quota of programs loaded at once (+Inf: unlimited).");
-    auto& q_inflight =
-        x.gauge("rof_tenant_quota_inflight", "Requests in flight allowed per session.");
+    auto& q_credits =
+        x.gauge("rof_tenant_quota_credits", "Requests in flight allowed per session.");
     auto& c_inv = x.counter("rof_tenant_invocations_total", "INVOKE requests (rof.ko's count).");
     auto& c_err = x.counter("rof_tenant_invoke_errors_total",
                             "INVOKE requests answered with an error status (rof.ko's count).");
@@ -250,7 +250,7 @@ void render_tenants(Exposition& x, const std::vector<TenantMetrics>& tenants) {
         q_bytes.add(l, quota_value(i.quota.region_bytes, ROF_QUOTA_UNLIMITED));
         q_sessions.add(l, quota_value(i.quota.sessions, 0xffffffffULL));
         q_programs.add(l, quota_value(i.quota.programs, 0xffffffffULL));
-        q_inflight.add(l, i.quota.inflight);
+        q_credits.add(l, i.quota.credits);
         c_inv.add(l, i.counters.invocations);
         c_err.add(l, i.counters.invoke_errors);
         c_cerr.add(l, i.counters.completion_errors);

@@ -137,7 +137,7 @@ MetricsInput sample_input() {
     t.info.quota.region_bytes = ROF_QUOTA_UNLIMITED;
     t.info.quota.sessions = 10;
     t.info.quota.programs = 0xffffffffU;
-    t.info.quota.inflight = 64;
+    t.info.quota.credits = 64;
     t.info.counters.invocations = 9;
     t.info.counters.audit_dropped = 2;
     in.tenants.push_back(t);
@@ -206,7 +206,7 @@ TEST(Metrics, RenderGolden) {
     EXPECT_EQ(at("rof_tenant_quota_region_bytes{tenant=\"kv\"}"), "+Inf");
     EXPECT_EQ(at("rof_tenant_quota_sessions{tenant=\"kv\"}"), "10");
     EXPECT_EQ(at("rof_tenant_quota_programs{tenant=\"kv\"}"), "+Inf");
-    EXPECT_EQ(at("rof_tenant_quota_inflight{tenant=\"kv\"}"), "64");
+    EXPECT_EQ(at("rof_tenant_quota_credits{tenant=\"kv\"}"), "64");
     EXPECT_EQ(at("rof_tenant_invocations_total{tenant=\"kv\"}"), "9");
     EXPECT_EQ(at("rof_tenant_audit_dropped_total{tenant=\"kv\"}"), "2");
 

@@ -189,7 +189,7 @@ void regions_are_found_by_tenant_and_name(Module& m, Scope& s) {
     EXPECT_FALSE(m.find_region(kv, "table"));
 }
 
-// A new tenant is unlimited with the default inflight; quotas refuse with
+// A new tenant is unlimited with the default credits; quotas refuse with
 // EDQUOT.
 void quotas_refuse_with_edquot(Module& m, Scope& s) {
     const auto kv = s.tenant("kv");
@@ -197,20 +197,20 @@ void quotas_refuse_with_edquot(Module& m, Scope& s) {
     ASSERT_TRUE(fresh);
     EXPECT_EQ(fresh->quota.region_bytes, ROF_QUOTA_UNLIMITED);
     EXPECT_EQ(fresh->quota.programs, static_cast<std::uint32_t>(ROF_QUOTA_UNLIMITED));
-    EXPECT_EQ(fresh->quota.inflight, static_cast<std::uint32_t>(ROF_INFLIGHT_DEFAULT));
+    EXPECT_EQ(fresh->quota.credits, static_cast<std::uint32_t>(ROF_CREDITS_DEFAULT));
 
     rof_tenant_quota q{};
     q.region_bytes = 8192;
     q.sessions = 1;
     q.programs = 1;
-    q.inflight = 0;
+    q.credits = 0;
     EXPECT_EQ(errno_of([&] { m.tenant_set_quota(kv, q); }), EINVAL);
-    q.inflight = ROF_INFLIGHT_MAX + 1;
+    q.credits = ROF_CREDITS_QUOTA_MAX + 1;
     EXPECT_EQ(errno_of([&] { m.tenant_set_quota(kv, q); }), EINVAL);
-    q.inflight = 8;
+    q.credits = 8;
     EXPECT_EQ(errno_of([&] { m.tenant_set_quota(s.gone_tenant(), q); }), ENOENT);
     m.tenant_set_quota(kv, q);
-    EXPECT_EQ(m.get_tenant(kv)->quota.inflight, 8U);
+    EXPECT_EQ(m.get_tenant(kv)->quota.credits, 8U);
 
     m.region_create(kv, "a", 4096, ROF_ACCESS_READ);
     EXPECT_EQ(errno_of([&] { m.region_create(kv, "b", 8192, ROF_ACCESS_READ); }), EDQUOT);
@@ -488,7 +488,7 @@ void prepared_sessions_and_their_tickets(Module& m, Scope& s) {
     EXPECT_EQ(info->tenant, kv);
     EXPECT_EQ(info->nregions, 1U);
     EXPECT_EQ(info->regions[0].region, r);
-    EXPECT_EQ(info->credits, 0U);  // set at connect, from the inflight quota
+    EXPECT_EQ(info->credits, 0U);  // set at connect, from the credits quota
     EXPECT_EQ(sessions_of(m, kv).size(), 2U);
 
     m.session_close(a.session);

@@ -235,7 +235,7 @@ ServerUnaryReactor* SessionService::OpenSession(CallbackServerContext* ctx,
         resp->set_address(address);
         resp->set_port(cm_port());
         set_time(resp->mutable_expires_at(), prep.expires_ns);
-        resp->set_inflight(pt->quota.inflight);
+        resp->set_credits(pt->quota.credits);
         resp->set_msg_size(prep.msg_size);
         // 0 leaves the timeout to the module's parameter: answer the value
         // in force, which librof's keepalive paces itself by (a lowered

@@ -58,7 +58,7 @@ void fill_tenant(Manager& m, const View& v, const rof::policy::Tenant& t, v1::Te
     q->set_regions(t.quota.regions);
     q->set_sessions(t.quota.sessions);
     q->set_programs(t.quota.programs);
-    q->set_inflight(t.quota.inflight);
+    q->set_credits(t.quota.credits);
     for (const auto& other : v.policy->tenants) {
         for (const auto& g : other.grants) {
             if (g.to == t.name) {

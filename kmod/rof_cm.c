@@ -362,7 +362,7 @@ static int rof_conn_build(struct rof_session *s, struct rdma_cm_id *id,
 	/* Credits: the tenant's in-flight quota, within what the device takes. */
 	max_wr = ibdev->attrs.max_qp_wr;
 	cq_lim = ibdev->attrs.max_cqe;
-	s->credits = min_t(u32, rof_tenant_inflight_quota(s->tenant),
+	s->credits = min_t(u32, rof_tenant_credits_quota(s->tenant),
 			   ROF_SESSION_CREDITS_MAX);
 	s->credits = min_t(u32, s->credits, (max_wr - s->nregions - 2) / 2);
 	if (!s->credits || max_wr < s->nregions + 4)

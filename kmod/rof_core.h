@@ -138,7 +138,7 @@ bool rof_tenant_dying(const struct rof_tenant *t);	/* a destroy has begun */
 /* Quota accounting; -EDQUOT when the tenant's quota would be exceeded. */
 int rof_tenant_charge_session(struct rof_tenant *t);
 void rof_tenant_uncharge_session(struct rof_tenant *t);
-u32 rof_tenant_inflight_quota(const struct rof_tenant *t);
+u32 rof_tenant_credits_quota(const struct rof_tenant *t);
 /*
  * Sessions prepared and not yet live (rof_session.c's
  * max_prepared_sessions): -EMFILE when @t has @cap of them already;

@@ -113,9 +113,9 @@ bool rof_tenant_dying(const struct rof_tenant *t)
 	return READ_ONCE(t->dying);
 }
 
-u32 rof_tenant_inflight_quota(const struct rof_tenant *t)
+u32 rof_tenant_credits_quota(const struct rof_tenant *t)
 {
-	return READ_ONCE(t->quota.inflight);
+	return READ_ONCE(t->quota.credits);
 }
 
 static bool rof_quota_u32_full(u32 used, u32 quota)
@@ -380,7 +380,7 @@ static struct rof_tenant *rof_tenant_alloc(const char *name)
 	t->quota.region_bytes = ROF_QUOTA_UNLIMITED;
 	t->quota.sessions = ROF_U32_UNLIMITED;
 	t->quota.programs = ROF_U32_UNLIMITED;
-	t->quota.inflight = ROF_INFLIGHT_DEFAULT;
+	t->quota.credits = ROF_CREDITS_DEFAULT;
 	for (i = 0; i < ROF_CTR_NUM; i++)
 		atomic64_set(&t->ctr[i], 0);
 	return t;
@@ -581,7 +581,7 @@ static long rof_tenant_set_quota(void __user *uarg)
 		return -EFAULT;
 	if (req.flags || req.quota.reserved)
 		return -EINVAL;
-	if (!req.quota.inflight || req.quota.inflight > ROF_INFLIGHT_MAX)
+	if (!req.quota.credits || req.quota.credits > ROF_CREDITS_QUOTA_MAX)
 		return -EINVAL;
 
 	mutex_lock(&rof_tenants_lock);

@@ -139,8 +139,8 @@ struct Session::Impl {
         const ibv_device_attr& da = conn.device();
         // Credits are known only from the accept, and receives go up before
         // the connect: size for the tenant's quota when rofd said it.
-        std::uint32_t cap = prep.inflight()
-                                ? std::min<std::uint32_t>(prep.inflight(), ROF_SESSION_CREDITS_MAX)
+        std::uint32_t cap = prep.credits()
+                                ? std::min<std::uint32_t>(prep.credits(), ROF_SESSION_CREDITS_MAX)
                                 : ROF_SESSION_CREDITS_MAX;
         // Every buffer is one message of the session's size, which rofd's
         // answer says (ROF_MSG_SIZE from a rofd that did not say it).
@@ -518,7 +518,7 @@ struct Session::Impl {
             bool ours = keepalive.in_flight() || (send.has_credit() && !send.request_free());
             if (d == Delivery::polled && !ours) {
                 fail(Code::resource_exhausted,
-                     "no credit: " + std::to_string(send.inflight()) + " requests in flight, " +
+                     "no credit: " + std::to_string(send.outstanding()) + " requests in flight, " +
                          std::to_string(send.credits()) + " allowed: poll() first");
             }
             flush();

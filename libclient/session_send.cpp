@@ -49,13 +49,13 @@ void SendPath::reset(const SendLimits& limits) {
     batch_sge_.assign(limits.sq_depth, ibv_sge{});
     fifo_.assign(limits.sq_depth, 0);
     lkey_ = limits.lkey;
-    credits_ = inflight_ = 0;
+    credits_ = outstanding_ = 0;
     batch_n_ = fifo_head_ = fifo_n_ = 0;
     batch_has_req_ = false;
 }
 
 void SendPath::clear_in_flight() {
-    inflight_ = 0;
+    outstanding_ = 0;
     batch_n_ = 0;
     batch_has_req_ = false;
     fifo_n_ = 0;
@@ -86,7 +86,7 @@ void SendPath::add_alone(ibv_send_wr& w) noexcept {
     w.wr_id |= static_cast<std::uint64_t>(r) << 32;
     w.send_flags |= IBV_SEND_SIGNALED;
     push_fifo(w.wr_id);
-    inflight_++;
+    outstanding_++;
 }
 
 }  // namespace rof::detail

@@ -115,8 +115,8 @@ class SendPath {
     // ---- credits and request slots ----
     void set_credits(std::uint32_t n) noexcept { credits_ = n; }
     std::uint32_t credits() const noexcept { return credits_; }
-    std::uint32_t inflight() const noexcept { return inflight_; }
-    bool has_credit() const noexcept { return inflight_ < credits_; }
+    std::uint32_t outstanding() const noexcept { return outstanding_; }
+    bool has_credit() const noexcept { return outstanding_ < credits_; }
     bool request_free() const noexcept { return !req_pool_.empty(); }
     // A credit and a request slot both free.
     bool can_request() const noexcept { return has_credit() && request_free(); }
@@ -195,7 +195,7 @@ class SendPath {
     std::vector<Op> req_ops_, one_ops_;
     SlotPool req_pool_, one_pool_;
     SendQueue sq_;
-    std::uint32_t credits_ = 0, inflight_ = 0;
+    std::uint32_t credits_ = 0, outstanding_ = 0;
     std::uint64_t seq_ = 0;
     std::uint32_t lkey_ = 0;
     std::vector<ibv_send_wr> batch_;
@@ -217,7 +217,7 @@ inline std::uint32_t SendPath::acquire_request() noexcept {
 
 inline std::uint32_t SendPath::answer_slot(std::uint64_t rid) const noexcept {
     std::uint32_t slot = static_cast<std::uint32_t>(rid & 0xffff) - 1;
-    if (slot >= req_ops_.size() || req_ops_[slot].answered || inflight_ == 0) {
+    if (slot >= req_ops_.size() || req_ops_[slot].answered || outstanding_ == 0) {
         return UINT32_MAX;
     }
     return slot;
@@ -225,7 +225,7 @@ inline std::uint32_t SendPath::answer_slot(std::uint64_t rid) const noexcept {
 
 inline void SendPath::answered(std::uint32_t slot) noexcept {
     req_ops_[slot].answered = true;
-    inflight_--;
+    outstanding_--;
 }
 
 inline void SendPath::release_request(std::uint32_t slot) noexcept {
@@ -256,7 +256,7 @@ inline ibv_send_wr& SendPath::add(std::uint64_t id, std::byte* buf, std::uint32_
     w.sg_list = &s;
     w.num_sge = 1;
     if (wr_kind(id) == WrKind::request) {
-        inflight_++;
+        outstanding_++;
         batch_has_req_ = true;
     }
     return w;

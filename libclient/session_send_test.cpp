@@ -106,13 +106,13 @@ TEST_F(SendPathTest, ACreditAndASlotPerRequest) {
     batch_request(a);
     std::uint32_t b = send.acquire_request();
     batch_request(b);
-    EXPECT_EQ(send.inflight(), 2u);
+    EXPECT_EQ(send.outstanding(), 2u);
     EXPECT_FALSE(send.has_credit());
     EXPECT_TRUE(send.request_free());  // the keepalive's slot is left
     EXPECT_FALSE(send.can_request());
     send.answered(a);
     EXPECT_TRUE(send.can_request());
-    EXPECT_EQ(send.inflight(), 1u);
+    EXPECT_EQ(send.outstanding(), 1u);
 }
 
 TEST_F(SendPathTest, ResponseIdsNameTheirSlotOnce) {
@@ -214,7 +214,7 @@ TEST_F(SendPathTest, AKeepaliveGoesAloneSignalledAndRetiresInOrder) {
     send.add_alone(w);
     EXPECT_TRUE(w.send_flags & IBV_SEND_SIGNALED);
     EXPECT_EQ(wr_retire(w.wr_id), 1u);
-    EXPECT_EQ(send.inflight(), 2u);
+    EXPECT_EQ(send.outstanding(), 2u);
     EXPECT_EQ(send.fifo_size(), 1u);
     send.retire(1, [](std::uint32_t) {});
     EXPECT_TRUE(send.request(k).retired);
@@ -225,7 +225,7 @@ TEST_F(SendPathTest, ClearInFlightForgetsTheBatchAndTheQueue) {
     std::uint32_t a = send.acquire_request();
     batch_request(a);
     send.clear_in_flight();
-    EXPECT_EQ(send.inflight(), 0u);
+    EXPECT_EQ(send.outstanding(), 0u);
     EXPECT_EQ(send.batched(), 0u);
     EXPECT_EQ(send.queue().used(), 0u);
     EXPECT_TRUE(send.requests_taken()[a]);  // the session releases it

@@ -422,12 +422,12 @@ void read_limit(Reader& r, const toml::table& t, std::string_view path, std::str
 
 void read_quota(Reader& r, const toml::table& t, Quota& q) {
     const std::string path = "quota";
-    r.check_keys(t, path, {"region_bytes", "regions", "sessions", "programs", "inflight"});
+    r.check_keys(t, path, {"region_bytes", "regions", "sessions", "programs", "credits"});
     read_limit(r, t, path, "region_bytes", q.region_bytes, true);
     read_limit(r, t, path, "regions", q.regions, false);
     read_limit(r, t, path, "sessions", q.sessions, false);
     read_limit(r, t, path, "programs", q.programs, false);
-    set(q.inflight, r.integer(t, path, "inflight", 1, ROF_INFLIGHT_MAX));
+    set(q.credits, r.integer(t, path, "credits", 1, ROF_CREDITS_QUOTA_MAX));
 }
 
 void read_programs(Reader& r, const toml::table& t, ProgramLimits& pl) {

@@ -63,7 +63,7 @@ struct Quota {
     std::uint32_t regions = 64;
     std::uint32_t sessions = 256;
     std::uint32_t programs = 64;
-    std::uint32_t inflight = 64;  // per session, 1 .. 4096
+    std::uint32_t credits = 64;  // per session, 1 .. 4096
 };
 
 // 0 = unlimited.

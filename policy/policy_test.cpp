@@ -75,7 +75,7 @@ TEST(PolicyExamples, Load) {
     EXPECT_EQ(an->audit, AuditLevel::sessions);
     EXPECT_EQ(an->programs.classes,
               static_cast<std::uint32_t>(insn_alu | insn_jmp | insn_loop | insn_ld | insn_hash));
-    EXPECT_EQ(an->quota.inflight, 64U);  // absent: the module's default
+    EXPECT_EQ(an->quota.credits, 64U);  // absent: the module's default
     EXPECT_EQ(an->quota.region_bytes, 0U);
     EXPECT_EQ(p.find("nope"), nullptr);
 }
@@ -155,7 +155,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     EXPECT_EQ(t.quota.regions, 4U);
     EXPECT_EQ(t.quota.sessions, 10U);
     EXPECT_EQ(t.quota.programs, 2U);
-    EXPECT_EQ(t.quota.inflight, 4096U);
+    EXPECT_EQ(t.quota.credits, 4096U);
     EXPECT_EQ(t.session_rate.ops_per_sec, 1U);
     EXPECT_EQ(t.session_rate.bytes_per_sec, 100000000000U);
     EXPECT_EQ(t.tenant_rate.ops_per_sec, 5U);
@@ -201,7 +201,7 @@ TEST(PolicyParse, QuotaDefaultsAreFiniteAndUnlimitedIsExplicit) {
     EXPECT_EQ(q.regions, 64U);
     EXPECT_EQ(q.sessions, 256U);
     EXPECT_EQ(q.programs, 64U);
-    EXPECT_EQ(q.inflight, 64U);
+    EXPECT_EQ(q.credits, 64U);
 
     r = parse("", "rofd.toml",
               {{"a.toml",

@@ -134,7 +134,7 @@ void set_program_quota(kprog::Dev& dev, uint32_t t, uint32_t programs) {
     q.region_bytes = ROF_QUOTA_UNLIMITED;
     q.sessions = 0xffffffff;
     q.programs = programs;
-    q.inflight = ROF_INFLIGHT_DEFAULT;
+    q.credits = ROF_CREDITS_DEFAULT;
     dev.kmod().tenant_set_quota(t, q);
 }
 

@@ -358,8 +358,8 @@ static void test_tenants(int fd)
 	result(ti.quota.region_bytes == ROF_QUOTA_UNLIMITED &&
 	       ti.quota.sessions == UINT32_MAX &&
 	       ti.quota.programs == UINT32_MAX &&
-	       ti.quota.inflight == ROF_INFLIGHT_DEFAULT,
-	       "new tenant: unlimited, inflight %u", ti.quota.inflight);
+	       ti.quota.credits == ROF_CREDITS_DEFAULT,
+	       "new tenant: unlimited, credits %u", ti.quota.credits);
 	result(!ti.usage.region_bytes && !ti.usage.regions &&
 	       !ti.usage.sessions && !ti.usage.programs && !ti.flags,
 	       "new tenant: no usage, no flags");
@@ -377,17 +377,17 @@ static void test_tenants(int fd)
 	q.quota.region_bytes = 2 * PAGE;
 	q.quota.sessions = 3;
 	q.quota.programs = 4;
-	q.quota.inflight = 16;
+	q.quota.credits = 16;
 	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, 0, "TENANT_SET_QUOTA");
 	get_tenant(fd, ta, &ti);
 	result(ti.quota.region_bytes == 2 * PAGE && ti.quota.sessions == 3 &&
-	       ti.quota.programs == 4 && ti.quota.inflight == 16,
+	       ti.quota.programs == 4 && ti.quota.credits == 16,
 	       "TENANT_GET shows the new quota");
-	q.quota.inflight = 0;
-	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA inflight 0");
-	q.quota.inflight = ROF_INFLIGHT_MAX + 1;
-	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA inflight above max");
-	q.quota.inflight = 16;
+	q.quota.credits = 0;
+	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA credits 0");
+	q.quota.credits = ROF_CREDITS_QUOTA_MAX + 1;
+	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA credits above max");
+	q.quota.credits = 16;
 	q.quota.reserved = 1;
 	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA reserved set");
 	q.quota.reserved = 0;
@@ -528,7 +528,7 @@ static void test_regions(int fd)
 	q.id = ta;
 	q.quota.region_bytes = ROF_QUOTA_UNLIMITED;
 	q.quota.sessions = q.quota.programs = UINT32_MAX;
-	q.quota.inflight = ROF_INFLIGHT_DEFAULT;
+	q.quota.credits = ROF_CREDITS_DEFAULT;
 	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, 0, "SET_QUOTA unlimited");
 
 	result(!region_create(fd, ta, "ra", 16 * PAGE,
@@ -860,7 +860,7 @@ static void test_mapping_destroyed(int fd)
 	q.id = t;
 	q.quota.region_bytes = 16 * PAGE;
 	q.quota.sessions = q.quota.programs = UINT32_MAX;
-	q.quota.inflight = ROF_INFLIGHT_DEFAULT;
+	q.quota.credits = ROF_CREDITS_DEFAULT;
 	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, 0, "SET_QUOTA region_bytes 64 KiB");
 	/* First the fd bound and never mapped, then a mapping whose fd is closed. */
 	for (vma = 0; vma < 2; vma++) {

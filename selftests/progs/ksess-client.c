@@ -1313,12 +1313,12 @@ static bool flood_stopped(void)
 }
 
 /*
- * Send @n requests of @op, @inflight at a time, each with @size payload
+ * Send @n requests of @op, @window at a time, each with @size payload
  * bytes: echo_payload()'s pattern for its id when @echo (and the answer
  * must echo it), else a copy of @payload.  Every answer must carry
  * @want_status; a gap of @timeout_ms without one fails.  *@sent counts.
  */
-static bool send_stream(struct conn *c, uint64_t n, uint32_t inflight, uint16_t op,
+static bool send_stream(struct conn *c, uint64_t n, uint32_t window, uint16_t op,
 			const void *payload, uint32_t size, bool echo, uint32_t want_status,
 			int timeout_ms, uint64_t *sent)
 {
@@ -1326,7 +1326,7 @@ static bool send_stream(struct conn *c, uint64_t n, uint32_t inflight, uint16_t 
 
 	c->answered = c->failed = 0;
 	while (((*sent < n && !flood_stopped()) || c->outstanding) && !c->dead) {
-		while (*sent < n && !flood_stopped() && c->outstanding < inflight) {
+		while (*sent < n && !flood_stopped() && c->outstanding < window) {
 			if (echo)
 				echo_payload(buf, c->next_id, size);
 			else
@@ -1343,20 +1343,20 @@ static bool send_stream(struct conn *c, uint64_t n, uint32_t inflight, uint16_t 
 	return true;
 }
 
-static bool do_echo(struct conn *c, uint64_t n, uint32_t inflight, uint32_t size)
+static bool do_echo(struct conn *c, uint64_t n, uint32_t window, uint32_t size)
 {
 	uint64_t sent = 0, t0;
 
-	if (inflight > c->credits) {
+	if (window > c->credits) {
 		fprintf(stderr, "ksess-client: %u in flight > %u credits: using credits\n",
-			inflight, c->credits);
-		inflight = c->credits;
+			window, c->credits);
+		window = c->credits;
 	}
 	if (size > c->msg_size - sizeof(struct rof_req_hdr))
 		die("payload too big for the session's %u-byte messages", c->msg_size);
 	/* A liveness bound, far above any wait a loaded machine causes. */
 	t0 = now_ns(CLOCK_MONOTONIC);
-	if (!send_stream(c, n, inflight, ROF_OP_ECHO, NULL, size, true, ROF_ST_OK, 30000, &sent))
+	if (!send_stream(c, n, window, ROF_OP_ECHO, NULL, size, true, ROF_ST_OK, 30000, &sent))
 		return false;
 	/* The time is information for a reader; nothing checks it. */
 	printf("echo: %" PRIu64 " sent, %" PRIu64 " answered, %" PRIu64
@@ -1695,7 +1695,7 @@ static int cmd_connect(int argc, char **argv)
 {
 	int want_reason = 0, c_opt, ret = 0, reason, hold_secs = -1;
 	uint64_t echo_n = 0, rate_ops = 0;
-	uint32_t inflight = 1, size = 32, want_msg = 0;
+	uint32_t window = 1, size = 32, want_msg = 0;
 	double rate_secs = 4;
 	bool nop = false, violate = false, bad_length = false;
 	char *rdma_ops[16], *invokes[8];
@@ -1710,7 +1710,7 @@ static int cmd_connect(int argc, char **argv)
 		switch (c_opt) {
 		case 'r': want_reason = num(optarg); break;
 		case 'e': echo_n = num(optarg); break;
-		case 'k': inflight = num(optarg); break;
+		case 'k': window = num(optarg); break;
 		case 's': size = num(optarg); break;
 		case 'n': nop = true; break;
 		case 'R': rate_ops = num(optarg); break;
@@ -1776,7 +1776,7 @@ static int cmd_connect(int argc, char **argv)
 	for (i = 0; i < n_inv && !ret; i++)
 		if (!do_invoke_one(&c, invokes[i]))
 			ret = 1;
-	if (!ret && echo_n && !do_echo(&c, echo_n, inflight, size))
+	if (!ret && echo_n && !do_echo(&c, echo_n, window, size))
 		ret = 1;
 	if (!ret && rate_ops && !do_rate(&c, rate_ops, rate_secs))
 		ret = 1;

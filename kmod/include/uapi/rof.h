@@ -84,7 +84,7 @@ static __inline__ int rof_name_fault(const char *name, __u64 len)
 
 /*
  * Bounds checked in more than one place.  The module's own stand beside
- * their commands below (ROF_INFLIGHT_MAX, ROF_FREELIST_BLOCKS_MAX,
+ * their commands below (ROF_CREDITS_QUOTA_MAX, ROF_FREELIST_BLOCKS_MAX,
  * ROF_TOKEN_TTL_MAX_MS, ROF_SESSION_IDLE_MAX_MS, ...); these are the
  * others, which rofd, the policy files and rofctl share.
  */
@@ -235,8 +235,8 @@ struct rof_audit_record {
 
 #define ROF_TENANT_ID_MAX	0xffffU	/* tenant ids are 1 .. this; 0 is "none" */
 #define ROF_QUOTA_UNLIMITED	(~0ULL)	/* in a u32 quota field: 0xffffffff */
-#define ROF_INFLIGHT_DEFAULT	64	/* requests in flight per session */
-#define ROF_INFLIGHT_MAX	4096
+#define ROF_CREDITS_DEFAULT	64	/* requests in flight per session */
+#define ROF_CREDITS_QUOTA_MAX	4096
 #define ROF_REGION_SIZE_MAX	(1ULL << 34)	/* 16 GiB */
 #define ROF_FREELIST_BLOCKS_MAX	(1U << 20)
 #define ROF_REGION_FREELISTS_MAX 64	/* free lists one REGION_CREATE makes */
@@ -262,13 +262,13 @@ enum rof_destroy_reason {
 /*
  * Limits of a tenant.  A u32 field set to 0xffffffff, or region_bytes to
  * ROF_QUOTA_UNLIMITED, is unlimited.  A new tenant starts unlimited, with
- * inflight = ROF_INFLIGHT_DEFAULT.
+ * credits = ROF_CREDITS_DEFAULT.
  */
 struct rof_tenant_quota {
 	__u64 region_bytes;	/* bytes of all its regions together */
 	__u32 sessions;		/* sessions open at once */
 	__u32 programs;		/* programs loaded at once */
-	__u32 inflight;		/* requests in flight per session, 1 .. ROF_INFLIGHT_MAX */
+	__u32 credits;		/* requests in flight per session, 1 .. ROF_CREDITS_QUOTA_MAX */
 	__u32 reserved;		/* must be 0 */
 };
 
