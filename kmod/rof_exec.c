@@ -141,14 +141,14 @@ int rof_exec_insn_wide(u8 op)
 	return ii && ii->slots == 2;
 }
 
-static int rof_space_valid(u32 space)
+static __always_inline int rof_space_valid(u32 space)
 {
 	return space < ROF_ISA_MAX_SLOTS || space == ROF_SPACE_ARGS ||
 	       space == ROF_SPACE_SCRATCH || space == ROF_SPACE_RESP;
 }
 
 /* Checks a LD/ST/FAA/CRC64/HASH memory reference; @base is its base reg. */
-static int rof_memref_ok(s32 imm, u32 base, int aux_used)
+static __always_inline int rof_memref_ok(s32 imm, u32 base, int aux_used)
 {
 	u32 m = (u32)imm;
 
@@ -494,21 +494,57 @@ struct rof_run {
 	u32 resp_hw;		/* bytes of resp written so far, from 0 */
 };
 
-static u64 rof_ld_le(const u8 *p, u32 size)
+/*
+ * A load or store of @size (1, 2, 4 or 8) bytes, unaligned, as a memcpy of
+ * a constant size per case: one move each, where a memcpy of a variable
+ * size is a call.  Little-endian host, see rof_exec.h.
+ */
+static __always_inline u64 rof_ld_le(const u8 *p, u32 size)
 {
-	u64 v = 0;
+	u8 b;
+	u16 h;
+	u32 w;
+	u64 d;
 
-	memcpy(&v, p, size);	/* little-endian host, see rof_exec.h */
-	return v;
+	switch (size) {
+	case 1:
+		b = *p;
+		return b;
+	case 2:
+		memcpy(&h, p, 2);
+		return h;
+	case 4:
+		memcpy(&w, p, 4);
+		return w;
+	default:
+		memcpy(&d, p, 8);
+		return d;
+	}
 }
 
-static void rof_st_le(u8 *p, u64 v, u32 size)
+static __always_inline void rof_st_le(u8 *p, u64 v, u32 size)
 {
-	memcpy(p, &v, size);
+	u16 h = (u16)v;
+	u32 w = (u32)v;
+
+	switch (size) {
+	case 1:
+		*p = (u8)v;
+		break;
+	case 2:
+		memcpy(p, &h, 2);
+		break;
+	case 4:
+		memcpy(p, &w, 4);
+		break;
+	default:
+		memcpy(p, &v, 8);
+		break;
+	}
 }
 
 /* base + sign-extended displacement, refusing wrap-around. */
-static int rof_ea(u64 base, s64 off, u64 *ea)
+static __always_inline int rof_ea(u64 base, s64 off, u64 *ea)
 {
 	if (off >= 0) {
 		if (base + (u64)off < base)
@@ -527,8 +563,8 @@ static int rof_ea(u64 base, s64 off, u64 *ea)
  * returned for a range outside the space: EBOUNDS for an address the
  * program computed, EPTR for one it read from memory.
  */
-static int rof_mem(struct rof_run *run, u32 space, u64 off, u64 size,
-		   u32 right, int fault, u8 **out)
+static __always_inline int rof_mem(struct rof_run *run, u32 space, u64 off,
+				   u64 size, u32 right, int fault, u8 **out)
 {
 	struct rof_exec_ctx *ctx = run->ctx;
 	u8 *base;
