@@ -103,6 +103,13 @@ static inline u64 rof_exec_cmpxchg64(u64 *p, u64 old, u64 new_val)
 #define rof_exec_fetch_add64(p, v) \
 	__atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define rof_exec_yield()	do { } while (0)
+
+/* the kernel's, from <linux/compiler.h> */
+#ifndef likely
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#endif
+#define __annotate_jump_table
 #endif /* __KERNEL__ */
 
 #define ROF_EXEC_YIELD_EVERY	65536	/* instructions; a power of 2 */
