@@ -16,7 +16,10 @@
 # DEMO_ITEMS (rof-kvstore --prepare; the build makes
 # $ROF_BUILD/examples/kv-images), copied to $S/images before the first
 # start: rof-kvstore then runs no clang, and is given none (ROF_CLANG
-# names no file), so a start that needed one fails.
+# names no file), so a start that needed one fails.  DEMO_CONNECT_MS
+# (default 60000): how long rof-kvload's sessions may take to connect
+# (--connect-timeout; librof's own 10 s is short for an emulated guest on
+# a loaded host, where the first one ran out of it).
 . "$ROF_SRC/selftests/lib.sh"
 set -u
 
@@ -24,6 +27,7 @@ PATH=$ROF_BUILD/examples:$PATH
 DEMO_SECONDS=${DEMO_SECONDS:-30}
 DEMO_KEYS=${DEMO_KEYS:-1000}
 DEMO_RATE=${DEMO_RATE:-0}
+DEMO_CONNECT_MS=${DEMO_CONNECT_MS:-60000}
 # 2000 items keep the regions small (kv_heap near 1 MiB).
 DEMO_ITEMS=${DEMO_ITEMS:-2000}
 DEMO_PROGRAMS=${DEMO_PROGRAMS:-rofs}
@@ -222,6 +226,7 @@ section "rof-kvload: YCSB A, zipf, 2 threads, ${DEMO_SECONDS}s or more; rofd and
 setpriv --reuid "$ROF_KV_UID" --regid "$ROF_KV_UID" --clear-groups \
 	rof-kvload --socket "$ROF_SOCKET" --keys "$DEMO_KEYS" --threads 2 --workload a --dist zipf \
 	--value-size 32-200 --preload --seconds 900 --rate "$DEMO_RATE" --json \
+	--connect-timeout "$DEMO_CONNECT_MS" \
 	>"$S/kvload.json" 2>"$S/kvload.err" &
 LOAD_PID=$!
 kill_rofd='' kill_kv=''

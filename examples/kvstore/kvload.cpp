@@ -51,7 +51,15 @@ struct Options {
     double seconds = 10;
     std::uint64_t ops = 0;   // 0: run for seconds
     std::uint64_t rate = 0;  // operations a second, all threads together; 0: as fast as they go
+    std::chrono::milliseconds connect_timeout = rof::SessionOptions{}.connect_timeout;
 };
+
+// The options of every session the run opens.
+rof::SessionOptions session_options(const Options& o) {
+    rof::SessionOptions so = rofkv::KvClient::session_options(o.tenant);
+    so.connect_timeout = o.connect_timeout;
+    return so;
+}
 
 // With @why: the reason on stderr, then the usage, exit 2; without (--help):
 // the usage on stdout, exit 0.
@@ -63,7 +71,7 @@ struct Options {
     out << "usage: rof-kvload [--socket PATH] [--tenant NAME] [--keys N] [--key-size N]\n"
            "         [--value-size B|MIN-MAX] [--workload a|b] [--dist uniform|zipf]\n"
            "         [--threads T] [--seconds S | --ops N] [--rate OPS] [--preload] [--json]\n"
-           "         [--quiet]\n"
+           "         [--quiet] [--connect-timeout MS]\n"
            "See rof-kvload(1).\n";
     std::exit(why.empty() ? 0 : 2);
 }
@@ -131,6 +139,12 @@ Options parse(int argc, char** argv) {
             o.json = true;
         } else if (a == "--quiet") {
             o.progress = false;
+        } else if (a == "--connect-timeout") {
+            std::uint64_t ms = number(a, arg());
+            if (ms < 1 || ms > 600000) {
+                usage("--connect-timeout: 1 to 600000 ms");
+            }
+            o.connect_timeout = std::chrono::milliseconds(ms);
         } else {
             usage("unknown option " + a);
         }
@@ -213,8 +227,8 @@ struct Worker {
         session.reset();
         while (!sh.stop.load()) {
             try {
-                session = std::make_unique<rof::Session>(rof::Session::open(
-                    *sh.client, rofkv::KvClient::session_options(sh.opts.tenant)));
+                session = std::make_unique<rof::Session>(
+                    rof::Session::open(*sh.client, session_options(sh.opts)));
                 kv = std::make_unique<rofkv::KvClient>(*session);
                 return true;
             } catch (const rof::Error& e) {
@@ -392,8 +406,8 @@ int main(int argc, char** argv) {
     // is a setup failure, not a load error.
     try {
         for (auto& w : workers) {
-            w->session = std::make_unique<rof::Session>(
-                rof::Session::open(*client, rofkv::KvClient::session_options(o.tenant)));
+            w->session =
+                std::make_unique<rof::Session>(rof::Session::open(*client, session_options(o)));
             w->kv = std::make_unique<rofkv::KvClient>(*w->session);
         }
     } catch (const rof::Error& e) {
