@@ -17,9 +17,9 @@
 # $ROF_BUILD/examples/kv-images), copied to $S/images before the first
 # start: rof-kvstore then runs no clang, and is given none (ROF_CLANG
 # names no file), so a start that needed one fails.  DEMO_CONNECT_MS
-# (default 60000): how long rof-kvload's sessions may take to connect
-# (--connect-timeout; librof's own 10 s is short for an emulated guest on
-# a loaded host, where the first one ran out of it).
+# (default 60000): how long the sessions of rof-kv and rof-kvload may take
+# to connect (--connect-timeout; librof's own 10 s is short for an
+# emulated guest on a loaded host, where rof-kvload's first ran out of it).
 . "$ROF_SRC/selftests/lib.sh"
 set -u
 
@@ -195,7 +195,7 @@ else
 	note memcache failed
 fi
 printf 'offload GET of demo:007 (rof-kv, the kv-get program): '
-if v=$(as_kv rof-kv --socket "$ROF_SOCKET" get demo:007 2>&1) &&
+if v=$(as_kv rof-kv --socket "$ROF_SOCKET" --connect-timeout "$DEMO_CONNECT_MS" get demo:007 2>&1) &&
 	grep -q "value of demo:007, stored through memcached's protocol" <<<"$v"; then
 	echo "$v"
 	note offload_get ok
