@@ -288,6 +288,39 @@ static int cmd_prepare(int argc, char **argv)
 }
 
 /*
+ * Loads the image of @len bytes that starts at @h (its header, then its
+ * slots and instructions, filled in by the caller) as program @name of
+ * @tenant, its slot 0 bound to @region when it has one; prints its tag.
+ * The header's constant fields and the tag are filled in here.
+ */
+static int load_image(struct rof_isa_hdr *h, size_t len, uint32_t tenant,
+		      uint64_t budget, uint64_t byte_budget, const char *name,
+		      uint32_t region)
+{
+	struct rof_prog_load l;
+
+	h->magic = ROF_ISA_MAGIC;
+	h->version = ROF_ISA_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->tag = crc64_xz(h, len);
+
+	memset(&l, 0, sizeof(l));
+	l.image = (uintptr_t)h;
+	l.image_len = len;
+	l.tenant = tenant;
+	l.budget = budget;
+	l.byte_budget = byte_budget;
+	strcpy(l.name, name);
+	if (h->slot_cnt) {
+		l.nbind = 1;
+		l.bind[0].region = region;
+	}
+	xioctl(rof_fd(), ROF_IOC_PROG_LOAD, &l, "program load");
+	printf("%" PRIx64 "\n", (uint64_t)l.tag);
+	return 0;
+}
+
+/*
  * mov64 r2, 1 MiB; crc64 r1, r[0], r2; exit 0: one INVOKE moves 1 MiB,
  * the most one instruction may, in 3 instructions.
  */
@@ -298,12 +331,8 @@ static int cmd_crc_prog(uint32_t tenant, uint32_t region)
 		struct rof_isa_slot slot;
 		struct rof_insn insn[3];
 	} im;
-	struct rof_prog_load l;
 
 	memset(&im, 0, sizeof(im));
-	im.h.magic = ROF_ISA_MAGIC;
-	im.h.version = ROF_ISA_VERSION;
-	im.h.hdr_size = sizeof(im.h);
 	im.h.insn_cnt = 3;
 	im.h.slot_cnt = 1;
 	strcpy(im.slot.name, "r");
@@ -316,20 +345,8 @@ static int cmd_crc_prog(uint32_t tenant, uint32_t region)
 	im.insn[1].regs = ROF_REGS(1, 0);
 	im.insn[1].imm = 0 | (2 << ROF_MEM_AUX_SHIFT);	/* slot 0, length r2 */
 	im.insn[2].op = ROF_OP_EXIT;
-	im.h.tag = crc64_xz(&im, sizeof(im));
-
-	memset(&l, 0, sizeof(l));
-	l.image = (uintptr_t)&im;
-	l.image_len = sizeof(im);
-	l.tenant = tenant;
-	l.budget = 3;
-	l.byte_budget = ROF_ISA_MAX_BULK;
-	strcpy(l.name, "crc");
-	l.nbind = 1;
-	l.bind[0].region = region;
-	xioctl(rof_fd(), ROF_IOC_PROG_LOAD, &l, "program load");
-	printf("%" PRIx64 "\n", (uint64_t)l.tag);
-	return 0;
+	return load_image(&im.h, sizeof(im), tenant, 3, ROF_ISA_MAX_BULK, "crc",
+			  region);
 }
 
 /* mov64 r1, RESP_MAX; respond r1, 0: a response of resp_max bytes. */
@@ -339,12 +356,8 @@ static int cmd_resp_prog(uint32_t tenant, uint32_t resp_max)
 		struct rof_isa_hdr h;
 		struct rof_insn insn[2];
 	} im;
-	struct rof_prog_load l;
 
 	memset(&im, 0, sizeof(im));
-	im.h.magic = ROF_ISA_MAGIC;
-	im.h.version = ROF_ISA_VERSION;
-	im.h.hdr_size = sizeof(im.h);
 	im.h.insn_cnt = 2;
 	im.h.resp_max = resp_max;
 	im.insn[0].op = ROF_OP_ALU64_IMM + ROF_ALU_MOV;
@@ -352,18 +365,8 @@ static int cmd_resp_prog(uint32_t tenant, uint32_t resp_max)
 	im.insn[0].imm = (int32_t)resp_max;
 	im.insn[1].op = ROF_OP_RESPOND;
 	im.insn[1].regs = ROF_REGS(0, 1);
-	im.h.tag = crc64_xz(&im, sizeof(im));
-
-	memset(&l, 0, sizeof(l));
-	l.image = (uintptr_t)&im;
-	l.image_len = sizeof(im);
-	l.tenant = tenant;
-	l.budget = 2;
-	l.byte_budget = 1;	/* moves none, but a load needs one */
-	strcpy(l.name, "resp");
-	xioctl(rof_fd(), ROF_IOC_PROG_LOAD, &l, "program load");
-	printf("%" PRIx64 "\n", (uint64_t)l.tag);
-	return 0;
+	/* It moves no byte, but a load needs a byte budget of one. */
+	return load_image(&im.h, sizeof(im), tenant, 2, 1, "resp", 0);
 }
 
 struct prepare_arg {
