@@ -127,7 +127,7 @@ std::uint64_t load_program(rof::Client& c, const std::string& tenant, const std:
                            const std::string& source,
                            const std::vector<std::pair<std::string, std::string>>& binds) {
     rof::v1::ProgramSource src;
-    src.set_source(source);
+    src.set_text(source);
     src.set_file(name + ".rofs");
     google::protobuf::RepeatedPtrField<rof::v1::Bind> bs;
     for (const auto& [slot, region] : binds) {
@@ -146,7 +146,7 @@ std::uint64_t load_program(rof::Client& c, const std::string& tenant, const std:
             r.set_tenant(tenant);
             r.set_name(name);
             r.set_tag(p.tag());
-            *r.mutable_program() = src;
+            *r.mutable_source() = src;
             *r.mutable_binds() = bs;
             return c.replace_program(r).tag();
         }
@@ -154,7 +154,7 @@ std::uint64_t load_program(rof::Client& c, const std::string& tenant, const std:
     rof::v1::LoadProgramRequest l;
     l.set_tenant(tenant);
     l.set_name(name);
-    *l.mutable_program() = src;
+    *l.mutable_source() = src;
     *l.mutable_binds() = bs;
     return c.load_program(l).tag();
 }

@@ -257,7 +257,7 @@ TEST_F(Batch, UnreadableFileAndHelp) {
     r = rofctl({"-j", "batch", file("region --help\n")});
     EXPECT_EQ(r.rc, rofctl::exit_ok);
     const Json rec = Json::parse(r.out);
-    EXPECT_NE(rec["text"].get<std::string>().find("map"), std::string::npos) << rec;
+    EXPECT_NE(rec["text"].get<std::string>().find("token"), std::string::npos) << rec;
 }
 
 // The binary reading the commands from a pipe.

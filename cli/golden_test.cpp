@@ -378,7 +378,7 @@ TEST(Golden, Region) {
                              name: "heap"
                          )pb")));
     steps.push_back(
-        show("region map table --access r", parse<rof::v1::MapRegionResponse>(R"pb(
+        show("region token table --access r", parse<rof::v1::CreateRegionTokenResponse>(R"pb(
                  token: "\x5f\x1c\x93\x0a\x44\x21\xbe\x07\x11\x9d\xe2\x35\x6c\x80\x4f\xd3"
                  region: 1
                  size: 16777216

@@ -75,7 +75,7 @@ TEST(ToJson, WellKnownTypesTagsAndBytes) {
     EXPECT_EQ(to_json(p)["tag"], "3735928559");
     EXPECT_EQ(to_json(p)["loaded_at"], "2023-11-14T22:13:20Z");
 
-    rof::v1::MapRegionResponse m;
+    rof::v1::CreateRegionTokenResponse m;
     m.set_token(std::string("\x01\xab\x00\xff", 4));
     EXPECT_EQ(to_json(m)["token"], "AasA/w==");
 
@@ -98,9 +98,9 @@ TEST(ToJson, ProtobufParsesItBack) {
     ASSERT_TRUE(pb::util::JsonStringToMessage(to_json(st).dump(), &back).ok());
     EXPECT_EQ(back.SerializeAsString(), st.SerializeAsString());
 
-    rof::v1::MapRegionResponse m;
+    rof::v1::CreateRegionTokenResponse m;
     m.set_token(std::string("\x00\x01\x02\xfe\xff", 5));
-    rof::v1::MapRegionResponse mback;
+    rof::v1::CreateRegionTokenResponse mback;
     ASSERT_TRUE(pb::util::JsonStringToMessage(to_json(m).dump(), &mback).ok());
     EXPECT_EQ(mback.token(), m.token());
 }
@@ -123,7 +123,7 @@ TEST(ToJson, UnsetOptionalAndOneofAreLeftOut) {
     EXPECT_EQ(to_json(b)["freelist"], 0);
 
     rof::v1::ProgramSource src;
-    src.set_source("exit 0\n");
+    src.set_text("exit 0\n");
     const Json j = to_json(src);
     EXPECT_EQ(j["source"], "exit 0\n");
     EXPECT_FALSE(j.contains("image"));

@@ -122,7 +122,7 @@ rof::v1::ProgramSource program_source(const std::string& file) {
     }
     const std::string body = read_file(file);
     if (fs::path(file).extension() == ".rofs") {
-        src.set_source(body);
+        src.set_text(body);
     } else {
         src.set_image(body);
     }
@@ -200,7 +200,7 @@ int verify(Context& ctx, const ProgOpts& o) {
     } else {
         rof::v1::VerifyProgramRequest req;
         req.set_tenant(o.tenant);
-        *req.mutable_program() = program_source(o.file);
+        *req.mutable_source() = program_source(o.file);
         for (const std::string& b : o.binds) {
             *req.add_binds() = parse_bind(b);
         }
@@ -427,7 +427,7 @@ Json prog_run_tree(std::uint32_t session, const rof::v1::Program& prog, std::uin
                    std::uint32_t insns, std::string_view response) {
     Json tree = Json::object();
     tree["session"] = session;
-    tree["program"] = prog.name();
+    tree["name"] = prog.name();
     tree["tag"] = std::to_string(prog.tag());
     tree["prog_status"] = prog_status;
     tree["insns"] = insns;
@@ -462,7 +462,7 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
             rof::v1::LoadProgramRequest req;
             req.set_tenant(o->tenant);
             req.set_name(o->name);
-            *req.mutable_program() = program_source(o->file);
+            *req.mutable_source() = program_source(o->file);
             for (const std::string& b : o->binds) {
                 *req.add_binds() = parse_bind(b);
             }
@@ -484,7 +484,7 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
             rof::v1::ReplaceProgramRequest req;
             req.set_tenant(o->tenant);
             req.set_name(o->name);
-            *req.mutable_program() = program_source(o->file);
+            *req.mutable_source() = program_source(o->file);
             for (const std::string& b : o->binds) {
                 *req.add_binds() = parse_bind(b);
             }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// rofctl region list|show|create|delete|map.
+// rofctl region list|show|create|delete|token.
 #include "commands.h"
 
 namespace rofctl {
@@ -123,26 +123,26 @@ void add_region_commands(CLI::App& app, Handler& selected) {
         };
     });
 
-    auto* map = obj->add_subcommand("map", "a one-time token to mmap the region locally");
-    map->add_option("name", o->name, "region name, or TENANT/NAME")->required();
-    map->add_option("--access", o->access, "r or rw")->required();
-    map->add_option("--tenant", o->tenant, tenant_help);
-    map->add_option(
+    auto* token = obj->add_subcommand("token", "a one-time token to mmap the region locally");
+    token->add_option("name", o->name, "region name, or TENANT/NAME")->required();
+    token->add_option("--access", o->access, "r or rw")->required();
+    token->add_option("--tenant", o->tenant, tenant_help);
+    token->add_option(
         "--ttl", o->ttl_ms,
         "the token's lifetime in ms (default " + std::to_string(ROF_TOKEN_TTL_DEFAULT_MS) + ")");
-    map->callback([&selected, o] {
+    token->callback([&selected, o] {
         selected = [o](Context& ctx) {
             split_name(*o);
             const std::uint32_t access = parse_access(o->access);
             if ((access & rof::v1::ACCESS_ATOMIC) != 0) {
-                throw UsageError("region map --access: r or rw");
+                throw UsageError("region token --access: r or rw");
             }
-            rof::v1::MapRegionRequest req;
+            rof::v1::CreateRegionTokenRequest req;
             req.set_tenant(o->tenant);
             req.set_name(o->name);
             req.set_access(access);
             req.set_ttl_ms(o->ttl_ms);
-            ctx.printer.print(ctx.client().map_region(req));
+            ctx.printer.print(ctx.client().create_region_token(req));
             return exit_ok;
         };
     });

@@ -414,7 +414,7 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
     std::string of_session = fmt::format("session {} of tenant {}", session, tenant);
     switch (r.kind) {
         case ROF_AUDIT_INVOKE: {
-            std::string program = hex64(r.program);
+            std::string program = hex64(r.tag);
             std::string status = status_text(r.status);
             msg = fmt::format("invoke of program {} by {}", program, of_session);
             if (r.status == ROF_ST_OK) {
@@ -425,7 +425,7 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
                 msg += fmt::format(" failed: {}", status);
             }
             fields.push_back({"ROF_SESSION", session});
-            fields.push_back({"ROF_PROGRAM", program});
+            fields.push_back({"ROF_TAG", program});
             fields.push_back({"ROF_OPCODE", std::to_string(r.opcode)});
             fields.push_back({"ROF_STATUS", status});
             fields.push_back({"ROF_REASON", exec_status(r.reason)});
@@ -468,9 +468,9 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
             break;
         }
         case ROF_AUDIT_REGION_DESTROY:
-            msg = fmt::format("region {} of tenant {} destroyed: {}", r.program, tenant,
+            msg = fmt::format("region {} of tenant {} destroyed: {}", destroyed_region(r), tenant,
                               destroy_reason(r.reason));
-            fields.push_back({"ROF_REGION", std::to_string(r.program)});
+            fields.push_back({"ROF_REGION", std::to_string(destroyed_region(r))});
             fields.push_back({"ROF_BYTES", std::to_string(r.bytes)});
             fields.push_back({"ROF_REASON", destroy_reason(r.reason)});
             break;

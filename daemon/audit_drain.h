@@ -79,6 +79,12 @@ inline constexpr std::size_t reject_reason_slots = ROF_REJECT_DEVICE + 1;
 std::string_view close_reason_name(std::size_t index);   // "disconnect", ...; 0: "other"
 std::string_view reject_reason_name(std::size_t index);  // "no_ticket", ...; 0: "other"
 
+// The id of the region a ROF_AUDIT_REGION_DESTROY record reports: its
+// object (ABI 0.9), or, from a module older than 0.9, its tag's place.
+inline std::uint64_t destroyed_region(const rof_audit_record& r) {
+    return r.object != 0 ? r.object : r.tag;
+}
+
 struct TenantAuditCounters {
     std::string name;  // filled by snapshot(): the config's, else the id in decimal
     std::array<std::uint64_t, invoke_status_known + 1> invocations{};  // by status index

@@ -74,7 +74,7 @@ class Records {
                             std::uint64_t time_ns = 0) {
         rof_audit_record r = make(ROF_AUDIT_INVOKE, tenant, session, time_ns);
         r.opcode = ROF_OP_INVOKE;
-        r.program = 0xabcdef0123456789ULL;
+        r.tag = 0xabcdef0123456789ULL;
         r.status = status;
         r.reason = status == ROF_ST_PROG_FAULT ? ROF_ISA_EBOUNDS : 0;
         return r;
@@ -327,7 +327,7 @@ TEST_F(AuditDrainTest, AuditLevelsFilterJournalOutput) {
     EXPECT_EQ(all[0].level, log::Level::info);
     EXPECT_EQ(all[1].level, log::Level::info);
     EXPECT_EQ(all[1].fields["ROF_STATUS"], "ok");
-    EXPECT_EQ(all[1].fields["ROF_PROGRAM"], "0xabcdef0123456789");
+    EXPECT_EQ(all[1].fields["ROF_TAG"], "0xabcdef0123456789");
     EXPECT_EQ(all[1].fields["ROF_SESSION"], "40");
     EXPECT_EQ(all[1].fields["ROF_TENANT_ID"], "4");
     EXPECT_EQ(all[1].fields["ROF_OPCODE"], "3");
@@ -383,6 +383,24 @@ TEST_F(AuditDrainTest, UnknownTenantsAreNamedByHashAndNumber) {
     ring.write({rec.invoke(77, 9, ROF_ST_NO_PROGRAM)});
     EXPECT_EQ(d.drain(), 1U);
     EXPECT_TRUE(out.empty());
+}
+
+// A forced region destroy names the region by its id: in the record's
+// object (ABI 0.9), or, from an older module, in the tag's place.
+TEST_F(AuditDrainTest, RegionDestroyNamesTheRegionFromEitherLayout) {
+    AuditDrain d = make(config_with({{1, {"kv", AuditLevel::all, {}}}}));
+    rof_audit_record now = rec.with_reason(ROF_AUDIT_REGION_DESTROY, 1, 0, 0);
+    now.object = 12;
+    now.bytes = 4096;
+    rof_audit_record old = rec.with_reason(ROF_AUDIT_REGION_DESTROY, 1, 0, 0);
+    old.tag = 34;
+    ring.write({now, old});
+    EXPECT_EQ(d.drain(), 2U);
+    ASSERT_EQ(out.size(), 2U);
+    EXPECT_EQ(out[0].fields["ROF_REGION"], "12");
+    EXPECT_EQ(out[0].fields["ROF_BYTES"], "4096");
+    EXPECT_EQ(out[1].fields["ROF_REGION"], "34");
+    EXPECT_EQ(out[0].message.rfind("region 12 of tenant kv destroyed: ", 0), 0U) << out[0].message;
 }
 
 TEST_F(AuditDrainTest, QuarantineFiresOnceAtTheThreshold) {

@@ -385,7 +385,7 @@ void FakeModule::destroy_region_locked(std::uint32_t id, std::uint32_t reason) {
 
     rec.kind = ROF_AUDIT_REGION_DESTROY;
     rec.tenant = r.tenant;
-    rec.program = id;
+    rec.object = id;
     rec.bytes = r.size;
     rec.reason = reason;
     audit_locked(rec);

@@ -120,7 +120,10 @@ rof::v1::AuditRecord to_proto(const rof_audit_record& r, const std::string& tena
     out.set_tenant(tenant);
     out.set_session(r.session);
     out.set_opcode(r.opcode);
-    out.set_program(r.program);
+    out.set_tag(r.tag);
+    if (r.kind == ROF_AUDIT_REGION_DESTROY) {
+        out.set_region(static_cast<std::uint32_t>(destroyed_region(r)));
+    }
     out.set_status(r.status);
     out.set_reason(r.reason);
     out.set_bytes(r.bytes);

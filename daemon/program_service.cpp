@@ -75,13 +75,13 @@ Prepared prepare(Manager& m, const View& v, const std::string& tenant, const v1:
                  std::uint32_t log_level) {
     Prepared out;
     const std::string file = src.file().empty() ? "<program>" : src.file();
-    if (src.has_source()) {
-        if (src.source().size() > source_max) {
-            throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                            fmt::format("program.source: {} bytes; at most {}", src.source().size(),
-                                        source_max));
+    if (src.has_text()) {
+        if (src.text().size() > source_max) {
+            throw CallError(
+                grpc::StatusCode::INVALID_ARGUMENT,
+                fmt::format("source.text: {} bytes; at most {}", src.text().size(), source_max));
         }
-        auto as = prog::assemble(src.source(), file);
+        auto as = prog::assemble(src.text(), file);
         if (!as.ok()) {
             out.error = as.error_text();
             while (!out.error.empty() && out.error.back() == '\n') {
@@ -93,7 +93,7 @@ Prepared prepare(Manager& m, const View& v, const std::string& tenant, const v1:
     } else if (src.has_image()) {
         if (src.image().size() > ROF_PROG_IMAGE_MAX) {
             throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                            fmt::format("program.image: {} bytes; at most {}", src.image().size(),
+                            fmt::format("source.image: {} bytes; at most {}", src.image().size(),
                                         ROF_PROG_IMAGE_MAX));
         }
         const auto* b = reinterpret_cast<const std::uint8_t*>(src.image().data());
@@ -104,8 +104,7 @@ Prepared prepare(Manager& m, const View& v, const std::string& tenant, const v1:
         }
         out.program = std::move(*p);
     } else {
-        throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
-                        "program: neither source nor image given");
+        throw CallError(grpc::StatusCode::INVALID_ARGUMENT, "source: neither text nor image given");
     }
     prog::Program& p = out.program;
 
@@ -316,7 +315,7 @@ StoredProgram new_row(const std::string& tenant, const std::string& name,
     row.tenant = tenant;
     row.name = name;
     row.tag = pr.program.tag();
-    row.source = src.has_source() ? src.source() : "";
+    row.source = src.has_text() ? src.text() : "";
     row.image = pr.image;
     row.disassembly = prog::disassemble(pr.program);
     row.binds = pr.binds;
@@ -406,7 +405,7 @@ ServerUnaryReactor* ProgramService::VerifyProgram(CallbackServerContext* ctx,
             return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                 fmt::format("log_level: {}; 0, 1 or 2", req->log_level()));
         }
-        const Prepared pr = prepare(m_, *v, tenant, req->program(), req->binds(), req->log_level());
+        const Prepared pr = prepare(m_, *v, tenant, req->source(), req->binds(), req->log_level());
         if (!pr.error.empty()) {
             resp->set_ok(false);
             resp->set_error(pr.error);
@@ -427,7 +426,7 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                                 v1::Program* resp) {
     auto staged = std::make_shared<Staged>();
     auto check = [this, ctx, req, resp, staged](const Principal& p) -> std::optional<grpc::Status> {
-        return stage(m_, ctx, p, "LoadProgram", *req, req->tenant(), req->name(), req->program(),
+        return stage(m_, ctx, p, "LoadProgram", *req, req->tenant(), req->name(), req->source(),
                      req->binds(), req->idempotency_key(), resp, *staged);
     };
     return unary(
@@ -462,7 +461,7 @@ ServerUnaryReactor* ProgramService::LoadProgram(CallbackServerContext* ctx,
                                     fmt::format("{}: tag {:x} is loaded already as {}", what,
                                                 loaded->tag, quoted(abi_name(loaded->name))));
             }
-            StoredProgram row = new_row(tenant, req->name(), req->program(), pr);
+            StoredProgram row = new_row(tenant, req->name(), req->source(), pr);
             // A row of this tag the module does not hold (it lost it) is
             // replaced by the intent, and put back if the load fails.
             const auto previous = m_.store().program(tenant, row.tag);
@@ -495,7 +494,7 @@ ServerUnaryReactor* ProgramService::ReplaceProgram(CallbackServerContext* ctx,
                                                    v1::Program* resp) {
     auto staged = std::make_shared<Staged>();
     auto check = [this, ctx, req, resp, staged](const Principal& p) -> std::optional<grpc::Status> {
-        return stage(m_, ctx, p, "ReplaceProgram", *req, req->tenant(), req->name(), req->program(),
+        return stage(m_, ctx, p, "ReplaceProgram", *req, req->tenant(), req->name(), req->source(),
                      req->binds(), req->idempotency_key(), resp, *staged, req->tag());
     };
     return unary(
@@ -557,7 +556,7 @@ ServerUnaryReactor* ProgramService::ReplaceProgram(CallbackServerContext* ctx,
                                                 loaded->tag, quoted(abi_name(loaded->name))));
             }
             std::snprintf(pr.load.name, sizeof(pr.load.name), "%s", name.c_str());
-            StoredProgram row = new_row(tenant, name, req->program(), pr);
+            StoredProgram row = new_row(tenant, name, req->source(), pr);
             const auto previous = m_.store().program(tenant, row.tag);
             if (auto st = check_stored_bytes(m_, *v, what, row, previous, old_row)) {
                 return *st;

@@ -382,58 +382,61 @@ ServerUnaryReactor* RegionService::GetRegion(CallbackServerContext* ctx,
     });
 }
 
-ServerUnaryReactor* RegionService::MapRegion(CallbackServerContext* ctx,
-                                             const v1::MapRegionRequest* req,
-                                             v1::MapRegionResponse* resp) {
-    return unary(m_, ctx, "MapRegion", CallKind::read, [this, req, resp](const Principal& p) {
-        const std::string tenant = m_.tenant_of(p, req->tenant());
-        check_name("name", req->name());
-        const std::string what = object_name(tenant, "region", req->name());
-        const auto v = m_.view();
-        const auto* g = grant_of(*v, tenant, req->name(), p.tenant);
-        const bool own = p.admin() || (p.role == Principal::Role::tenant && p.tenant == tenant);
-        if (auto st = m_.authorize(p, tenant, own ? Right::write : Right::read, what, g != nullptr);
-            !st.ok()) {
-            return st;
-        }
-        const std::uint32_t access = req->access() == 0 ? ROF_ACCESS_READ : req->access();
-        if ((access & ~static_cast<std::uint32_t>(ROF_ACCESS_READ | ROF_ACCESS_WRITE)) != 0 ||
-            (access & ROF_ACCESS_READ) == 0) {
-            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                "access: ACCESS_READ, optionally with ACCESS_WRITE");
-        }
-        if (!own && (access & ROF_ACCESS_WRITE) != 0 && !g->write) {
-            return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                                what + ": granted to tenant " + quoted(p.tenant) + " read-only");
-        }
-        if (req->ttl_ms() > ROF_TOKEN_TTL_MAX_MS) {
-            return grpc::Status(
-                grpc::StatusCode::INVALID_ARGUMENT,
-                fmt::format("ttl_ms: {}; at most {}", req->ttl_ms(), ROF_TOKEN_TTL_MAX_MS));
-        }
-        const auto info = m_.find_region(m_.tenant_id(tenant), req->name());
-        if (!info) {
-            return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": no such region");
-        }
-        RegionToken token{};
-        try {
-            token = m_.module().region_token(info->id, access, req->ttl_ms());
-        } catch (const KmodError& e) {
-            return module_status(e, what);
-        }
-        std::string bytes(16, '\0');
-        for (std::size_t w = 0; w < 2; w++) {
-            for (std::size_t b = 0; b < 8; b++) {
-                bytes[w * 8 + b] = static_cast<char>((token[w] >> (8 * b)) & 0xff);
+ServerUnaryReactor* RegionService::CreateRegionToken(CallbackServerContext* ctx,
+                                                     const v1::CreateRegionTokenRequest* req,
+                                                     v1::CreateRegionTokenResponse* resp) {
+    return unary(
+        m_, ctx, "CreateRegionToken", CallKind::read, [this, req, resp](const Principal& p) {
+            const std::string tenant = m_.tenant_of(p, req->tenant());
+            check_name("name", req->name());
+            const std::string what = object_name(tenant, "region", req->name());
+            const auto v = m_.view();
+            const auto* g = grant_of(*v, tenant, req->name(), p.tenant);
+            const bool own = p.admin() || (p.role == Principal::Role::tenant && p.tenant == tenant);
+            if (auto st =
+                    m_.authorize(p, tenant, own ? Right::write : Right::read, what, g != nullptr);
+                !st.ok()) {
+                return st;
             }
-        }
-        resp->set_token(bytes);
-        resp->set_region(info->id);
-        resp->set_size(info->size);
-        resp->set_access(access);
-        resp->set_device(ROF_DEVICE_PATH);
-        return grpc::Status::OK;
-    });
+            const std::uint32_t access = req->access() == 0 ? ROF_ACCESS_READ : req->access();
+            if ((access & ~static_cast<std::uint32_t>(ROF_ACCESS_READ | ROF_ACCESS_WRITE)) != 0 ||
+                (access & ROF_ACCESS_READ) == 0) {
+                return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                    "access: ACCESS_READ, optionally with ACCESS_WRITE");
+            }
+            if (!own && (access & ROF_ACCESS_WRITE) != 0 && !g->write) {
+                return grpc::Status(
+                    grpc::StatusCode::PERMISSION_DENIED,
+                    what + ": granted to tenant " + quoted(p.tenant) + " read-only");
+            }
+            if (req->ttl_ms() > ROF_TOKEN_TTL_MAX_MS) {
+                return grpc::Status(
+                    grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("ttl_ms: {}; at most {}", req->ttl_ms(), ROF_TOKEN_TTL_MAX_MS));
+            }
+            const auto info = m_.find_region(m_.tenant_id(tenant), req->name());
+            if (!info) {
+                return grpc::Status(grpc::StatusCode::NOT_FOUND, what + ": no such region");
+            }
+            RegionToken token{};
+            try {
+                token = m_.module().region_token(info->id, access, req->ttl_ms());
+            } catch (const KmodError& e) {
+                return module_status(e, what);
+            }
+            std::string bytes(16, '\0');
+            for (std::size_t w = 0; w < 2; w++) {
+                for (std::size_t b = 0; b < 8; b++) {
+                    bytes[w * 8 + b] = static_cast<char>((token[w] >> (8 * b)) & 0xff);
+                }
+            }
+            resp->set_token(bytes);
+            resp->set_region(info->id);
+            resp->set_size(info->size);
+            resp->set_access(access);
+            resp->set_device(ROF_DEVICE_PATH);
+            return grpc::Status::OK;
+        });
 }
 
 }  // namespace rofd

@@ -84,7 +84,7 @@ std::string describe(const grpc::Status& st) {
 
 v1::ProgramSource source(const std::string& text) {
     v1::ProgramSource s;
-    s.set_source(text);
+    s.set_text(text);
     s.set_file("t.rofs");
     return s;
 }
@@ -144,7 +144,7 @@ TEST_F(Service, AuthorizationMatrix) {
         v1::LoadProgramRequest req;
         req.set_tenant("kv");
         req.set_name("fixture");
-        *req.mutable_program() = source("exit 0\n");
+        *req.mutable_source() = source("exit 0\n");
         v1::Program resp;
         const auto st = rpc(*root->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
         ASSERT_TRUE(st.ok()) << describe(st);
@@ -254,25 +254,25 @@ TEST_F(Service, AuthorizationMatrix) {
          },
          {OK, OK, PD, OK, PD},
          "tenant \"kv\": region \"log\""},
-        {"Regions.MapRegion(read)",
+        {"Regions.CreateRegionToken(read)",
          [](Client& c, Role r) {
-             v1::MapRegionRequest req;
+             v1::CreateRegionTokenRequest req;
              req.set_tenant("kv");
              req.set_name(r == as_granted ? "table" : "log");
              req.set_access(1);
-             v1::MapRegionResponse resp;
-             return rpc(*c.regions, &v1::Regions::Stub::MapRegion, req, &resp);
+             v1::CreateRegionTokenResponse resp;
+             return rpc(*c.regions, &v1::Regions::Stub::CreateRegionToken, req, &resp);
          },
          {OK, OK, PD, OK, PD},
          "tenant \"kv\": region \"log\""},
-        {"Regions.MapRegion(write)",
+        {"Regions.CreateRegionToken(write)",
          [](Client& c, Role r) {
-             v1::MapRegionRequest req;
+             v1::CreateRegionTokenRequest req;
              req.set_tenant("kv");
              req.set_name(r == as_granted ? "table" : "log");
              req.set_access(3);
-             v1::MapRegionResponse resp;
-             return rpc(*c.regions, &v1::Regions::Stub::MapRegion, req, &resp);
+             v1::CreateRegionTokenResponse resp;
+             return rpc(*c.regions, &v1::Regions::Stub::CreateRegionToken, req, &resp);
          },
          {OK, OK, PD, PD, PD},
          "tenant \"kv\": region \""},
@@ -280,7 +280,7 @@ TEST_F(Service, AuthorizationMatrix) {
          [](Client& c, Role) {
              v1::VerifyProgramRequest req;
              req.set_tenant("kv");
-             *req.mutable_program() = source("exit 0\n");
+             *req.mutable_source() = source("exit 0\n");
              v1::VerifyProgramResponse resp;
              return rpc(*c.programs, &v1::Programs::Stub::VerifyProgram, req, &resp);
          },
@@ -291,7 +291,7 @@ TEST_F(Service, AuthorizationMatrix) {
              v1::LoadProgramRequest req;
              req.set_tenant("kv");
              req.set_name(allowed(r) ? "p-" + suffix(r) : "p-other");
-             *req.mutable_program() = source(r == as_admin ? "exit 1\n" : "exit 2\n");
+             *req.mutable_source() = source(r == as_admin ? "exit 1\n" : "exit 2\n");
              v1::Program resp;
              return rpc(*c.programs, &v1::Programs::Stub::LoadProgram, req, &resp);
          },
@@ -302,7 +302,7 @@ TEST_F(Service, AuthorizationMatrix) {
              v1::ReplaceProgramRequest req;
              req.set_tenant("kv");
              req.set_name(allowed(r) ? "p-" + suffix(r) : "p-other");
-             *req.mutable_program() = source(r == as_admin ? "exit 3\n" : "exit 4\n");
+             *req.mutable_source() = source(r == as_admin ? "exit 3\n" : "exit 4\n");
              v1::Program resp;
              return rpc(*c.programs, &v1::Programs::Stub::ReplaceProgram, req, &resp);
          },
@@ -523,33 +523,32 @@ TEST_F(Service, MalformedProgramsAreRefused) {
     const auto verify = [&](const v1::ProgramSource& p, std::uint32_t log_level,
                             v1::VerifyProgramResponse* resp) {
         v1::VerifyProgramRequest req;
-        *req.mutable_program() = p;
+        *req.mutable_source() = p;
         req.set_log_level(log_level);
         return rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, req, resp);
     };
     const auto load = [&](const v1::ProgramSource& p) {
         v1::LoadProgramRequest req;
         req.set_name("bad");
-        *req.mutable_program() = p;
+        *req.mutable_source() = p;
         v1::Program resp;
         return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
     };
     v1::VerifyProgramResponse resp;
 
-    expect_invalid(verify(v1::ProgramSource(), 0, &resp),
-                   "program: neither source nor image given");
-    expect_invalid(load(v1::ProgramSource()), "program: neither source nor image given");
+    expect_invalid(verify(v1::ProgramSource(), 0, &resp), "source: neither text nor image given");
+    expect_invalid(load(v1::ProgramSource()), "source: neither text nor image given");
     expect_invalid(verify(source("exit 0\n"), 3, &resp), "log_level: 3; 0, 1 or 2");
 
     const std::string big(1048577, ';');
-    expect_invalid(verify(source(big), 0, &resp), "program.source: 1048577 bytes; at most 1048576");
-    expect_invalid(load(source(big)), "program.source: 1048577 bytes; at most 1048576");
+    expect_invalid(verify(source(big), 0, &resp), "source.text: 1048577 bytes; at most 1048576");
+    expect_invalid(load(source(big)), "source.text: 1048577 bytes; at most 1048576");
 
     v1::ProgramSource image;
     image.set_image(std::string(ROF_PROG_IMAGE_MAX + 1, '\0'));
     expect_invalid(verify(image, 0, &resp),
-                   "program.image: " + std::to_string(ROF_PROG_IMAGE_MAX + 1) + " bytes; at most");
-    expect_invalid(load(image), "program.image");
+                   "source.image: " + std::to_string(ROF_PROG_IMAGE_MAX + 1) + " bytes; at most");
+    expect_invalid(load(image), "source.image");
 
     // Garbage bytes: a rejection, which VerifyProgram answers with ok=false
     // and LoadProgram with INVALID_ARGUMENT.
@@ -871,7 +870,7 @@ TEST_F(Service, LoadAProgramAndReadItBack) {
         "\tld64 r2, args[0]\n\tand64 r2, 511\n\tlsh64 r2, 3\n"
         "\tld64 r3, table[r2]\n\tst64 resp[0], r3\n\texit 0\n";
     v1::VerifyProgramRequest vreq;
-    *vreq.mutable_program() = source(text);
+    *vreq.mutable_source() = source(text);
     v1::VerifyProgramResponse verified;
     auto st = rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, vreq, &verified);
     ASSERT_TRUE(st.ok()) << describe(st);
@@ -880,7 +879,7 @@ TEST_F(Service, LoadAProgramAndReadItBack) {
 
     v1::LoadProgramRequest req;
     req.set_name("get");
-    *req.mutable_program() = source(text);
+    *req.mutable_source() = source(text);
     v1::Program loaded;
     st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &loaded);
     ASSERT_TRUE(st.ok()) << describe(st);
@@ -925,7 +924,7 @@ TEST_F(Service, ADisallowedInstructionClassIsRejected) {
     const std::string before = snapshot();
     v1::LoadProgramRequest req;
     req.set_name("writer");
-    *req.mutable_program() = source(".resp 8\n\tmov64 r1, 1\n\tst64 resp[0], r1\n\texit 0\n");
+    *req.mutable_source() = source(".resp 8\n\tmov64 r1, 1\n\tst64 resp[0], r1\n\texit 0\n");
     v1::Program resp;
     const auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
     EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
@@ -938,7 +937,7 @@ TEST_F(Service, ADisallowedInstructionClassIsRejected) {
     EXPECT_EQ(snapshot(), before);
 
     // What it may use loads.
-    *req.mutable_program() = source("\tmov64 r1, 1\n\texit 0\n");
+    *req.mutable_source() = source("\tmov64 r1, 1\n\texit 0\n");
     const auto ok = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
     EXPECT_TRUE(ok.ok()) << describe(ok);
 }
@@ -1275,7 +1274,7 @@ const char* const alloc_text =
 v1::LoadProgramRequest alloc_request(std::uint32_t freelist) {
     v1::LoadProgramRequest req;
     req.set_name("alloc");
-    *req.mutable_program() = source(alloc_text);
+    *req.mutable_source() = source(alloc_text);
     auto* b = req.add_binds();
     b->set_region("table");
     b->set_freelist(freelist);
@@ -1293,7 +1292,7 @@ TEST_F(Service, AFreeListNumberBeyondIntIsRefused) {
             rpc(*c->programs, &v1::Programs::Stub::LoadProgram, alloc_request(fl), &resp);
         expect_invalid(st, "binds[0].freelist: " + std::to_string(fl));
         v1::VerifyProgramRequest vreq;
-        *vreq.mutable_program() = source(alloc_text);
+        *vreq.mutable_source() = source(alloc_text);
         *vreq.mutable_binds() = alloc_request(fl).binds();
         v1::VerifyProgramResponse vresp;
         expect_invalid(rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, vreq, &vresp),
@@ -1317,7 +1316,7 @@ TEST_F(Service, LoadingALoadedImageAgainKeepsItsRow) {
     const std::string text = ".resp 8\n\tmov64 r1, 7\n\tst64 resp[0], r1\n\texit 0\n";
     v1::LoadProgramRequest req;
     req.set_name("seven");
-    *req.mutable_program() = source(text);
+    *req.mutable_source() = source(text);
     req.set_idempotency_key("first");
     v1::Program loaded;
     auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &loaded);
@@ -1357,7 +1356,7 @@ TEST_F(Service, ARetryAfterACrashGetsTheAnswerOfTheCallItInterrupted) {
     const std::string text = ".resp 8\n\tmov64 r1, 7\n\tst64 resp[0], r1\n\texit 0\n";
     v1::LoadProgramRequest load;
     load.set_name("seven");
-    *load.mutable_program() = source(text);
+    *load.mutable_source() = source(text);
     load.set_idempotency_key("load-seven");
     {
         auto c = h_.client(kv_user);
@@ -1424,13 +1423,13 @@ TEST_F(Service, ReplaceAProgramInPlace) {
     auto c = h_.client(kv_user);
     v1::LoadProgramRequest load;
     load.set_name("answer");
-    *load.mutable_program() = source("exit 1\n");
+    *load.mutable_source() = source("exit 1\n");
     v1::Program first;
     ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &first).ok());
 
     v1::ReplaceProgramRequest rep;
     rep.set_name("answer");
-    *rep.mutable_program() = source("exit 2\n");
+    *rep.mutable_source() = source("exit 2\n");
     v1::Program second;
     auto st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &second);
     ASSERT_TRUE(st.ok()) << describe(st);
@@ -1457,7 +1456,7 @@ TEST_F(Service, ReplaceAProgramInPlace) {
     // By tag, and a chain: the third serves both older tags.
     rep.clear_name();
     rep.set_tag(second.tag());
-    *rep.mutable_program() = source("exit 3\n");
+    *rep.mutable_source() = source("exit 3\n");
     v1::Program third;
     st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &third);
     ASSERT_TRUE(st.ok()) << describe(st);
@@ -1472,21 +1471,21 @@ TEST_F(Service, ReplaceAProgramInPlace) {
     EXPECT_EQ(st.error_code(), Code::NOT_FOUND) << describe(st);
     EXPECT_EQ(st.error_message(), "tenant \"kv\": program \"nope\": not loaded");
     load.set_name("other");
-    *load.mutable_program() = source("exit 5\n");
+    *load.mutable_source() = source("exit 5\n");
     ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &out).ok());
     rep.set_name("answer");  // to the image "other" runs
-    *rep.mutable_program() = source("exit 5\n");
+    *rep.mutable_source() = source("exit 5\n");
     st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
     EXPECT_EQ(st.error_code(), Code::ALREADY_EXISTS) << describe(st);
     EXPECT_TRUE(contains(st.error_message(), "is loaded already as \"other\"")) << describe(st);
     load.set_name("answer");  // a second program of the name
-    *load.mutable_program() = source("exit 6\n");
+    *load.mutable_source() = source("exit 6\n");
     ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &out).ok());
-    *rep.mutable_program() = source("exit 7\n");
+    *rep.mutable_source() = source("exit 7\n");
     st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
     EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);
     EXPECT_TRUE(contains(st.error_message(), "2 programs have this name")) << describe(st);
-    *rep.mutable_program() = source("exit 8\nnope\n");
+    *rep.mutable_source() = source("exit 8\nnope\n");
     st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
     EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
     EXPECT_TRUE(contains(st.error_message(), "tenant \"kv\": program \"answer\": rejected: "))
@@ -1510,17 +1509,17 @@ TEST_F(Service, ReplaceWorksAtTheProgramQuota) {
     for (std::uint32_t i = 0; i < quota; i++) {
         v1::LoadProgramRequest load;
         load.set_name("p" + std::to_string(i));
-        *load.mutable_program() = source("exit " + std::to_string(i + 10) + "\n");
+        *load.mutable_source() = source("exit " + std::to_string(i + 10) + "\n");
         ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &out).ok()) << i;
     }
     v1::LoadProgramRequest more;
     more.set_name("more");
-    *more.mutable_program() = source("exit 99\n");
+    *more.mutable_source() = source("exit 99\n");
     auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, more, &out);
     EXPECT_EQ(st.error_code(), Code::RESOURCE_EXHAUSTED) << describe(st);
     v1::ReplaceProgramRequest rep;
     rep.set_name("p0");
-    *rep.mutable_program() = source("exit 99\n");
+    *rep.mutable_source() = source("exit 99\n");
     st = rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out);
     EXPECT_TRUE(st.ok()) << describe(st);
     EXPECT_EQ(h_.fake().list_progs().size(), quota);
@@ -1532,10 +1531,10 @@ TEST_F(Service, ReplaceWorksAtTheProgramQuota) {
 TEST_F(Service, AReplaceInterruptedByACrashSettlesEitherWay) {
     v1::LoadProgramRequest load;
     load.set_name("v");
-    *load.mutable_program() = source("exit 1\n");
+    *load.mutable_source() = source("exit 1\n");
     v1::ReplaceProgramRequest rep;
     rep.set_name("v");
-    *rep.mutable_program() = source("exit 2\n");
+    *rep.mutable_source() = source("exit 2\n");
     rep.set_idempotency_key("replace-v");
     v1::Program loaded, out;
     {
@@ -1564,12 +1563,12 @@ TEST_F(Service, AReplaceInterruptedByACrashSettlesEitherWay) {
     // Named by tag, the retry finds the old tag gone and answers the new
     // program.
     load.set_name("w");
-    *load.mutable_program() = source("exit 4\n");
+    *load.mutable_source() = source("exit 4\n");
     ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &loaded).ok());
     rep.clear_name();
     rep.set_tag(loaded.tag());
     rep.set_idempotency_key("replace-w-by-tag");
-    *rep.mutable_program() = source("exit 5\n");
+    *rep.mutable_source() = source("exit 5\n");
     h_.module().crash_after("prog_replace");
     EXPECT_FALSE(rpc(*c->programs, &v1::Programs::Stub::ReplaceProgram, rep, &out).ok());
     h_.restart();
@@ -1591,7 +1590,7 @@ TEST_F(Service, ARetriedDeleteAfterACrashSucceeds) {
             .ok());
     v1::LoadProgramRequest load;
     load.set_name("one");
-    *load.mutable_program() = source("exit 1\n");
+    *load.mutable_source() = source("exit 1\n");
     v1::Program p;
     ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::LoadProgram, load, &p).ok());
 
@@ -1692,7 +1691,7 @@ TEST_F(Service, ReadsSeeOnePolicyWhileItIsReloaded) {
         epoch++;
         v1::VerifyProgramRequest verify;
         verify.set_tenant("kv");
-        *verify.mutable_program() = source(".region table, r, 64\n\tld64 r1, table[0]\n\texit 0\n");
+        *verify.mutable_source() = source(".region table, r, 64\n\tld64 r1, table[0]\n\texit 0\n");
         v1::VerifyProgramResponse verified;
         st = rpc(*c->programs, &v1::Programs::Stub::VerifyProgram, verify, &verified);
         EXPECT_TRUE(fine(st)) << describe(st);
@@ -1890,8 +1889,8 @@ TEST(ServiceStore, ProgramBytesPerTenantAreBounded) {
     const auto load = [&](const std::string& name, int value) {
         v1::LoadProgramRequest req;
         req.set_name(name);
-        *req.mutable_program() = source(std::string(2048, ';') + "\n.resp 8\n\tmov64 r1, " +
-                                        std::to_string(value) + "\n\tst64 resp[0], r1\n\texit 0\n");
+        *req.mutable_source() = source(std::string(2048, ';') + "\n.resp 8\n\tmov64 r1, " +
+                                       std::to_string(value) + "\n\tst64 resp[0], r1\n\texit 0\n");
         v1::Program resp;
         return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &resp);
     };
@@ -1940,7 +1939,7 @@ TEST_F(Service, LoadProgramVerifiesBeforeItQueues) {
     auto c = h_.client(kv_user);
     v1::LoadProgramRequest bad;
     bad.set_name("bad");
-    *bad.mutable_program() = source("exit 0\nfoo r1\n");
+    *bad.mutable_source() = source("exit 0\nfoo r1\n");
     v1::Program resp;
     const auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, bad, &resp);
     EXPECT_EQ(st.error_code(), Code::INVALID_ARGUMENT) << describe(st);
@@ -1948,7 +1947,7 @@ TEST_F(Service, LoadProgramVerifiesBeforeItQueues) {
 
     v1::LoadProgramRequest good;
     good.set_name("good");
-    *good.mutable_program() = source("\tmov64 r1, 1\n\texit 0\n");
+    *good.mutable_source() = source("\tmov64 r1, 1\n\texit 0\n");
     auto answer = std::async(std::launch::async, [&] {
         v1::Program loaded;
         return rpc(*c->programs, &v1::Programs::Stub::LoadProgram, good, &loaded);
@@ -2038,7 +2037,7 @@ TEST_F(Service, ARemovedTenantIsDrainedThenDestroyed) {
     v1::LoadProgramRequest load;
     load.set_tenant("burst");
     load.set_name("p");
-    *load.mutable_program() = source("exit 0\n");
+    *load.mutable_source() = source("exit 0\n");
     v1::Program prog;
     st = rpc(*root->programs, &v1::Programs::Stub::LoadProgram, load, &prog);
     EXPECT_EQ(st.error_code(), Code::FAILED_PRECONDITION) << describe(st);

@@ -71,8 +71,9 @@ class RegionService final : public v1::Regions::CallbackService {
                                     v1::ListRegionsResponse* resp) override;
     ServerUnaryReactor* GetRegion(CallbackServerContext* ctx, const v1::GetRegionRequest* req,
                                   v1::Region* resp) override;
-    ServerUnaryReactor* MapRegion(CallbackServerContext* ctx, const v1::MapRegionRequest* req,
-                                  v1::MapRegionResponse* resp) override;
+    ServerUnaryReactor* CreateRegionToken(CallbackServerContext* ctx,
+                                          const v1::CreateRegionTokenRequest* req,
+                                          v1::CreateRegionTokenResponse* resp) override;
 
   private:
     Manager& m_;

@@ -279,8 +279,8 @@ static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
 				break;
 			}
 			memcpy(&inv, payload, sizeof(inv));
-			rec.program = le64_to_cpu(inv.program);
-			status = rof_session_invoke(s, rec.program,
+			rec.tag = le64_to_cpu(inv.tag);
+			status = rof_session_invoke(s, rec.tag,
 						    payload + sizeof(inv),
 						    in_len - sizeof(inv),
 						    out + sizeof(*rh), &plen, &rec,

@@ -625,7 +625,7 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 	p = rof_prog_enter(t, tag, atomic, &status);
 	if (!p)
 		return status;
-	rec->program = p->tag;
+	rec->tag = p->tag;
 	if (status != ROF_ST_OK)
 		goto out;
 	h = p->hdr;

@@ -223,7 +223,7 @@ static void rof_region_audit_destroy(struct rof_region *r, u32 reason)
 	struct rof_audit_record rec = {
 		.kind = ROF_AUDIT_REGION_DESTROY,
 		.tenant = rof_tenant_id(r->tenant),
-		.program = r->id,	/* the object id, for destroy records */
+		.object = r->id,
 		.reason = reason,
 		.bytes = r->size,
 	};

@@ -127,9 +127,9 @@ enum rof_code rof_program_load(rof_client* client, const char* tenant, const cha
         rof::v1::LoadProgramRequest req;
         req.set_tenant(str_or_empty(tenant));
         req.set_name(name);
-        req.mutable_program()->set_source(source);
-        req.mutable_program()->set_file(file != nullptr ? std::string(file)
-                                                        : std::string(name) + ".rofs");
+        req.mutable_source()->set_text(source);
+        req.mutable_source()->set_file(file != nullptr ? std::string(file)
+                                                       : std::string(name) + ".rofs");
         const rof::v1::Program p = client->client.load_program(req);
         if (tag != nullptr) {
             *tag = p.tag();
@@ -148,9 +148,9 @@ enum rof_code rof_program_replace(rof_client* client, const char* tenant, const 
         rof::v1::ReplaceProgramRequest req;
         req.set_tenant(str_or_empty(tenant));
         req.set_name(name);
-        req.mutable_program()->set_source(source);
-        req.mutable_program()->set_file(file != nullptr ? std::string(file)
-                                                        : std::string(name) + ".rofs");
+        req.mutable_source()->set_text(source);
+        req.mutable_source()->set_file(file != nullptr ? std::string(file)
+                                                       : std::string(name) + ".rofs");
         const rof::v1::Program p = client->client.replace_program(req);
         if (tag != nullptr) {
             *tag = p.tag();

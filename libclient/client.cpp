@@ -310,9 +310,10 @@ v1::Region Client::get_region(const v1::GetRegionRequest& req) {
     return impl_->call("GetRegion", impl_->regions.get(), &v1::Regions::Stub::GetRegion, req, true);
 }
 
-v1::MapRegionResponse Client::map_region(const v1::MapRegionRequest& req) {
+v1::CreateRegionTokenResponse Client::create_region_token(const v1::CreateRegionTokenRequest& req) {
     // A lost answer's token expires unused; a new one is as good.
-    return impl_->call("MapRegion", impl_->regions.get(), &v1::Regions::Stub::MapRegion, req, true);
+    return impl_->call("CreateRegionToken", impl_->regions.get(),
+                       &v1::Regions::Stub::CreateRegionToken, req, true);
 }
 
 v1::VerifyProgramResponse Client::verify_program(const v1::VerifyProgramRequest& req) {

@@ -85,22 +85,22 @@ TEST(ClientRofd, EveryServiceAnswers) {
     gr.set_tenant("kv");
     gr.set_name("scratch");
     EXPECT_EQ(c.get_region(gr).size(), 65536U);
-    v1::MapRegionRequest mr;
+    v1::CreateRegionTokenRequest mr;
     mr.set_tenant("kv");
     mr.set_name("scratch");
     mr.set_access(v1::ACCESS_READ);
-    EXPECT_EQ(c.map_region(mr).token().size(), 16U);
+    EXPECT_EQ(c.create_region_token(mr).token().size(), 16U);
 
     v1::VerifyProgramRequest vr;
     vr.set_tenant("kv");
-    vr.mutable_program()->set_source(prog_src);
-    vr.mutable_program()->set_file("t.rofs");
+    vr.mutable_source()->set_text(prog_src);
+    vr.mutable_source()->set_file("t.rofs");
     const v1::VerifyProgramResponse verdict = c.verify_program(vr);
     ASSERT_TRUE(verdict.ok()) << verdict.error();
     v1::LoadProgramRequest lr;
     lr.set_tenant("kv");
     lr.set_name("zero");
-    *lr.mutable_program() = vr.program();
+    *lr.mutable_source() = vr.source();
     const v1::Program p = c.load_program(lr);
     EXPECT_EQ(p.tag(), verdict.tag());
     v1::ListProgramsRequest lp;
@@ -113,7 +113,7 @@ TEST(ClientRofd, EveryServiceAnswers) {
     v1::ReplaceProgramRequest rp;
     rp.set_tenant("kv");
     rp.set_name("zero");
-    rp.mutable_program()->set_source("exit 1\n");
+    rp.mutable_source()->set_text("exit 1\n");
     const v1::Program replaced = c.replace_program(rp);
     EXPECT_NE(replaced.tag(), p.tag());
     EXPECT_EQ(replaced.name(), "zero");

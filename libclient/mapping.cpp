@@ -29,14 +29,15 @@ Error os_error(const std::string& name, const std::string& what, int err) {
 
 RegionMapping RegionMapping::map(Client& client, const std::string& tenant, const std::string& name,
                                  bool writable) {
-    v1::MapRegionRequest req;
+    v1::CreateRegionTokenRequest req;
     req.set_tenant(tenant);
     req.set_name(name);
     req.set_access(writable ? 3 : 1);
-    return map(client.map_region(req), name);
+    return map(client.create_region_token(req), name);
 }
 
-RegionMapping RegionMapping::map(const v1::MapRegionResponse& token, const std::string& name) {
+RegionMapping RegionMapping::map(const v1::CreateRegionTokenResponse& token,
+                                 const std::string& name) {
     if (token.token().size() != 16) {
         throw Error(Code::invalid_argument, "region \"" + name + "\": the token is not 16 bytes");
     }

@@ -21,7 +21,7 @@ TEST(RegionMapping, EmptyMapsNothing) {
 }
 
 // The rof::Error that mapping @token as region "table" throws.
-rof::Error map_error(const rof::v1::MapRegionResponse& token) {
+rof::Error map_error(const rof::v1::CreateRegionTokenResponse& token) {
     try {
         rof::RegionMapping::map(token, "table");
     } catch (const rof::Error& e) {
@@ -31,8 +31,8 @@ rof::Error map_error(const rof::v1::MapRegionResponse& token) {
     return rof::Error(rof::Code::ok, "");
 }
 
-rof::v1::MapRegionResponse token(const std::string& bytes, const std::string& device = {}) {
-    rof::v1::MapRegionResponse t;
+rof::v1::CreateRegionTokenResponse token(const std::string& bytes, const std::string& device = {}) {
+    rof::v1::CreateRegionTokenResponse t;
     t.set_token(bytes);
     t.set_device(device);
     return t;

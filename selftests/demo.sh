@@ -285,15 +285,15 @@ note images "$(find "$S/images" -name '*.o' 2>/dev/null | wc -l)"
 [ "$build" = "$DEMO_PROGRAMS" ] || fail "after the restarts rofd runs the $build build, not $DEMO_PROGRAMS"
 
 section "tenant guest (uid $GUEST_UID) asks to map kv's table"
-echo "   \$ rofctl region map kv/kv_index --access r"
-as_uid "$GUEST_UID" rofctl --socket "$ROF_SOCKET" region map kv/kv_index --access r \
+echo "   \$ rofctl region token kv/kv_index --access r"
+as_uid "$GUEST_UID" rofctl --socket "$ROF_SOCKET" region token kv/kv_index --access r \
 	>"$S/refusal.out" 2>"$S/refusal.err"
 refusal_rc=$?
 sed 's/^/   /' "$S/refusal.out" "$S/refusal.err"
 echo "   (exit status $refusal_rc)"
 note refusal_rc "$refusal_rc"
 # The same with -j, for the code rofctl names.
-refusal_code=$(as_uid "$GUEST_UID" rofctl --socket "$ROF_SOCKET" -j region map kv/kv_index --access r \
+refusal_code=$(as_uid "$GUEST_UID" rofctl --socket "$ROF_SOCKET" -j region token kv/kv_index --access r \
 	2>/dev/null | jq -r '.code // empty')
 note refusal_code "$refusal_code"
 if [ "$refusal_rc" != 5 ] || [ "$refusal_code" != PERMISSION_DENIED ]; then

@@ -64,8 +64,8 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
         rof::v1::LoadProgramRequest l;
         l.set_tenant(t);
         l.set_name("b8-long");
-        l.mutable_program()->set_source(src);
-        l.mutable_program()->set_file("b8-long.rofs");
+        l.mutable_source()->set_text(src);
+        l.mutable_source()->set_file("b8-long.rofs");
         std::uint64_t t0 = now_ns();
         tag = client.load_program(l).tag();
         load_ms.push_back(double(now_ns() - t0) / 1e6);

@@ -220,7 +220,7 @@ rof::v1::ProgramSource program_for(const std::string& name, const rofkv::Geometr
         src.set_image(std::string(image.begin(), image.end()));
         src.set_file(name + ".c");
     } else {
-        src.set_source(rofkv::program_source(name, g));
+        src.set_text(rofkv::program_source(name, g));
         src.set_file(name + ".rofs");
     }
     return src;
@@ -248,7 +248,7 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
             r.set_tenant(tenant);
             r.set_name(name);
             r.set_tag(p.tag());
-            *r.mutable_program() = src;
+            *r.mutable_source() = src;
             for (const auto& b : binds) {
                 *r.add_binds() = b;
             }
@@ -259,7 +259,7 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
     rof::v1::LoadProgramRequest l;
     l.set_tenant(tenant);
     l.set_name(name);
-    *l.mutable_program() = src;
+    *l.mutable_source() = src;
     for (const auto& b : binds) {
         *l.add_binds() = b;
     }

@@ -569,8 +569,8 @@ void names(const std::string& socket, const std::string& region) {
     auto load = [&](const std::string& name, int status) {
         rof::v1::LoadProgramRequest req;
         req.set_name(name);
-        req.mutable_program()->set_source("exit " + std::to_string(status) + "\n");
-        req.mutable_program()->set_file(name + ".rofs");
+        req.mutable_source()->set_text("exit " + std::to_string(status) + "\n");
+        req.mutable_source()->set_file(name + ".rofs");
         return c.load_program(req).tag();
     };
     auto unload = [&](const std::string& name) {

@@ -672,9 +672,9 @@ int cmd_invoke() {
         const rof_audit_record& a = recs[i];
         if (a.kind != ROF_AUDIT_INVOKE || a.tenant != t)
             continue;
-        ok_rec |= a.program == tget && a.status == ROF_ST_OK && a.insns > 5;
-        fault_rec |= a.program == tfault && a.status == ROF_ST_PROG_FAULT &&
-                     a.reason == ROF_ISA_EPTR && a.insns == 1;
+        ok_rec |= a.tag == tget && a.status == ROF_ST_OK && a.insns > 5;
+        fault_rec |= a.tag == tfault && a.status == ROF_ST_PROG_FAULT && a.reason == ROF_ISA_EPTR &&
+                     a.insns == 1;
     }
     check(ok_rec, "audit: INVOKE record of the GET with its instructions");
     check(fault_rec, "audit: INVOKE record of the fault, reason EPTR");
@@ -940,7 +940,7 @@ int cmd_replace() {
         std::vector<rof_audit_record> recs = invoke_records(audit.get(), t);
         bool all3 = recs.size() == 3;
         for (const rof_audit_record& a : recs)
-            all3 &= a.program == tag[3] && a.status == ROF_ST_OK;
+            all3 &= a.tag == tag[3] && a.status == ROF_ST_OK;
         check(all3, "audit: the INVOKEs by tags 1, 2 and 3 carry tag 3",
               std::to_string(recs.size()) + " records");
     }

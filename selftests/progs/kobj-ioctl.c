@@ -1146,7 +1146,7 @@ static void test_audit(int fd)
 	       rec[0].tenant == t && rec[0].reason == ROF_DESTROY_ADMIN,
 	       "record 1: TENANT_DESTROY of %u, reason ADMIN", t);
 	result(got == 2 && rec[1].kind == ROF_AUDIT_REGION_DESTROY &&
-	       rec[1].tenant == t && rec[1].program == r &&
+	       rec[1].tenant == t && rec[1].object == r &&
 	       rec[1].reason == ROF_DESTROY_TENANT && rec[1].bytes == PAGE,
 	       "record 2: REGION_DESTROY of %u, reason TENANT, %llu bytes", r,
 	       (unsigned long long)rec[1].bytes);

@@ -1418,7 +1418,7 @@ static bool do_invoke_one(struct conn *c, const char *spec)
 	char *end;
 	bool ok = false;
 
-	inv.program = htole64(strtoull(spec, &end, 16));
+	inv.tag = htole64(strtoull(spec, &end, 16));
 	if (*end != ':')
 		die("-I TAG:STATUS:LEN");
 	status = strtoul(end + 1, &end, 0);
@@ -1469,7 +1469,7 @@ static bool do_invoke_one(struct conn *c, const char *spec)
 
 static bool do_nop_invoke(struct conn *c)
 {
-	struct rof_invoke inv = { .program = htole64(0x1234) };
+	struct rof_invoke inv = { .tag = htole64(0x1234) };
 	bool ok;
 
 	c->answered = c->failed = 0;
@@ -1851,7 +1851,7 @@ static int cmd_reject_flood(int argc, char **argv)
 
 static int cmd_invoke_flood(int argc, char **argv)
 {
-	struct rof_invoke inv = { .program = htole64(0x1234) };
+	struct rof_invoke inv = { .tag = htole64(0x1234) };
 	struct sigaction sa = { .sa_handler = flood_on_term };
 	uint32_t want = ROF_ST_NO_PROGRAM;
 	uint64_t n, sent = 0, t0, answered = 0, failed = 0;
@@ -1864,7 +1864,7 @@ static int cmd_invoke_flood(int argc, char **argv)
 		die("invoke-flood ADDR TICKET N [TAG]");
 	n = num(argv[3]);
 	if (argc == 5) {
-		inv.program = htole64(strtoull(argv[4], NULL, 16));
+		inv.tag = htole64(strtoull(argv[4], NULL, 16));
 		want = ROF_ST_OK;
 	}
 	if (!n) {
@@ -1968,7 +1968,7 @@ static int cmd_get_loop(int argc, char **argv)
 	if (argc == 6)
 		rate = num(argv[5]);
 	memset(&req, 0, sizeof(req));
-	req.inv.program = htole64(strtoull(argv[3], NULL, 16));
+	req.inv.tag = htole64(strtoull(argv[3], NULL, 16));
 	/* SIGUSR1 stays pending until the loop takes it, between two GETs. */
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);

@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		8	/* 0.8: a message size per session */
+#define ROF_ABI_MINOR		9	/* 0.9: names (docs/kmod.md) */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -214,13 +214,14 @@ struct rof_audit_record {
 	__u32 tenant;
 	__u32 session;
 	__u32 opcode;		/* request opcode, 0 if none */
-	__u64 program;		/* program tag, 0 if none */
+	__u64 tag;		/* INVOKE: the program's tag; else 0 */
 	__s32 status;		/* 0 or a negative errno / ROF status */
 	__u32 reason;		/* kind-specific reason code */
 	__u64 bytes;		/* payload bytes moved */
 	__u64 latency_ns;	/* receive to response posted */
 	__u64 insns;		/* instructions executed */
-	__u64 reserved[2];
+	__u64 object;		/* ABI 0.9: REGION_DESTROY: the region's id */
+	__u64 reserved;
 };
 
 #define ROF_IOC_MAGIC		0xB7
@@ -756,7 +757,7 @@ struct rof_resp_hdr {
 };
 
 struct rof_invoke {
-	__le64 program;		/* program tag */
+	__le64 tag;		/* the program's tag (rof_isa_hdr.tag) */
 };
 
 /* The welcome message's payload: one entry per granted region. */

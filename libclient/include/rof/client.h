@@ -119,7 +119,7 @@ class ROF_EXPORT Client {
     void delete_region(const v1::DeleteRegionRequest& req);
     v1::ListRegionsResponse list_regions(const v1::ListRegionsRequest& req = {});
     v1::Region get_region(const v1::GetRegionRequest& req);
-    v1::MapRegionResponse map_region(const v1::MapRegionRequest& req);
+    v1::CreateRegionTokenResponse create_region_token(const v1::CreateRegionTokenRequest& req);
 
     // rof.v1.Programs.  verify_program() returns the verdict: a rejected
     // program is ok() == false with the error and log, not an exception.

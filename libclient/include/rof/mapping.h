@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// rof::RegionMapping: a region mapped into this process (docs/api.md section 4.6): MapRegion
-// through rofd for a one-time token, /dev/rof's ROF_IOC_REGION_MAP with it, then mmap.  The
-// mapping sees the same memory as the region's sessions and programs; it is unmapped by the
-// destructor.  Movable, not copyable.
+// rof::RegionMapping: a region mapped into this process (docs/api.md section 4.6):
+// CreateRegionToken through rofd for a one-time token, /dev/rof's ROF_IOC_REGION_MAP with it, then
+// mmap.  The mapping sees the same memory as the region's sessions and programs; it is unmapped by
+// the destructor.  Movable, not copyable.
 #pragma once
 
 #include <cstddef>
@@ -19,11 +19,11 @@ class ROF_EXPORT RegionMapping {
   public:
     // Maps region @name of @tenant (empty: the caller's own), writable when @writable (then the
     // caller needs read-write access on it).  Throws rof::Error naming the region and the
-    // reason: MapRegion's error, or the device's (open, ioctl, mmap).
+    // reason: CreateRegionToken's error, or the device's (open, ioctl, mmap).
     static RegionMapping map(Client& client, const std::string& tenant, const std::string& name,
                              bool writable);
-    // With a token minted elsewhere (Client::map_region); @name is for messages.
-    static RegionMapping map(const v1::MapRegionResponse& token, const std::string& name);
+    // With a token minted elsewhere (Client::create_region_token); @name is for messages.
+    static RegionMapping map(const v1::CreateRegionTokenResponse& token, const std::string& name);
 
     RegionMapping() noexcept = default;  // maps nothing
     RegionMapping(RegionMapping&&) noexcept;
