@@ -483,7 +483,7 @@ TEST(Golden, Audit) {
         tenant: "kv"
         session: 2
         opcode: 3
-        program: 0xe554c5e0a21f215a
+        tag: 0xe554c5e0a21f215a
         bytes: 24
         latency_ns: 944820
         insns: 1
@@ -495,7 +495,7 @@ TEST(Golden, Audit) {
         tenant: "kv"
         session: 2
         opcode: 3
-        program: 0xe554c5e0a21f215a
+        tag: 0xe554c5e0a21f215a
         status: -14
         reason: 3
         bytes: 4096
@@ -503,11 +503,20 @@ TEST(Golden, Audit) {
         insns: 17
         lost: 5
     )pb");
+    const auto destroy = parse<rof::v1::AuditRecord>(R"pb(
+        seq: 10
+        time { seconds: 1795449736 nanos: 0 }
+        kind: AUDIT_KIND_REGION_DESTROY
+        tenant: "kv"
+        bytes: 65536
+        region: 4
+    )pb");
     std::vector<Step> steps;
-    steps.push_back({"audit tail -n 3", [&](Printer& p) {
+    steps.push_back({"audit tail -n 4", [&](Printer& p) {
                          p.record(open);
                          p.record(invoke);
                          p.record(fault);
+                         p.record(destroy);
                      }});
     steps.push_back(show("audit stats", parse<rof::v1::AuditStats>(R"pb(
                              next_seq: 43

@@ -125,7 +125,7 @@ TEST(ToJson, UnsetOptionalAndOneofAreLeftOut) {
     rof::v1::ProgramSource src;
     src.set_text("exit 0\n");
     const Json j = to_json(src);
-    EXPECT_EQ(j["source"], "exit 0\n");
+    EXPECT_EQ(j["text"], "exit 0\n");
     EXPECT_FALSE(j.contains("image"));
 }
 

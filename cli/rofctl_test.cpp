@@ -123,7 +123,7 @@ TEST(Usage, UnknownObjectVerbOptionAndStrayArgumentsAreNamed) {
     EXPECT_EQ(r.rc, rofctl::exit_usage);
     EXPECT_TRUE(
         r.err.starts_with("rofctl: unknown verb \"frob\" for region (verbs: list, show, "
-                          "create, delete, map)"))
+                          "create, delete, token)"))
         << r.err;
     r = rofctl({"status", "--bogus"});
     EXPECT_EQ(r.rc, rofctl::exit_usage);
