@@ -1,9 +1,19 @@
 // B8: the control plane.  Verify and load of a 1000-instruction program,
-// a policy reload with 10,000 tenants, rofd's resident memory.
-// docs/performance.md.
+// a policy reload with 10,000 tenants, rofd's restart to serving with them,
+// rofd's resident memory, and rofctl's own start.  docs/performance.md.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 #include "../common.h"
 
@@ -23,19 +33,33 @@ std::string long_program(std::size_t insns) {
     return s;
 }
 
-// The first process named rofd, and its resident set in KiB (0: none).
-std::uint64_t rofd_rss_kib() {
+// The first process named @comm that has not exited (a zombie has not): its pid, 0 if none.
+pid_t find_process(const std::string& comm) {
     for (const auto& e : fs::directory_iterator("/proc")) {
         std::string name = e.path().filename();
         if (name.find_first_not_of("0123456789") != std::string::npos) {
             continue;
         }
-        std::ifstream comm(e.path() / "comm");
-        std::string c;
-        if (!std::getline(comm, c) || c != "rofd") {
+        std::ifstream stat(e.path() / "stat");
+        std::string line;
+        if (!std::getline(stat, line)) {
             continue;
         }
-        std::ifstream st(e.path() / "status");
+        // "pid (comm) S ...": the name is between the first '(' and the last ')'.
+        const auto open = line.find('('), close = line.rfind(')');
+        if (open == std::string::npos || close == std::string::npos || close + 2 >= line.size() ||
+            line.compare(open + 1, close - open - 1, comm) != 0 || line[close + 2] == 'Z') {
+            continue;
+        }
+        return pid_t(std::stol(name));
+    }
+    return 0;
+}
+
+// The resident set of process @pid in KiB (0: gone).
+std::uint64_t rss_kib(pid_t pid) {
+    if (pid != 0) {
+        std::ifstream st("/proc/" + std::to_string(pid) + "/status");
         std::string line;
         while (std::getline(st, line)) {
             if (line.rfind("VmRSS:", 0) == 0) {
@@ -44,6 +68,77 @@ std::uint64_t rofd_rss_kib() {
         }
     }
     return 0;
+}
+
+std::uint64_t rofd_rss_kib() {
+    return rss_kib(find_process("rofd"));
+}
+
+// kill -9 of rofd, which the caller's supervisor (bench/guest.sh's respawn loop, systemd's
+// Restart=always) starts again: ms from the kill until a new rofd answers Health.Check SERVING
+// on @target, that is, until it has reconciled its policy with the module and listens.  Polled
+// every millisecond by a client of its own that does not wait for rofd (a channel that waited
+// would retry on gRPC's backoff, seconds apart).  Throws when there is no rofd or none serves
+// within 10 minutes.
+double restart_to_serving_ms(const std::string& target) {
+    const pid_t old = find_process("rofd");
+    if (old == 0) {
+        throw std::runtime_error("no process named rofd here to restart");
+    }
+    const std::uint64_t t0 = now_ns();
+    if (kill(old, SIGKILL) != 0) {
+        throw std::runtime_error(std::string("kill -9 rofd: ") + std::strerror(errno));
+    }
+    const std::uint64_t limit = 600'000'000'000ull;
+    for (;;) {
+        const pid_t now = find_process("rofd");
+        if (now != 0 && now != old) {
+            rof::ClientOptions co;
+            co.target = target;
+            co.deadline = std::chrono::milliseconds(500);
+            co.wait_for_ready = false;
+            try {
+                if (rof::Client(co).health() == "SERVING") {
+                    return double(now_ns() - t0) / 1e6;
+                }
+            } catch (const rof::Error&) {
+                // not listening yet
+            }
+        }
+        if (now_ns() - t0 > limit) {
+            throw std::runtime_error("rofd did not serve again within 10 minutes of kill -9");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+// Runs @argv (a program on $PATH) to its end with its output discarded: ms from the spawn to
+// the exit.  Throws when it cannot run or does not exit 0.
+double run_ms(std::vector<std::string> argv) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    std::vector<char*> a;
+    for (auto& s : argv) {
+        a.push_back(s.data());
+    }
+    a.push_back(nullptr);
+    pid_t pid = 0;
+    const std::uint64_t t0 = now_ns();
+    const int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        throw std::runtime_error("cannot run " + argv[0] + ": " + std::strerror(rc));
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    const double ms = double(now_ns() - t0) / 1e6;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        throw std::runtime_error(argv[0] + " " + argv.back() + " failed (wait status " +
+                                 std::to_string(st) + ")");
+    }
+    return ms;
 }
 
 }  // namespace
@@ -87,6 +182,16 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
     }
     r.bound("load_" + std::to_string(insns) + "_insns_ms", median(load_ms), "ms", Target::Cmp::le,
             50);
+    // rofctl's own cost: a process start, CLI11's parse and, for status, one connection and
+    // one GetStatus; median of as many runs as loads.
+    std::vector<double> help_ms, status_ms;
+    for (int i = 0; i < loads; i++) {
+        progress("B8", "rofctl " + std::to_string(i + 1) + "/" + std::to_string(loads));
+        help_ms.push_back(run_ms({"rofctl", "--help"}));
+        status_ms.push_back(run_ms({"rofctl", "--socket", env.opt.rofd, "status"}));
+    }
+    r.figure("rofctl_help_ms", median(help_ms), "ms");
+    r.figure("rofctl_status_ms", median(status_ms), "ms");
     std::uint64_t idle_kib = rofd_rss_kib();
     if (idle_kib) {
         r.bound("rofd_idle_rss_mib", double(idle_kib) / 1024, "MiB", Target::Cmp::le, 64);
@@ -125,6 +230,10 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
     double add_ms = reload("reload with the tenants added");
     std::uint64_t full_kib = rofd_rss_kib();
     std::size_t seen = std::size_t(client.list_tenants().tenants_size());
+    // Its restart with them: the new rofd reconciles every tenant, region and program of its
+    // policy and store with the module before it serves.
+    progress("B8", "kill -9 of rofd with the tenants in its policy");
+    const double restart_ms = restart_to_serving_ms(env.opt.rofd);
     for (const auto& p : files) {
         fs::remove(p);
     }
@@ -136,6 +245,8 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
     r.bound("reload_add_" + std::to_string(ntenants) + "_tenants_ms", add_ms, "ms", Target::Cmp::le,
             1000);
     r.figure("reload_remove_" + std::to_string(ntenants) + "_tenants_ms", remove_ms, "ms");
+    r.bound("restart_" + std::to_string(ntenants) + "_tenants_ms", restart_ms, "ms",
+            Target::Cmp::le, 1000);
     if (full_kib) {
         r.figure("rofd_rss_with_tenants_mib", double(full_kib) / 1024, "MiB", "rofd_idle_rss_mib",
                  double(idle_kib) / 1024);
@@ -144,9 +255,12 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
            " add64, st64, exit), loaded by LoadProgram (rofd's verifier, then the module's); "
            "median of " +
            std::to_string(loads) +
-           " loads. The reload is one ReloadPolicy call, "
+           " loads; rofctl's times are a process's start to its exit, the same number of "
+           "runs. The reload is one ReloadPolicy call, "
            "timed by the caller, after the tenant files were written; removed from the policy, "
-           "the tenants stay in the module (rofd leaves alone what is not in its policy)");
+           "the tenants stay in the module (rofd leaves alone what is not in its policy). The "
+           "restart is a kill -9 of rofd with the tenants in its policy, timed until a new rofd "
+           "(its supervisor starts it) answers Health.Check SERVING, polled every ms");
 }
 
 }  // namespace rofbench
