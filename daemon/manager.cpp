@@ -1099,21 +1099,35 @@ std::vector<std::string> Manager::sweep_removals() {
     for (const auto& s : module_->list_sessions()) {
         sessions[s.tenant]++;
     }
-    std::vector<std::string> destroyed;
+    std::vector<Doomed> gone;
     for (const auto& [name, r] : v->removing) {
         const bool idle = r.id == 0 || sessions.count(r.id) == 0;
         if (!idle && now < r.deadline) {
             continue;
         }
+        Doomed d{name, r,
+                 idle ? "removed from policy, no session left"
+                      : "removed from policy, its grace is over"};
         try {
-            destroy_removed(name, r,
-                            idle ? "removed from policy, no session left"
-                                 : "removed from policy, its grace is over");
-            destroyed.push_back(name);
+            destroy_in_module(d);
+            gone.push_back(std::move(d));
         } catch (const std::exception& e) {
             // Stays removing: the next sweep tries again.
             log::error("tenant {}: could not be destroyed: {}", quoted(name), e.what());
         }
+    }
+    try {
+        forget_removed(gone);
+    } catch (const std::exception& e) {
+        // Gone from the module, still in the store and removing: the next sweep finds them
+        // gone there (ENOENT) and tries the store again.
+        log::error("{} destroyed tenants could not be forgotten: {}", gone.size(), e.what());
+        return {};
+    }
+    std::vector<std::string> destroyed;
+    destroyed.reserve(gone.size());
+    for (auto& d : gone) {
+        destroyed.push_back(std::move(d.name));
     }
     return destroyed;
 }
@@ -1132,35 +1146,50 @@ void Manager::post_sweep() {
     }
 }
 
-void Manager::destroy_removed(const std::string& name, const Removal& r, const std::string& why) {
-    if (r.id != 0) {
-        try {
-            // Forced: the module closes its sessions and destroys its
-            // regions and programs, each with an audit record.
-            module_->tenant_destroy(r.id, true);
-        } catch (const KmodError& e) {
-            if (e.code().value() != ENOENT) {
-                throw;
-            }
+void Manager::destroy_in_module(const Doomed& d) {
+    if (d.removal.id == 0) {
+        return;
+    }
+    try {
+        // Forced: the module closes its sessions and destroys its
+        // regions and programs, each with an audit record.
+        module_->tenant_destroy(d.removal.id, true);
+    } catch (const KmodError& e) {
+        if (e.code().value() != ENOENT) {
+            throw;
         }
     }
+}
+
+void Manager::forget_removed(const std::vector<Doomed>& gone) {
+    if (gone.empty()) {
+        return;
+    }
     store().transaction([&] {
-        store().delete_tenant(name);  // its regions and programs cascade
-        store().delete_idempotent("tenant:" + name);
-        store().delete_idempotent_naming(name);
+        for (const auto& d : gone) {
+            store().delete_tenant(d.name);  // its regions and programs cascade
+            store().delete_idempotent("tenant:" + d.name);
+            store().delete_idempotent_naming(d.name);
+        }
     });
     {
         std::lock_guard lock(rate_mu_);
-        control_buckets_.erase(name);
+        for (const auto& d : gone) {
+            control_buckets_.erase(d.name);
+        }
     }
     auto v = std::make_shared<View>(*view());
-    v->removing.erase(name);
-    if (r.id != 0) {
-        v->tenant_name.erase(r.id);
+    for (const auto& d : gone) {
+        v->removing.erase(d.name);
+        if (d.removal.id != 0) {
+            v->tenant_name.erase(d.removal.id);
+        }
     }
     publish(std::move(v));
-    jsend(log::Level::info, "tenant " + quoted(name) + ": destroyed: " + why,
-          {{"ROF_KIND", "control"}, {"ROF_TENANT", name}, {"ROF_REASON", why}});
+    for (const auto& d : gone) {
+        jsend(log::Level::info, "tenant " + quoted(d.name) + ": destroyed: " + d.why,
+              {{"ROF_KIND", "control"}, {"ROF_TENANT", d.name}, {"ROF_REASON", d.why}});
+    }
 }
 
 std::chrono::system_clock::time_point Manager::wall_time(
@@ -1183,7 +1212,9 @@ std::optional<std::chrono::steady_clock::time_point> Manager::destroy_tenant(
     }
     const Removal moved{r->id, now() + grace};
     if (grace.count() == 0) {
-        destroy_removed(name, moved, "destroyed by an admin (DestroyTenant)");
+        const Doomed d{name, moved, "destroyed by an admin (DestroyTenant)"};
+        destroy_in_module(d);
+        forget_removed({d});
         return std::nullopt;
     }
     auto next = std::make_shared<View>(*v);

@@ -278,7 +278,19 @@ class Manager {
 
   private:
     void reconcile();
-    void destroy_removed(const std::string& name, const Removal& r, const std::string& why);
+    // A removed tenant on its way out, and why (the journal's ROF_REASON).
+    struct Doomed {
+        std::string name;
+        Removal removal;
+        std::string why;
+    };
+    // Destroys @d's tenant in the module (forced: its sessions, regions and programs with it);
+    // a tenant the module no longer has is fine.  Throws what the module says otherwise.
+    void destroy_in_module(const Doomed& d);
+    // Then forgets the tenants @gone the module destroyed: one store transaction and one new
+    // view for all of them (a reload that removes 10,000 tenants is not 10,000 commits and
+    // 10,000 copies of the view), then a journal entry each.
+    void forget_removed(const std::vector<Doomed>& gone);
     void worker_loop();
     void publish(std::shared_ptr<View> v);
     std::shared_ptr<const AuditConfig> audit_config(const View& v) const;

@@ -673,6 +673,51 @@ TEST_F(ManagerTest, TenantRemovedFromPolicyIsRemovingWhileASessionIsOpen) {
     EXPECT_EQ(prepare(kv), 0);
 }
 
+// A reload that removes many tenants destroys them in one sweep: each in
+// the module, then all of them in one store transaction and one view.  One
+// the module cannot destroy stays removing, in the store and the view, and
+// does not hold the others back; the next sweep destroys it.
+TEST_F(ManagerTest, ManyRemovedTenantsGoInOneSweepAndAFailureHoldsOnlyItself) {
+    constexpr int n = 50;
+    for (int i = 0; i < n; i++) {
+        write_tenant("r" + std::to_string(i), "name = \"r" + std::to_string(i) + "\"\n");
+    }
+    auto m = started_manager();
+    const auto stuck = m->tenant_id("r7");
+    for (int i = 0; i < n; i++) {
+        remove_tenant("r" + std::to_string(i));
+    }
+    shared_->fail_on("tenant_destroy:" + std::to_string(stuck), EIO);
+    const auto notes = m->reload_policy();
+    for (int i = 0; i < n; i++) {
+        const std::string name = "r" + std::to_string(i);
+        const bool gone = name != "r7";
+        EXPECT_EQ(Contains(joined(notes), "tenant \"" + name + "\": destroyed (no session left)"),
+                  gone)
+            << name;
+        EXPECT_EQ(fake_tenant(name).has_value(), !gone) << name;
+        EXPECT_EQ(m->view()->removal(name) != nullptr, !gone) << name;
+    }
+    std::size_t stored = 0;
+    for (const auto& t : m->store().tenants()) {
+        stored += t.name.starts_with("r") ? 1 : 0;
+        if (t.name.starts_with("r")) {
+            EXPECT_EQ(t.name, "r7");
+        }
+    }
+    EXPECT_EQ(stored, 1u);
+    // The next sweep, with the module willing: r7 goes too.
+    shared_->fail_on("tenant_destroy:" + std::to_string(stuck), 0);
+    EXPECT_EQ(m->sweep_removals(), std::vector<std::string>{"r7"});
+    EXPECT_FALSE(fake_tenant("r7"));
+    EXPECT_EQ(m->view()->removal("r7"), nullptr);
+    for (const auto& t : m->store().tenants()) {
+        EXPECT_FALSE(t.name.starts_with("r")) << t.name;
+    }
+    EXPECT_TRUE(fake_tenant("kv"));
+    EXPECT_TRUE(fake_tenant("analytics"));
+}
+
 // With no session left, the removal does not wait for the grace: the
 // module tenant, its regions and its stored rows are gone at the reload,
 // and the name comes back empty.

@@ -41,9 +41,10 @@ class SharedModule final : public Module {
     }
 
     // Every call of @method ("list_regions", "tenant_create"; for one
-    // tenant's creation "tenant_create:NAME") throws KmodError(@err) before
-    // it reaches the module, until fail_on(@method, 0).  Lists, tenant
-    // creation and quotas only.
+    // tenant's creation "tenant_create:NAME", for one tenant's destruction
+    // "tenant_destroy:ID") throws KmodError(@err) before it reaches the
+    // module, until fail_on(@method, 0).  Lists, tenant creation and
+    // destruction and quotas only.
     void fail_on(const std::string& method, int err) {
         std::lock_guard lk(mu_);
         if (err == 0) {
@@ -69,6 +70,7 @@ class SharedModule final : public Module {
         return done("tenant_create", m_->tenant_create(name, id));
     }
     void tenant_destroy(std::uint32_t id, bool force) override {
+        refuse("tenant_destroy:" + std::to_string(id));
         m_->tenant_destroy(id, force);
         done("tenant_destroy");
     }
