@@ -44,13 +44,19 @@ std::set<std::string> split_ids(const std::vector<std::string>& in) {
 
 static int run(int argc, char** argv) {
     rofbench::Options opt;
-    std::vector<std::string> only, sets;
-    std::string out = "-";
+    std::vector<std::string> only, within, sets;
+    std::string out = "-", label;
     bool list = false;
 
     CLI::App app{"rof-bench: rof's data path against raw verbs, RPC and memcached, in one run"};
     app.add_option("-c,--case", only, "cases to run (B0..B8, comma-separated; default all)");
-    app.add_flag("--list", list, "list the cases and exit");
+    app.add_option("--within", within,
+                   "of the cases asked for, run only these (e.g. a second pass of the data-path "
+                   "cases in another module mode; none left: an empty report)");
+    app.add_option("--label", label,
+                   "a pass's name: every case's id gets '@LABEL', its series' names 'LABEL_' "
+                   "and their titles ' (LABEL)', so that two passes' reports merge");
+    app.add_flag("--list", list, "list the cases that would run (all: every case) and exit");
     app.add_flag("--smoke", opt.smoke,
                  "a seconds-long run that keeps the tool working; its figures mean nothing");
     app.add_option("--seconds", opt.seconds, "measured seconds per point")
@@ -66,12 +72,6 @@ static int run(int argc, char** argv) {
     app.add_option("-o,--out", out, "where the JSON goes ('-': stdout)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
 
-    if (list) {
-        for (const auto& c : rofbench::cases()) {
-            std::printf("%-4s %s\n", c.id.c_str(), c.title.c_str());
-        }
-        return 0;
-    }
     for (const auto& kv : sets) {
         auto eq = kv.find('=');
         if (eq == std::string::npos || eq == 0) {
@@ -86,15 +86,35 @@ static int run(int argc, char** argv) {
         opt.reps = 1;
     }
     std::set<std::string> want = split_ids(only);
-    for (const auto& id : want) {
-        bool known = false;
+    const std::set<std::string> among = split_ids(within);
+    if (label.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
+        std::fprintf(stderr, "rof-bench: --label %s: want lowercase letters, digits, _ and -\n",
+                     label.c_str());
+        return 2;
+    }
+    for (const auto& ids : {want, among}) {
+        for (const auto& id : ids) {
+            bool known = false;
+            for (const auto& c : rofbench::cases()) {
+                known = known || c.id == id;
+            }
+            if (!known) {
+                std::fprintf(stderr, "rof-bench: no case %s (--list shows them)\n", id.c_str());
+                return 2;
+            }
+        }
+    }
+
+    auto runs = [&](const std::string& id) {
+        return (want.empty() || want.count(id)) && (among.empty() || among.count(id));
+    };
+    if (list) {
         for (const auto& c : rofbench::cases()) {
-            known = known || c.id == id;
+            if (runs(c.id)) {
+                std::printf("%-4s %s\n", c.id.c_str(), c.title.c_str());
+            }
         }
-        if (!known) {
-            std::fprintf(stderr, "rof-bench: no case %s (--list shows them)\n", id.c_str());
-            return 2;
-        }
+        return 0;
     }
 
     // B6 opens 1024 sessions, a few descriptors each: as many as allowed.
@@ -111,9 +131,12 @@ static int run(int argc, char** argv) {
                           {"smoke", opt.smoke},   {"seconds", opt.seconds},
                           {"warmup", opt.warmup}, {"reps", opt.reps},
                           {"params", opt.params}, {"cases", nlohmann::json::array()}};
+    if (!label.empty()) {
+        doc["label"] = label;
+    }
     int failed = 0;
     for (const auto& c : rofbench::cases()) {
-        if (!want.empty() && !want.count(c.id)) {
+        if (!runs(c.id)) {
             continue;
         }
         rofbench::progress(c.id, "start: " + c.title);
@@ -131,6 +154,13 @@ static int run(int argc, char** argv) {
             rofbench::progress(c.id, std::string("FAILED: ") + e.what());
         }
         j["seconds"] = double(rofbench::now_ns() - t0) / 1e9;
+        if (!label.empty()) {
+            j["id"] = c.id + "@" + label;
+            for (auto& sr : j["series"]) {
+                sr["name"] = label + "_" + sr["name"].get<std::string>();
+                sr["title"] = sr["title"].get<std::string>() + " (" + label + ")";
+            }
+        }
         rofbench::progress(c.id, "done");
         doc["cases"].push_back(std::move(j));
     }
