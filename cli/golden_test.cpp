@@ -474,7 +474,7 @@ TEST(Golden, Audit) {
         kind: AUDIT_KIND_SESSION_OPEN
         tenant: "kv"
         session: 2
-        message: "session 2 connected from [192.168.122.10]:48123"
+        message: "session 2 of tenant kv opened"
     )pb");
     const auto invoke = parse<rof::v1::AuditRecord>(R"pb(
         seq: 2
@@ -487,6 +487,7 @@ TEST(Golden, Audit) {
         bytes: 24
         latency_ns: 944820
         insns: 1
+        message: "invoke of program 0xe554c5e0a21f215a by session 2 of tenant kv: ok"
     )pb");
     const auto fault = parse<rof::v1::AuditRecord>(R"pb(
         seq: 9
@@ -496,20 +497,24 @@ TEST(Golden, Audit) {
         session: 2
         opcode: 3
         tag: 0xe554c5e0a21f215a
-        status: -14
-        reason: 3
+        status: 5
+        reason: 4
         bytes: 4096
         latency_ns: 1500
         insns: 17
         lost: 5
+        message: "invoke of program 0xe554c5e0a21f215a by session 2 of tenant kv failed: "
+                 "prog_fault (ebounds)"
     )pb");
     const auto destroy = parse<rof::v1::AuditRecord>(R"pb(
         seq: 10
         time { seconds: 1795449736 nanos: 0 }
         kind: AUDIT_KIND_REGION_DESTROY
         tenant: "kv"
+        reason: 1
         bytes: 65536
         region: 4
+        message: "region 4 of tenant kv destroyed: admin"
     )pb");
     std::vector<Step> steps;
     steps.push_back({"audit tail -n 4", [&](Printer& p) {

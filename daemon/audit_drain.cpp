@@ -395,6 +395,61 @@ void AuditDrain::handle(const rof_audit_record& r, const AuditConfig& config, Pe
     }
 }
 
+namespace {
+
+// The reason of a COMPLETION_ERROR, SESSION_CLOSE or SESSION_REJECT record, as the journal's
+// ROF_REASON and the message say it.
+std::string completion_reason(std::uint32_t reason) {
+    return reason >= ROF_AUDIT_REASON_EVENT
+               ? fmt::format("event {}", reason - ROF_AUDIT_REASON_EVENT)
+               : fmt::format("wc_status {}", reason);
+}
+std::string close_reason(std::uint32_t reason) {
+    return reason < close_reason_slots && reason != 0 ? std::string(close_reason_name(reason))
+                                                      : std::to_string(reason);
+}
+std::string reject_reason(std::uint32_t reason) {
+    return reason < reject_reason_slots && reason != 0 ? std::string(reject_reason_name(reason))
+                                                       : std::to_string(reason);
+}
+
+}  // namespace
+
+std::string audit_message(const rof_audit_record& r, const std::string& tenant) {
+    const std::string of_session = fmt::format("session {} of tenant {}", r.session, tenant);
+    switch (r.kind) {
+        case ROF_AUDIT_INVOKE: {
+            std::string msg = fmt::format("invoke of program {} by {}", hex64(r.tag), of_session);
+            if (r.status == ROF_ST_OK) {
+                msg += ": ok";
+            } else if (r.status == ROF_ST_PROG_FAULT) {
+                msg += fmt::format(" failed: prog_fault ({})", exec_status(r.reason));
+            } else {
+                msg += fmt::format(" failed: {}", status_text(r.status));
+            }
+            return msg;
+        }
+        case ROF_AUDIT_COMPLETION_ERROR:
+            return fmt::format("{}: completion error ({})", of_session,
+                               completion_reason(r.reason));
+        case ROF_AUDIT_SESSION_OPEN:
+            return of_session + " opened";
+        case ROF_AUDIT_SESSION_CLOSE:
+            return fmt::format("{} closed: {}", of_session, close_reason(r.reason));
+        case ROF_AUDIT_SESSION_REJECT:
+            return r.tenant != 0 ? fmt::format("connect to {} rejected: {}", of_session,
+                                               reject_reason(r.reason))
+                                 : fmt::format("connect rejected: {}", reject_reason(r.reason));
+        case ROF_AUDIT_REGION_DESTROY:
+            return fmt::format("region {} of tenant {} destroyed: {}", destroyed_region(r), tenant,
+                               destroy_reason(r.reason));
+        case ROF_AUDIT_TENANT_DESTROY:
+            return fmt::format("tenant {} destroyed: {}", tenant, destroy_reason(r.reason));
+        default:
+            return fmt::format("audit record of unknown kind {} (tenant {})", r.kind, tenant);
+    }
+}
+
 void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
     auto it = config.tenants.find(r.tenant);
     AuditLevel level = it != config.tenants.end() ? it->second.level : config.unknown_level;
@@ -410,82 +465,49 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
     fields.push_back({"ROF_SEQ", std::to_string(r.seq)});
     fields.push_back({"ROF_TENANT", tenant});
     fields.push_back({"ROF_TENANT_ID", std::to_string(r.tenant)});
-    std::string msg;
-    std::string of_session = fmt::format("session {} of tenant {}", session, tenant);
     switch (r.kind) {
-        case ROF_AUDIT_INVOKE: {
-            std::string program = hex64(r.tag);
-            std::string status = status_text(r.status);
-            msg = fmt::format("invoke of program {} by {}", program, of_session);
-            if (r.status == ROF_ST_OK) {
-                msg += ": ok";
-            } else if (r.status == ROF_ST_PROG_FAULT) {
-                msg += fmt::format(" failed: prog_fault ({})", exec_status(r.reason));
-            } else {
-                msg += fmt::format(" failed: {}", status);
-            }
+        case ROF_AUDIT_INVOKE:
             fields.push_back({"ROF_SESSION", session});
-            fields.push_back({"ROF_TAG", program});
+            fields.push_back({"ROF_TAG", hex64(r.tag)});
             fields.push_back({"ROF_OPCODE", std::to_string(r.opcode)});
-            fields.push_back({"ROF_STATUS", status});
+            fields.push_back({"ROF_STATUS", status_text(r.status)});
             fields.push_back({"ROF_REASON", exec_status(r.reason)});
             fields.push_back({"ROF_BYTES", std::to_string(r.bytes)});
             fields.push_back({"ROF_INSNS", std::to_string(r.insns)});
             fields.push_back({"ROF_LATENCY_NS", std::to_string(r.latency_ns)});
             break;
-        }
-        case ROF_AUDIT_COMPLETION_ERROR: {
-            std::string reason = r.reason >= ROF_AUDIT_REASON_EVENT
-                                     ? fmt::format("event {}", r.reason - ROF_AUDIT_REASON_EVENT)
-                                     : fmt::format("wc_status {}", r.reason);
-            msg = fmt::format("{}: completion error ({})", of_session, reason);
+        case ROF_AUDIT_COMPLETION_ERROR:
             fields.push_back({"ROF_SESSION", session});
             fields.push_back({"ROF_STATUS", std::to_string(r.status)});
-            fields.push_back({"ROF_REASON", reason});
+            fields.push_back({"ROF_REASON", completion_reason(r.reason)});
             break;
-        }
         case ROF_AUDIT_SESSION_OPEN:
-            msg = of_session + " opened";
             fields.push_back({"ROF_SESSION", session});
             break;
-        case ROF_AUDIT_SESSION_CLOSE: {
-            std::string reason = r.reason < close_reason_slots && r.reason != 0
-                                     ? std::string(close_reason_name(r.reason))
-                                     : std::to_string(r.reason);
-            msg = fmt::format("{} closed: {}", of_session, reason);
+        case ROF_AUDIT_SESSION_CLOSE:
             fields.push_back({"ROF_SESSION", session});
-            fields.push_back({"ROF_REASON", reason});
+            fields.push_back({"ROF_REASON", close_reason(r.reason)});
             break;
-        }
-        case ROF_AUDIT_SESSION_REJECT: {
-            std::string reason = r.reason < reject_reason_slots && r.reason != 0
-                                     ? std::string(reject_reason_name(r.reason))
-                                     : std::to_string(r.reason);
-            msg = r.tenant != 0 ? fmt::format("connect to {} rejected: {}", of_session, reason)
-                                : fmt::format("connect rejected: {}", reason);
+        case ROF_AUDIT_SESSION_REJECT:
             fields.push_back({"ROF_SESSION", session});
-            fields.push_back({"ROF_REASON", reason});
+            fields.push_back({"ROF_REASON", reject_reason(r.reason)});
             break;
-        }
         case ROF_AUDIT_REGION_DESTROY:
-            msg = fmt::format("region {} of tenant {} destroyed: {}", destroyed_region(r), tenant,
-                              destroy_reason(r.reason));
             fields.push_back({"ROF_REGION", std::to_string(destroyed_region(r))});
             fields.push_back({"ROF_BYTES", std::to_string(r.bytes)});
             fields.push_back({"ROF_REASON", destroy_reason(r.reason)});
             break;
         case ROF_AUDIT_TENANT_DESTROY:
-            msg = fmt::format("tenant {} destroyed: {}", tenant, destroy_reason(r.reason));
             fields.push_back({"ROF_REASON", destroy_reason(r.reason)});
             break;
         default:
-            msg = fmt::format("audit record of unknown kind {} (tenant {})", r.kind, tenant);
             fields.push_back({"ROF_SESSION", session});
             fields.push_back({"ROF_STATUS", std::to_string(r.status)});
             fields.push_back({"ROF_REASON", std::to_string(r.reason)});
             break;
     }
-    options_.sink(is_error(r) ? log::Level::warning : log::Level::info, msg, fields);
+    options_.sink(is_error(r) ? log::Level::warning : log::Level::info, audit_message(r, tenant),
+                  fields);
 }
 
 AuditCounters AuditDrain::snapshot() const {

@@ -85,6 +85,10 @@ inline std::uint64_t destroyed_region(const rof_audit_record& r) {
     return r.object != 0 ? r.object : r.tag;
 }
 
+// What a record says, in words: the journal's MESSAGE and AuditRecord.message, e.g.
+// "session 3 of tenant kv closed: idle".  @tenant: the tenant's name.
+std::string audit_message(const rof_audit_record& r, const std::string& tenant);
+
 struct TenantAuditCounters {
     std::string name;  // filled by snapshot(): the config's, else the id in decimal
     std::array<std::uint64_t, invoke_status_known + 1> invocations{};  // by status index

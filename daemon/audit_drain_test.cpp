@@ -344,6 +344,12 @@ TEST_F(AuditDrainTest, AuditLevelsFilterJournalOutput) {
     EXPECT_EQ(all[6].level, log::Level::warning);
     EXPECT_EQ(all[7].message, "connect to session 43 of tenant t-all rejected: bad_mac");
     EXPECT_EQ(all[7].fields["ROF_SEQ"], std::to_string(recs.back().seq));
+    // The journal's message is audit_message(), which AuditRecord.message carries too.
+    for (std::size_t i = 0; i < all.size(); i++) {
+        EXPECT_EQ(all[i].message, audit_message(recs[recs.size() - all.size() + i], "t-all"));
+    }
+    EXPECT_EQ(audit_message(recs.back(), "t-all"),
+              "connect to session 43 of tenant t-all rejected: bad_mac");
 
     // A new config applies from the next drain on.
     d.set_config(config_with({{1, {"renamed", AuditLevel::all, {}}}}));

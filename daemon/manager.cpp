@@ -129,6 +129,7 @@ rof::v1::AuditRecord to_proto(const rof_audit_record& r, const std::string& tena
     out.set_bytes(r.bytes);
     out.set_latency_ns(r.latency_ns);
     out.set_insns(r.insns);
+    out.set_message(audit_message(r, tenant));
     return out;
 }
 

@@ -1040,6 +1040,8 @@ TEST_F(Service, TailAuditStreamsWhatTheDrainReads) {
     EXPECT_EQ(r->session(), 7U);
     EXPECT_EQ(r->opcode(), 3U);
     EXPECT_EQ(r->bytes(), 8U);
+    // In words, as the journal says it.
+    EXPECT_EQ(r->message(), "invoke of program 0x0000000000000000 by session 7 of tenant kv: ok");
 }
 
 TEST_F(Service, TailAuditStreamsPerTenantAreLimited) {
