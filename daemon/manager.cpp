@@ -288,7 +288,11 @@ void Manager::start() {
         quarantine(t, s, why);
     };
     o.on_record = [this](const rof_audit_record& r, const std::string& tenant) {
-        hub_->publish(to_proto(r, tenant));
+        // Built only for a stream: a record published as a stream opens is one the stream
+        // could as well have missed by opening a moment later.
+        if (hub_->streams() != 0) {
+            hub_->publish(to_proto(r, tenant));
+        }
     };
     audit_ = std::make_unique<AuditDrain>(std::move(ring), audit_config(*v), std::move(o));
 
