@@ -727,13 +727,20 @@ std::vector<rof_freelist_info> Manager::ModuleObjects::freelists_of(std::uint32_
     return it != freelists.end() ? it->second : std::vector<rof_freelist_info>{};
 }
 
-void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id) {
+void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id,
+                           const rof_tenant_quota* current) {
     rof_tenant_quota q{};
     q.region_bytes = t.quota.region_bytes;
     q.sessions = t.quota.sessions;
     q.programs = t.quota.programs;
     q.credits = t.quota.credits;
-    module_->tenant_set_quota(id, q);
+    // A restart finds every tenant's quota as it left it: one ioctl fewer per tenant.  The rate
+    // has no GET, so it is always set.
+    if (current == nullptr || current->region_bytes != q.region_bytes ||
+        current->sessions != q.sessions || current->programs != q.programs ||
+        current->credits != q.credits) {
+        module_->tenant_set_quota(id, q);
+    }
     module_->tenant_set_rate(id, rof_rate{t.tenant_rate.ops_per_sec, t.tenant_rate.bytes_per_sec});
 }
 
@@ -811,6 +818,15 @@ void Manager::reconcile() {
             }
         }
     }
+    // The module's quota of each tenant it has, from the list read above.
+    std::map<std::uint32_t, const rof_tenant_quota*> quotas;
+    for (const auto& t : ms.tenants) {
+        quotas[t.id] = &t.quota;
+    }
+    auto module_quota = [&](std::uint32_t id) -> const rof_tenant_quota* {
+        const auto it = quotas.find(id);
+        return it != quotas.end() ? it->second : nullptr;
+    };
     for (const auto& t : plan.tenants) {
         const auto c = created.find(t.name);
         if (t.create && c == created.end()) {
@@ -820,7 +836,7 @@ void Manager::reconcile() {
         v->tenant_id[t.name] = id;
         v->tenant_name[id] = t.name;
         try {
-            apply_limits(*pol.find(t.name), id);
+            apply_limits(*pol.find(t.name), id, t.create ? nullptr : module_quota(id));
         } catch (const KmodError& e) {
             errors.push_back("tenant " + quoted(t.name) +
                              ": quota and rate could not be applied: " + e.what());

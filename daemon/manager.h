@@ -267,8 +267,10 @@ class Manager {
     // in @objects, or in the module when null).
     std::uint64_t load_stored_program(const StoredProgram& p, std::uint32_t tenant_id,
                                       const ModuleObjects* objects = nullptr);
-    // Applies the tenant's quota and rates to the module.
-    void apply_limits(const rof::policy::Tenant& t, std::uint32_t id);
+    // Applies the tenant's quota and rate to the module: sets @t's quota (unless @current, the
+    // module's, already says it) and rate on tenant @id.
+    void apply_limits(const rof::policy::Tenant& t, std::uint32_t id,
+                      const rof_tenant_quota* current = nullptr);
 
     // For the unit tests: while set, view() returns @filter(the current
     // view), so a test can hand each read another generation, as a reload

@@ -677,6 +677,24 @@ TEST_F(ManagerTest, TenantRemovedFromPolicyIsRemovingWhileASessionIsOpen) {
 // the module, then all of them in one store transaction and one view.  One
 // the module cannot destroy stays removing, in the store and the view, and
 // does not hold the others back; the next sweep destroys it.
+// A restart finds the quotas the module kept and does not set them again
+// (one ioctl per tenant, B8's restart); a quota the policy changed is set.
+TEST_F(ManagerTest, ARestartSetsOnlyTheQuotasThatChanged) {
+    {
+        auto m = started_manager();
+        EXPECT_EQ(shared_->calls("tenant_set_quota"), 2u);  // kv and analytics, created
+    }
+    {
+        auto m = started_manager();
+        EXPECT_EQ(shared_->calls("tenant_set_quota"), 0u);
+        EXPECT_EQ(fake_tenant("kv")->quota.sessions, 8u);
+    }
+    write_tenant("kv", test::kv_toml({.quota = "sessions = 9\n"}));
+    auto m = started_manager();
+    EXPECT_EQ(shared_->calls("tenant_set_quota"), 1u);
+    EXPECT_EQ(fake_tenant("kv")->quota.sessions, 9u);
+}
+
 TEST_F(ManagerTest, ManyRemovedTenantsGoInOneSweepAndAFailureHoldsOnlyItself) {
     constexpr int n = 50;
     for (int i = 0; i < n; i++) {
