@@ -1,9 +1,11 @@
 // rof-bench's shared set-up and measuring: see common.h.
 #include "common.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -112,6 +114,27 @@ double measure_rate(const Env& env, std::string_view what,
         rates.push_back(double(n) * 1e9 / double(now_ns() - t0));
     }
     return median(rates);
+}
+
+pid_t spawn(std::vector<std::string> argv, bool quiet) {
+    std::vector<char*> a;
+    a.reserve(argv.size() + 1);
+    for (auto& s : argv) {
+        a.push_back(s.data());
+    }
+    a.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (quiet) {
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    }
+    pid_t pid = -1;
+    const int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        throw std::runtime_error("cannot run " + argv[0] + ": " + std::strerror(rc));
+    }
+    return pid;
 }
 
 // ---- the rof side ----------------------------------------------------------------

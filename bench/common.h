@@ -3,6 +3,8 @@
 // stock memcached's text protocol.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -44,6 +46,11 @@ double measure_rate(const Env& env, std::string_view what,
                     const std::function<std::uint64_t(std::uint64_t)>& run);
 
 double median(std::vector<double> v);
+
+// Starts @argv (argv[0] found on $PATH) with this process's environment, its standard output
+// to /dev/null when @quiet; returns its pid, to be reaped by the caller.  Throws
+// std::runtime_error ("cannot run NAME: ...") when it cannot start.
+pid_t spawn(std::vector<std::string> argv, bool quiet = false);
 
 // ---- the rof side ----------------------------------------------------------------
 

@@ -1,12 +1,9 @@
 // B8: the control plane.  Verify and load of a 1000-instruction program,
 // a policy reload with 10,000 tenants, rofd's restart to serving with them,
 // rofd's resident memory, and rofctl's own start.  docs/performance.md.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -117,28 +114,15 @@ double restart_to_serving_ms(const std::string& target) {
 // Runs @argv (a program on $PATH) to its end with its output discarded: ms from the spawn to
 // the exit.  Throws when it cannot run or does not exit 0.
 double run_ms(std::vector<std::string> argv) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    std::vector<char*> a;
-    for (auto& s : argv) {
-        a.push_back(s.data());
-    }
-    a.push_back(nullptr);
-    pid_t pid = 0;
+    const std::string what = argv[0] + " " + argv.back();
     const std::uint64_t t0 = now_ns();
-    const int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        throw std::runtime_error("cannot run " + argv[0] + ": " + std::strerror(rc));
-    }
+    const pid_t pid = spawn(std::move(argv), true);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     const double ms = double(now_ns() - t0) / 1e6;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        throw std::runtime_error(argv[0] + " " + argv.back() + " failed (wait status " +
-                                 std::to_string(st) + ")");
+        throw std::runtime_error(what + " failed (wait status " + std::to_string(st) + ")");
     }
     return ms;
 }

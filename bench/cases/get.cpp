@@ -3,7 +3,6 @@
 // server) and B3 (GETs while rofd and the kvstore's server are killed).
 // docs/performance.md.
 #include <sched.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -17,8 +16,6 @@
 #include "../common.h"
 #include "../raw.h"
 #include "kv_client.h"
-
-extern char** environ;
 
 namespace rofbench {
 namespace {
@@ -168,15 +165,7 @@ class Stress {
         if (!cpus.empty()) {
             a.insert(a.end(), {"--taskset", cpus});
         }
-        std::vector<char*> argv;
-        argv.reserve(a.size() + 1);
-        for (auto& s : a) {
-            argv.push_back(s.data());
-        }
-        argv.push_back(nullptr);
-        if (int rc = posix_spawnp(&pid_, "stress-ng", nullptr, nullptr, argv.data(), environ)) {
-            throw std::runtime_error(std::string("cannot run stress-ng: ") + std::strerror(rc));
-        }
+        pid_ = spawn(std::move(a));
     }
     ~Stress() {
         kill(pid_, SIGTERM);
