@@ -205,7 +205,7 @@ rof::Session open_session(rof::Client& c, const std::string& tenant,
     for (const auto& r : regions) {
         so.regions.push_back({r, 0});
     }
-    so.max_transfer = raw::kMaxValue;
+    so.max_transfer = raw::kMaxEcho;
     return rof::Session::open(c, so);
 }
 

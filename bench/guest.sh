@@ -66,8 +66,10 @@ policy() {
 		programs = 16
 		regions = 8
 		region_bytes = "96MiB"
+		credits = 16
 		[sessions]
-		message_bytes = "8KiB"  # kv-get answers a 4096-byte value in one response
+		# rof-kvstore --max-value 65536: kv-get answers up to 32768 bytes a call
+		message_bytes = "64KiB"
 		EOF
 	done
 	# B4: an aggressor limited to 500 requests/s, a victim that is not.
@@ -149,18 +151,18 @@ start_all() {
 		log "rofd does not serve:"; cat "$S/rofd.err" >&2
 		return 1
 	fi
-	respawn kvstore rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items 4096
+	respawn kvstore rof-kvstore --socket "$ROF_SOCKET" --tenant kv --items 4096 --max-value 65536
 	kv_args=()
 	if [ "$BENCH_KV_C" = 1 ]; then
 		# Its first start runs clang three times under emulation; a respawn
 		# (B3) translates the cached objects again.
 		respawn kvstore-c rof-kvstore --socket "$ROF_SOCKET" --tenant kvc --items 4096 \
-			--listen 127.0.0.1:11212 --programs c --image-cache "$S/images"
+			--max-value 65536 --listen 127.0.0.1:11212 --programs c --image-cache "$S/images"
 		wait_for 900 ready kvstore-c '^rof-kvstore: ready' || { log "rof-kvstore (C builds) is not ready:"; cat "$S/kvstore-c.err" >&2; return 1; }
 		kv_args=(--set kv_c_tenant=kvc)
 	fi
 	wait_for 180 ready kvstore '^rof-kvstore: ready' || { log "rof-kvstore is not ready:"; cat "$S/kvstore.err" >&2; return 1; }
-	rof-bench-server --bind "$ROF_ADDR" --port $RAW_PORT --items 1024 --cpu 1 >"$S/raw.out" 2>"$S/raw.err" &
+	rof-bench-server --bind "$ROF_ADDR" --port $RAW_PORT --items 256 --vmax 65536 --cpu 1 >"$S/raw.out" 2>"$S/raw.err" &
 	PIDS+=($!)
 	wait_for 60 ready raw '^rof-bench-server: ready' || { log "rof-bench-server is not ready:"; cat "$S/raw.err" >&2; return 1; }
 	memcached -u nobody -l 127.0.0.1 -p $MC_PORT -m 64 -t 1 -U 0 >"$S/memcached.out" 2>&1 &

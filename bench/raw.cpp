@@ -28,9 +28,10 @@ MrPtr register_buffer(ibv_pd* pd, std::vector<std::uint8_t>& buf) {
     return MrPtr(mr);
 }
 
-void post_recv(ibv_qp* qp, std::vector<std::uint8_t>& buf, const ibv_mr& mr, std::size_t slot) {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[slot * kMsgMax]),
-                static_cast<std::uint32_t>(kMsgMax), mr.lkey};
+void post_recv(ibv_qp* qp, std::vector<std::uint8_t>& buf, const ibv_mr& mr, std::size_t slot,
+               std::size_t bytes) {
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(&buf[slot * bytes]),
+                static_cast<std::uint32_t>(bytes), mr.lkey};
     ibv_recv_wr wr{};
     ibv_recv_wr* bad = nullptr;
     wr.wr_id = kWrRecv | slot;
@@ -60,7 +61,8 @@ std::pair<std::string, std::string> split_host_port(const std::string& hp) {
     return {host, hp.substr(colon + 1)};
 }
 
-Conn::Conn(const std::string& host_port) {
+Conn::Conn(const std::string& host_port, std::size_t max_value)
+    : rx_slot_(sizeof(Rep) + std::clamp<std::size_t>(max_value, kMaxEcho, kMaxValue)) {
     auto [host, port] = split_host_port(host_port);
     rdma_addrinfo hints{};
     hints.ai_port_space = RDMA_PS_TCP;
@@ -81,14 +83,14 @@ Conn::Conn(const std::string& host_port) {
     }
     id_.reset(id);
 
-    rx_.resize(std::size_t(kDepth) * kMsgMax);
+    rx_.resize(std::size_t(kDepth) * rx_slot_);
     tx_.resize(std::size_t(kDepth) * kMsgMax);
-    rd_.resize(kMaxValue + kBucketSlots * sizeof(Slot));
+    rd_.resize(rx_slot_ - sizeof(Rep) + kBucketSlots * sizeof(Slot));
     rx_mr_ = register_buffer(id_->pd, rx_);
     tx_mr_ = register_buffer(id_->pd, tx_);
     rd_mr_ = register_buffer(id_->pd, rd_);
     for (std::size_t i = 0; i < kDepth; i++) {
-        post_recv(id_->qp, rx_, *rx_mr_, i);
+        post_recv(id_->qp, rx_, *rx_mr_, i, rx_slot_);
     }
     ibv_device_attr dev{};
     if (ibv_query_device(id_->verbs, &dev)) {
@@ -103,8 +105,8 @@ Conn::Conn(const std::string& host_port) {
         fail("rdma_connect " + host_port);
     }
     std::size_t slot = wait_recv();
-    std::memcpy(&hello_, &rx_[slot * kMsgMax], sizeof(hello_));
-    post_recv(id_->qp, rx_, *rx_mr_, slot);
+    std::memcpy(&hello_, &rx_[slot * rx_slot_], sizeof(hello_));
+    post_recv(id_->qp, rx_, *rx_mr_, slot, rx_slot_);
     if (hello_.magic != kHelloMagic) {
         throw std::runtime_error(host_port + ": not rof-bench-server");
     }
@@ -208,11 +210,11 @@ std::size_t Conn::wait_recv() {
 
 std::span<const std::uint8_t> Conn::reply(std::size_t slot, std::size_t want) {
     Rep rep;
-    const std::uint8_t* m = &rx_[slot * kMsgMax];
+    const std::uint8_t* m = &rx_[slot * rx_slot_];
     std::memcpy(&rep, m, sizeof(rep));
     // Reposted at once: receives are consumed in order, so these bytes stay
     // until kDepth - 1 more replies have come, long after the caller read them.
-    post_recv(id_->qp, rx_, *rx_mr_, slot);
+    post_recv(id_->qp, rx_, *rx_mr_, slot, rx_slot_);
     if (rep.status != kStatusOk) {
         throw std::runtime_error("rof-bench-server: status " + std::to_string(rep.status));
     }
@@ -224,6 +226,10 @@ std::span<const std::uint8_t> Conn::reply(std::size_t slot, std::size_t want) {
 }
 
 void Conn::echo(std::size_t len) {
+    if (len > kMaxEcho) {
+        throw std::invalid_argument("echo of " + std::to_string(len) + " bytes: at most " +
+                                    std::to_string(kMaxEcho));
+    }
     Req req{kOpEcho, static_cast<std::uint32_t>(len), 0};
     std::memcpy(&tx_[0], &req, sizeof(req));
     post_send(0, sizeof(req) + len);
@@ -231,6 +237,11 @@ void Conn::echo(std::size_t len) {
 }
 
 std::span<const std::uint8_t> Conn::get(std::uint64_t key, std::size_t len) {
+    if (len > rx_slot_ - sizeof(Rep)) {
+        throw std::invalid_argument("GET of " + std::to_string(len) +
+                                    " bytes on a connection for " +
+                                    std::to_string(rx_slot_ - sizeof(Rep)));
+    }
     Req req{kOpGet, static_cast<std::uint32_t>(len), key};
     std::memcpy(&tx_[0], &req, sizeof(req));
     post_send(0, sizeof(req));
@@ -242,6 +253,10 @@ std::span<const std::uint8_t> Conn::get(std::uint64_t key, std::size_t len) {
 }
 
 std::span<const std::uint8_t> Conn::read(std::uint64_t addr, std::size_t len) {
+    if (len > rd_.size()) {
+        throw std::invalid_argument("READ of " + std::to_string(len) +
+                                    " bytes on a connection for " + std::to_string(rd_.size()));
+    }
     post_read(addr, len);
     reap_send(true);
     return {rd_.data(), len};
@@ -266,6 +281,10 @@ std::span<const std::uint8_t> Conn::lookup(std::uint64_t key, std::size_t len) {
 }
 
 std::uint64_t Conn::echo_window(std::size_t len, std::size_t window, std::uint64_t ns) {
+    if (len > kMaxEcho) {
+        throw std::invalid_argument("echo of " + std::to_string(len) + " bytes: at most " +
+                                    std::to_string(kMaxEcho));
+    }
     window = std::clamp<std::size_t>(window, 1, kDepth);
     std::size_t next = 0;
     auto send_one = [&] {

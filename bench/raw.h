@@ -30,10 +30,11 @@ namespace rofbench::raw {
 inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c6568666f72ULL;  // "rofhello"
 inline constexpr std::uint32_t kOpEcho = 1, kOpGet = 2;
 inline constexpr std::uint32_t kStatusOk = 0, kStatusNotFound = 1, kStatusBad = 2;
-inline constexpr std::uint32_t kDepth = 64;       // receives per connection; client window cap
-inline constexpr std::uint32_t kMaxValue = 4096;  // largest value and echo payload
-inline constexpr std::uint32_t kBucketSlots = 4;  // a key lies within 4 slots of its home
-inline constexpr std::uint32_t kInline = 64;      // inline data asked of the QP
+inline constexpr std::uint32_t kDepth = 64;        // receives per connection; client window cap
+inline constexpr std::uint32_t kMaxEcho = 4096;    // largest echo payload
+inline constexpr std::uint32_t kMaxValue = 65536;  // largest value (--vmax)
+inline constexpr std::uint32_t kBucketSlots = 4;   // a key lies within 4 slots of its home
+inline constexpr std::uint32_t kInline = 64;       // inline data asked of the QP
 inline constexpr std::uint32_t kSqDepth = 2 * kDepth;
 inline constexpr std::uint32_t kSignalEvery = 16;     // selective signalling of SENDs
 inline constexpr std::uint64_t kWrRecv = 1ULL << 63;  // wr_id of a receive: this | slot
@@ -65,7 +66,10 @@ struct Rep {
     std::uint32_t len = 0;  // bytes that follow
 };
 
-inline constexpr std::size_t kMsgMax = sizeof(Req) + kMaxValue;
+// A message slot: any request, an echo reply, a GET reply of up to kMaxEcho bytes.  The server
+// answers a GET of more from its table's own memory (a second SGE: no copy), into the larger
+// receive slots of a client made for it (Conn's max_value).
+inline constexpr std::size_t kMsgMax = sizeof(Req) + kMaxEcho;
 
 // The table's hash (splitmix64's finaliser) and the value of a key: byte i
 // of key k's value is (k * 131 + i) & 0xff, so a reader can check it.
@@ -96,8 +100,9 @@ std::pair<std::string, std::string> split_host_port(const std::string& hp);
 [[noreturn]] void fail(const std::string& what, int err = errno);
 // @buf registered in @pd for local writes; throws on failure.
 MrPtr register_buffer(ibv_pd* pd, std::vector<std::uint8_t>& buf);
-// Posts receive slot @slot of @buf (kMsgMax bytes per slot), wr_id kWrRecv | slot.
-void post_recv(ibv_qp* qp, std::vector<std::uint8_t>& buf, const ibv_mr& mr, std::size_t slot);
+// Posts receive slot @slot of @buf (@bytes per slot), wr_id kWrRecv | slot.
+void post_recv(ibv_qp* qp, std::vector<std::uint8_t>& buf, const ibv_mr& mr, std::size_t slot,
+               std::size_t bytes = kMsgMax);
 
 // ---- the client side ---------------------------------------------------------
 
@@ -106,8 +111,9 @@ void post_recv(ibv_qp* qp, std::vector<std::uint8_t>& buf, const ibv_mr& mr, std
 // (a completion per operation is what the latency figures time).
 class Conn {
   public:
-    // Connects (rdma_cm, synchronous) and reads the server's Hello.
-    explicit Conn(const std::string& host_port);
+    // Connects (rdma_cm, synchronous) and reads the server's Hello.  Its receives hold
+    // replies of up to @max_value bytes (GETs and READs of more throw): kDepth of them.
+    explicit Conn(const std::string& host_port, std::size_t max_value = kMaxEcho);
     Conn(const Conn&) = delete;
     Conn& operator=(const Conn&) = delete;
     ~Conn();
@@ -136,6 +142,7 @@ class Conn {
     std::span<const std::uint8_t> reply(std::size_t slot, std::size_t want);
 
     EpPtr id_;
+    std::size_t rx_slot_;  // bytes per receive slot
     Hello hello_{};
     std::vector<std::uint8_t> rx_, tx_, rd_;
     MrPtr rx_mr_, tx_mr_, rd_mr_;

@@ -142,7 +142,7 @@ struct Device {
 class Connection {
   public:
     Connection(rdma_cm_id* id, Device& dev, const Store& store, int cpu)
-        : id_(id), store_(store), cpu_(cpu) {
+        : id_(id), store_(store), store_lkey_(dev.store_mr->lkey), cpu_(cpu) {
         ibv_comp_channel* ch = ibv_create_comp_channel(id->verbs);
         if (!ch) {
             fail("ibv_create_comp_channel");
@@ -162,7 +162,8 @@ class Connection {
         attr.recv_cq = rcq_.get();
         attr.cap.max_send_wr = kSqDepth;
         attr.cap.max_recv_wr = kDepth;
-        attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+        attr.cap.max_send_sge = 2;  // a large GET's reply: its header, then the value
+        attr.cap.max_recv_sge = 1;
         attr.cap.max_inline_data = kInline;
         attr.qp_type = IBV_QPT_RC;
         if (rdma_create_qp(id, dev.pd.get(), &attr)) {
@@ -215,19 +216,23 @@ class Connection {
         return n >= 0;
     }
 
-    // Sends tx slot @slot, @len bytes; false when the connection is gone.
-    bool send(std::size_t slot, std::size_t len) {
+    // Sends tx slot @slot, @len bytes, then @tail from the table (a large GET's value, not
+    // copied); false when the connection is gone.
+    bool send(std::size_t slot, std::size_t len, std::span<const std::uint8_t> tail = {}) {
         while (sq_used_ + 1 >= kSqDepth) {
             if (!reap() || stop_.load(std::memory_order_relaxed)) {
                 return false;
             }
         }
-        ibv_sge sge{reinterpret_cast<std::uintptr_t>(&tx_[slot * kMsgMax]),
-                    static_cast<std::uint32_t>(len), tx_mr_->lkey};
+        ibv_sge sge[2] = {{reinterpret_cast<std::uintptr_t>(&tx_[slot * kMsgMax]),
+                           static_cast<std::uint32_t>(len), tx_mr_->lkey},
+                          {reinterpret_cast<std::uintptr_t>(tail.data()),
+                           static_cast<std::uint32_t>(tail.size()), store_lkey_}};
+        len += tail.size();
         ibv_send_wr wr{};
         ibv_send_wr* bad = nullptr;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
+        wr.sg_list = sge;
+        wr.num_sge = tail.empty() ? 1 : 2;
         wr.opcode = IBV_WR_SEND;
         wr.send_flags = len <= kInline ? IBV_SEND_INLINE : 0;
         sq_used_++;
@@ -239,8 +244,10 @@ class Connection {
         return ibv_post_send(id_->qp, &wr, &bad) == 0;
     }
 
-    // The reply to the request in rx slot @slot, into tx slot @t; its length.
-    std::size_t serve(std::size_t slot, std::size_t got, std::size_t t) {
+    // The reply to the request in rx slot @slot, into tx slot @t; its length there, and in
+    // @tail a GET's value of more than kMaxEcho bytes, sent from the table itself.
+    std::size_t serve(std::size_t slot, std::size_t got, std::size_t t,
+                      std::span<const std::uint8_t>& tail) {
         const std::uint8_t* m = &rx_[slot * kMsgMax];
         std::uint8_t* out = &tx_[t * kMsgMax];
         Req req{};
@@ -249,12 +256,17 @@ class Connection {
             std::memcpy(&req, m, sizeof(req));
         }
         if (got < sizeof(req)) {
-        } else if (req.op == kOpEcho && req.len <= kMaxValue && got == sizeof(req) + req.len) {
+        } else if (req.op == kOpEcho && req.len <= kMaxEcho && got == sizeof(req) + req.len) {
             rep = Rep{kStatusOk, req.len};
             std::memcpy(out + sizeof(rep), m + sizeof(req), req.len);
         } else if (req.op == kOpGet && req.len <= store_.vmax()) {
             const std::uint8_t* v = store_.find(req.key);
             rep = v ? Rep{kStatusOk, req.len} : Rep{kStatusNotFound, 0};
+            if (v && req.len > kMaxEcho) {
+                tail = {v, req.len};
+                std::memcpy(out, &rep, sizeof(rep));
+                return sizeof(rep);
+            }
             if (v) {
                 std::memcpy(out + sizeof(rep), v, req.len);
             }
@@ -295,9 +307,10 @@ class Connection {
                 }
                 std::size_t slot = wc[i].wr_id & ~kWrRecv;
                 std::size_t ts = t++ % kSqDepth;
-                std::size_t len = serve(slot, wc[i].byte_len, ts);
+                std::span<const std::uint8_t> tail;
+                std::size_t len = serve(slot, wc[i].byte_len, ts, tail);
                 post_recv(id_->qp, rx_, *rx_mr_, slot);
-                if (!send(ts, len)) {
+                if (!send(ts, len, tail)) {
                     return;
                 }
             }
@@ -322,6 +335,7 @@ class Connection {
 
     std::unique_ptr<rdma_cm_id, IdFree> id_;
     const Store& store_;
+    std::uint32_t store_lkey_;
     int cpu_;
     std::unique_ptr<ibv_comp_channel, CompChannelFree> ch_;  // before the CQs: it outlives them
     std::unique_ptr<ibv_cq, CqFree> scq_, rcq_;
@@ -464,7 +478,7 @@ class Server {
 static int run(int argc, char** argv) {
     std::string bind = "0.0.0.0";
     std::string port = "18600";
-    std::uint32_t items = 1024, vmax = kMaxValue;
+    std::uint32_t items = 1024, vmax = 4096;
     int cpu = -1;
     CLI::App app{"rof-bench-server: the raw-verbs RPC and READ baselines of rof-bench"};
     app.add_option("--bind", bind, "address to listen on")->capture_default_str();

@@ -2,8 +2,8 @@
  * (the assembly is kv-del.rofs; the layout is kv.h's).
  *
  * Slots: kv_index; kv_heap bound to the heap's free list 0 (256-byte
- * blocks) and kv_large to the same region's free list 1 (4368-byte blocks
- * from LARGE_AT): a block is freed to its own list.
+ * blocks) and kv_large to the same region's free list 1 (blocks of
+ * 16 + 256 + MAXVAL bytes from LARGE_AT): a block is freed to its own list.
  * Args: klen (1..250), 0, the key zero-padded to a multiple of 8.
  * Probes the key's 16 ways as kv-get does; on a match it CASes the entry
  * to empty with version + 1 (an entry word never repeats) and, having won,

@@ -4,10 +4,11 @@
  *
  * Args: klen (1..250), voff (where in the value the response starts), the
  * key zero-padded to a multiple of 8.
- * Response: flags, vlen, the entry word, then min(vlen - voff, 4096) bytes
- * of the value from voff: the largest value in one response of 4112 bytes,
- * which needs sessions of 8 KiB messages (the tenant's [sessions]
- * message_bytes; on 1 KiB ones the module answers ROF_ST_MSG_SIZE).  The
+ * Response: flags, vlen, the entry word, then min(vlen - voff, CHUNK) bytes
+ * of the value from voff: by default the largest value in one response of
+ * 4112 bytes, which needs sessions of 8 KiB messages (the tenant's [sessions]
+ * message_bytes; on 1 KiB ones the module answers ROF_ST_MSG_SIZE; kv.h says
+ * CHUNK for stores of larger values).  The
  * entry is read again after the copy: if it changed (the block may have been
  * freed and reused), the lookup starts again, as it does when a tag matched,
  * the key did not and the entry changed meanwhile; at most 8 attempts.
@@ -17,8 +18,6 @@
 #include <rof/offload.h>
 
 #include "kv.h"
-
-#define CHUNK 4096
 
 enum { FOUND, NOT_FOUND, BUSY = 3, BADARG };
 
@@ -34,7 +33,7 @@ struct get_resp {
 };
 
 ROF_ARGS(struct get_args, args, 16, 264);
-ROF_RESP(struct get_resp, out, 16 + CHUNK);
+ROF_RESP(struct get_resp, out, RESP);
 ROF_REGION(uint64_t, kv_index, ROF_R, INDEX_LEN);
 ROF_REGION(uint8_t, kv_heap, ROF_R, HEAP_LEN);
 

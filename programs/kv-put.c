@@ -4,9 +4,9 @@
  *
  * Slots: kv_index, which also holds one 8-byte insert lock per bucket from
  * LOCKS; kv_heap bound to the heap's free list 0 (256-byte blocks) and
- * kv_large to the same region's free list 1 (4368-byte blocks from
- * LARGE_AT).
- * Args: klen (1..250), flags, vlen (0..4096), voff, the key zero-padded to
+ * kv_large to the same region's free list 1 (blocks of 16 + 256 + MAXVAL
+ * bytes from LARGE_AT).
+ * Args: klen (1..250), flags, vlen (0..MAXVAL), voff, the key zero-padded to
  * a multiple of 8, then the value's bytes [voff, voff + the rest of args).
  * A value longer than one call's args takes several calls of one session,
  * in order.  The first (voff 0) takes a block of the class the record
@@ -23,7 +23,7 @@
  * A lost CAS probes again; after 32 attempts the PUT frees its own block.
  * Response: none.  Statuses: 0 stored (or chunk taken), 2 full (no block,
  * or no way free), 3 busy, 4 bad arguments (key length 0 or > 250, args
- * shorter than the key, vlen > 4096, a chunk past vlen, a later chunk
+ * shorter than the key, vlen > MAXVAL, a chunk past vlen, a later chunk
  * without its first).
  */
 #include <rof/offload.h>

@@ -7,7 +7,8 @@
  * (32-47), version (48-63)}; from LOCKS, one 8-byte insert lock per bucket.
  * Region kv_heap: value blocks {klen, vlen, flags, 0 (u32 each), the key
  * zero-padded to a multiple of 8, the value}, SMALL bytes each from free
- * list 0 and, from LARGE_AT, 4368 bytes each from free list 1; a published
+ * list 0 and, from LARGE_AT, 16 + 256 + MAXVAL bytes each from free list 1
+ * (4368 by default); a published
  * block is never written again.  A key's hash h is rof_hash(0, key, klen);
  * its buckets are h & MASK and (h >> 40) & MASK, its tag (h >> 24) & 0xffff.
  * The sizes are the .const defaults of kv-get.rofs, kv-put.rofs, kv-del.rofs;
@@ -36,7 +37,13 @@
 #define SMALL 256
 #endif
 #ifndef MAXVAL
-#define MAXVAL 4096
+#define MAXVAL 4096	/* the largest value */
+#endif
+#ifndef CHUNK
+#define CHUNK 4096	/* the most of a value one kv-get response carries */
+#endif
+#ifndef RESP
+#define RESP (16 + CHUNK)	/* kv-get's largest response */
 #endif
 
 struct block {

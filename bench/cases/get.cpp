@@ -22,7 +22,7 @@ namespace {
 
 std::vector<std::size_t> sizes_of(const Options& o) {
     std::vector<std::size_t> out;
-    std::stringstream ss(o.param("sizes", "64,256,1024,4096"));
+    std::stringstream ss(o.param("sizes", "64,256,1024,4096,16384,65536"));
     std::string x;
     while (std::getline(ss, x, ',')) {
         std::size_t n = std::stoul(x);
@@ -53,7 +53,7 @@ class Getters {
           client_(connect_rofd(env.opt)),
           kvs_(open_kv(kv_tenant(env.opt))),
           kv_(kvs_),
-          raw_(need(env.opt.raw_server, "--raw-server")) {
+          raw_(need(env.opt.raw_server, "--raw-server"), len) {
         // A second kvstore, on the C builds of the same programs (bench/run --kv-c).
         if (const std::string t = env.opt.param("kv_c_tenant", ""); !t.empty()) {
             kvcs_.emplace(open_kv(t));
@@ -78,10 +78,28 @@ class Getters {
         }
     }
 
+    // The keys go with the case: the kvstore's large blocks (one per value over 256 bytes with
+    // its key) are as many as B1's keys of four sizes, not of every size at once.
+    ~Getters() {
+        try {
+            for (const std::string& k : keys_) {
+                kv_.del(k);
+                if (kvc_) {
+                    kvc_->del(k);
+                }
+            }
+        } catch (const std::exception& e) {
+            progress("B1", std::string("could not delete the case's keys: ") + e.what());
+        }
+    }
+    Getters(const Getters&) = delete;
+    Getters& operator=(const Getters&) = delete;
+
     bool has_memcached() const { return mc_.has_value(); }
     bool has_c_build() const { return kvc_.has_value(); }
 
-    // The offload: one INVOKE of kv-get (on the kv tenant's 8 KiB messages, any value).
+    // The offload: kv-get, one INVOKE per 32 KiB of the value (the kv tenant's 64 KiB messages:
+    // one INVOKE up to 32768 bytes, two for 65536).
     void offload() { offload_on(kv_, "offload GET "); }
     // The same on the kvstore that runs the C builds of its programs.
     void offload_c() { offload_on(*kvc_, "offload GET (C build) "); }

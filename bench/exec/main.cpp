@@ -25,6 +25,7 @@
 
 namespace {
 
+using rof::programs::test::consts_disagree;
 using rof::programs::test::consts_of;
 using rof::programs::test::Invoker;
 using rof::programs::test::load;
@@ -67,13 +68,13 @@ std::unique_ptr<Workload> kv_get(unsigned keys, unsigned vsize) {
     w->name = "kv-get";
     w->prog = load("kv-get");
     const auto c = consts_of("kv-get");
-    if (c != consts_of("kv-put")) {
-        throw std::runtime_error("kv-get.rofs and kv-put.rofs disagree on the geometry");
+    if (const std::string n = consts_disagree(c, "kv-put"); !n.empty()) {
+        throw std::runtime_error("kv-get.rofs and kv-put.rofs disagree on the geometry: " + n);
     }
     w->mem.add_region("kv_index", c.at("INDEX_LEN"));
     w->mem.add_region("kv_heap", c.at("HEAP_LEN"));
     w->mem.add_freelist("kv_heap", 0, 256, keys);
-    w->mem.add_freelist("kv_heap", c.at("LARGE_AT"), 4368, keys);
+    w->mem.add_freelist("kv_heap", c.at("LARGE_AT"), 16 + 256 + c.at("MAXVAL"), keys);
     const Loaded putp = load("kv-put");
     Invoker putter(putp, w->mem, {{"", 0}, {"", 0}, {"kv_heap", 1}});
     for (unsigned i = 0; i < keys; i++) {

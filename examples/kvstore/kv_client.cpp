@@ -41,14 +41,15 @@ const char* status_name(Status s) {
 }
 
 namespace {
+constexpr std::size_t kArgsMax = 1000;  // kv-put's .args maximum
+
 rof::Session& big_enough(rof::Session& s) {
     if (s.msg_size() < kMsgSize) {
         throw rof::Error(rof::Code::failed_precondition,
                          "kvstore: the session's messages are " + std::to_string(s.msg_size()) +
-                             " bytes, kv-get answers up to " +
-                             std::to_string(kGetHeader + kGetChunk) +
-                             ": the tenant's policy needs [sessions] message_bytes = " +
-                             std::to_string(kMsgSize));
+                             " bytes, kv-get answers up to " + std::to_string(kGetHeader + 4096) +
+                             " or more: the tenant's policy needs [sessions] message_bytes = " +
+                             std::to_string(kMsgSize) + " or more");
     }
     return s;
 }
@@ -58,8 +59,9 @@ KvClient::KvClient(rof::Session& s)
     : s_(big_enough(s)),
       get_(s.program_tag("kv-get")),
       put_(s.program_tag("kv-put")),
-      del_(s.program_tag("kv-del")) {
-    args_.reserve(8 + 256 + kMaxValue);
+      del_(s.program_tag("kv-del")),
+      resp_(s.msg_size() - 32) {
+    args_.reserve(16 + 256 + kArgsMax);
 }
 
 rof::SessionOptions KvClient::session_options(const std::string& tenant) {
@@ -69,10 +71,6 @@ rof::SessionOptions KvClient::session_options(const std::string& tenant) {
     // heap would also need a device that registers it whole: rxe maps 2 MiB at most.)
     return o;
 }
-
-namespace {
-constexpr std::size_t kArgsMax = 1000;
-}  // namespace
 
 bool KvClient::encode_key(std::string_view key, std::uint32_t voff) {
     if (key.empty() || key.size() > kMaxKey) {
@@ -115,6 +113,7 @@ Status KvClient::call(std::uint64_t tag, std::span<std::byte> resp, std::size_t*
 Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std::string& value,
                    std::uint32_t* flags, std::uint64_t* restarts, std::size_t chunk) {
     for (unsigned attempt = 0; attempt < kGetAttempts; attempt++) {
+        std::size_t step = chunk;  // 0: as this start's first answer shows it
         if (attempt > 0 && restarts) {
             ++*restarts;
         }
@@ -142,6 +141,10 @@ Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std
                 throw rof::Error(rof::Code::internal, "kvstore: kv-get answered a short response");
             }
             const std::uint32_t vl = get32(r.resp.data() + 4);
+            const std::size_t got = r.resp.size() - kGetHeader;
+            if (first && step == 0) {
+                step = got < vl ? got : kMaxValue;  // the whole value: no later chunk
+            }
             std::uint64_t e = 0;
             std::memcpy(&e, r.resp.data() + 8, 8);
             if (!first && e != entry) {
@@ -149,8 +152,8 @@ Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std
                 break;
             }
             // Under one entry word the block, so vlen, cannot change.
-            if (vl > kMaxValue || (!first && vl != vlen) ||
-                r.resp.size() - kGetHeader != std::min<std::size_t>(vl - value.size(), chunk)) {
+            if (vl > kMaxValue || (!first && vl != vlen) || step == 0 ||
+                got != std::min<std::size_t>(vl - value.size(), step)) {
                 throw rof::Error(rof::Code::internal,
                                  "kvstore: kv-get answered a malformed response");
             }
@@ -160,8 +163,7 @@ Status get_chunked(const std::function<GetReply(std::uint32_t voff)>& fetch, std
                 vlen = vl;
                 fl = get32(r.resp.data());
             }
-            value.append(reinterpret_cast<const char*>(r.resp.data()) + kGetHeader,
-                         r.resp.size() - kGetHeader);
+            value.append(reinterpret_cast<const char*>(r.resp.data()) + kGetHeader, got);
         }
         if (!changed) {
             if (flags) {

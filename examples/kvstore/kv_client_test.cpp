@@ -89,7 +89,8 @@ struct Read {
     std::vector<std::uint32_t> offsets;  // every voff asked, in order
 };
 
-Read read(FakeKey& k, const std::function<void(unsigned)>& between = nullptr) {
+Read read(FakeKey& k, const std::function<void(unsigned)>& between = nullptr,
+          std::size_t chunk = kChunk) {
     Read r;
     unsigned n = 0;
     r.st = rofkv::get_chunked(
@@ -101,7 +102,7 @@ Read read(FakeKey& k, const std::function<void(unsigned)>& between = nullptr) {
             r.offsets.push_back(voff);
             return k.answer(voff);
         },
-        r.value, &r.flags, &r.restarts, kChunk);
+        r.value, &r.flags, &r.restarts, chunk);
     return r;
 }
 
@@ -143,6 +144,32 @@ TEST(GetChunked, FiveChunksOfTheLargestValue) {
     EXPECT_EQ(r.flags, 3u);
     EXPECT_EQ(r.restarts, 0u);
     EXPECT_EQ(r.offsets, (std::vector<std::uint32_t>{0, 976, 1952, 2928, 3904}));
+}
+
+// Chunk 0 (KvClient's): the chunk is what the first answer carried, when not the whole value.
+TEST(GetChunked, ChunkLearnedFromTheFirstAnswer) {
+    FakeKey k;
+    k.set(filled(4096, 'a'));
+    Read r = read(k, nullptr, 0);
+    EXPECT_EQ(r.st, Status::ok);
+    EXPECT_EQ(r.value, k.value);
+    EXPECT_EQ(r.offsets, (std::vector<std::uint32_t>{0, 976, 1952, 2928, 3904}));
+    k.set(filled(500, 'b'));
+    r = read(k, nullptr, 0);
+    EXPECT_EQ(r.value, k.value);
+    EXPECT_EQ(r.offsets, std::vector<std::uint32_t>{0});
+    // A first answer of busy shows no chunk: the next start learns it.
+    k.set(filled(3000, 'd'));
+    unsigned n = 0;
+    std::string v;
+    EXPECT_EQ(rofkv::get_chunked(
+                  [&](std::uint32_t voff) {
+                      return n++ == 0 ? GetReply{Status::busy, {}} : k.answer(voff);
+                  },
+                  v, nullptr, nullptr, 0),
+              Status::ok);
+    EXPECT_EQ(v, k.value);
+    EXPECT_EQ(n, 5u);  // busy, then 0, 976, 1952, 2928
 }
 
 // Issue 24: the value set shorter than the offset of the next chunk.  kv-get answers status 4
@@ -303,6 +330,15 @@ TEST(GetChunked, AnswersKvGetCannotGiveThrow) {
                      },
                      v, nullptr, nullptr, kChunk),
                  rof::Error);
+    // With the chunk learned (0): a first answer of no bytes of a value that has some.
+    EXPECT_THROW(rofkv::get_chunked(
+                     [&](std::uint32_t voff) {
+                         GetReply r = k.answer(voff);
+                         r.resp = r.resp.first(rofkv::kGetHeader);
+                         return r;
+                     },
+                     v, nullptr, nullptr, 0),
+                 rof::Error);
     // kv-get never answers full.
     n = 0;
     EXPECT_THROW(rofkv::get_chunked(
@@ -370,13 +406,16 @@ namespace rt = rof::programs::test;
 // the CTest entry kv_client_on_c_builds), over one table in userspace memory.
 class Table {
   public:
-    explicit Table(std::uint64_t items = 1024)
-        : g_(rofkv::Geometry::for_items(items)), get_(load("kv-get")), put_(load("kv-put")) {
+    explicit Table(std::uint64_t items = 1024, std::uint64_t max_value = rofkv::kDefaultMaxValue)
+        : g_(rofkv::Geometry::for_items(items, max_value)),
+          get_(load("kv-get")),
+          put_(load("kv-put")) {
         mem.add_region(rofkv::kIndexRegion, g_.index_len);
         mem.add_region(rofkv::kHeapRegion, g_.heap_len);
         mem.add_freelist(rofkv::kHeapRegion, 0, rofkv::kSmallBlock, g_.small_count);
-        mem.add_freelist(rofkv::kHeapRegion, g_.large_at, rofkv::kLargeBlock, g_.large_count);
+        mem.add_freelist(rofkv::kHeapRegion, g_.large_at, g_.large_block, g_.large_count);
     }
+    const rofkv::Geometry& geometry() const { return g_; }
 
     // One session's invokers; use one per thread.
     struct Session {
@@ -465,7 +504,7 @@ TEST(GetChunkedOnKvGet, LargestValueInOneInvoke) {
     Table t;
     Table::Session reader(t), writer(t);
     const std::string key = "key:one-invoke";
-    const std::string big = kvload::encode({1, 1, 0}, rofkv::kMaxValue);
+    const std::string big = kvload::encode({1, 1, 0}, 4096);
     ASSERT_EQ(writer.set(key, big), Status::ok);
     unsigned fetches = 0;
     std::string v;
@@ -480,8 +519,40 @@ TEST(GetChunkedOnKvGet, LargestValueInOneInvoke) {
     EXPECT_EQ(v, big);
     EXPECT_EQ(fetches, 1u);
     EXPECT_EQ(restarts, 0u);
-    EXPECT_EQ(reader.last.resp.size(), rofkv::kGetHeader + rofkv::kGetChunk);
+    EXPECT_EQ(reader.last.resp.size(), rofkv::kGetHeader + 4096);
     EXPECT_LE(reader.last.resp.size(), std::size_t{rofkv::kMsgSize - 32});  // ROF_INVOKE_RESP
+    EXPECT_EQ(t.geometry().msg_size, rofkv::kMsgSize);
+}
+
+// A store of 64 KiB values (rof-kvstore --max-value 65536): kv-get answers 32768 bytes a call,
+// what a session of 64 KiB messages answers; a 65536-byte value is two INVOKEs, 32768 one.  A
+// value past the store's largest is refused by kv-put (too_big), as one past 4096 is by default.
+TEST(GetChunkedOnKvGet, SixtyFourKiBValuesInTwoInvokes) {
+    Table t(1024, 65536);
+    ASSERT_EQ(t.geometry().chunk, 32768u);
+    ASSERT_EQ(t.geometry().msg_size, 65536u);
+    Table::Session reader(t), writer(t);
+    for (const std::size_t len : {std::size_t{65536}, std::size_t{32768}, std::size_t{40000}}) {
+        const std::string key = "key:" + std::to_string(len), value = filled(len, 'k');
+        ASSERT_EQ(writer.set(key, value), Status::ok);
+        unsigned fetches = 0;
+        std::string v;
+        const Status st = rofkv::get_chunked(
+            [&](std::uint32_t voff) {
+                fetches++;
+                const GetReply r = reader.fetch(key, voff);
+                EXPECT_LE(r.resp.size(), t.geometry().msg_size - 32);  // ROF_INVOKE_RESP
+                return r;
+            },
+            v);
+        EXPECT_EQ(st, Status::ok);
+        EXPECT_EQ(v, value);
+        EXPECT_EQ(fetches, (len + 32767) / 32768) << len;
+    }
+    EXPECT_EQ(writer.set("key:too-big", filled(65537, 'x')), Status::too_big);
+    Table small;
+    Table::Session w(small);
+    EXPECT_EQ(w.set("key:too-big", filled(4097, 'x')), Status::too_big);
 }
 
 // kv-get still answers from an offset, the rest of the value under its entry word, and status 4
@@ -512,19 +583,22 @@ TEST(GetChunkedOnKvGet, AnOffsetPastAValueSetShorter) {
     EXPECT_EQ(v, small);
 }
 
-// Sessions in threads: writers SET 4 keys to kvload values of 32..4096 bytes (so they shrink
-// and grow, each SET of over 968 bytes in several kv-put INVOKEs), readers GET them.  Every GET
+// Sessions in threads: writers SET 4 keys to kvload values of 32..@max_value bytes (so they
+// shrink and grow, each SET of over 968 bytes in several kv-put INVOKEs), readers GET them in
+// kv-get's own chunks, as KvClient does: a whole value from the 4096-byte store, 32768 bytes a
+// call from the 64 KiB one (a long value is two, and a SET between them shortens it).  Every GET
 // answers ok (the keys are set before, and nothing deletes) or busy (the value changed under every
 // one of its kGetAttempts starts), and every value read is one whole value of its key
 // (kvload::check: length and checksum).
-TEST(GetChunkedOnKvGet, RacingShrinkingSets) {
-    constexpr unsigned kWriters = 2, kReaders = 2, kKeys = 4, kRounds = 1500;
-    Table t;
+void racing_shrinking_sets(std::uint64_t max_value, unsigned rounds) {
+    constexpr unsigned kWriters = 2, kReaders = 2, kKeys = 4;
+    const std::size_t max = std::min<std::size_t>(max_value, kvload::kMaxValue);
+    Table t(1024, max_value);
     auto key = [](std::uint32_t k) { return kvload::key_name(k, 16); };
     {
         Table::Session s(t);
         for (std::uint32_t k = 0; k < kKeys; k++) {
-            ASSERT_EQ(s.set(key(k), kvload::encode({k, 0, 0}, 4096)), Status::ok);
+            ASSERT_EQ(s.set(key(k), kvload::encode({k, 0, 0}, max)), Status::ok);
         }
     }
     std::atomic<unsigned> writing{kWriters};
@@ -534,10 +608,11 @@ TEST(GetChunkedOnKvGet, RacingShrinkingSets) {
         ts.emplace_back([&, w] {
             Table::Session s(t);
             std::mt19937_64 rng(w);
-            for (std::uint32_t r = 1; r <= kRounds; r++) {
+            for (std::uint32_t r = 1; r <= rounds; r++) {
                 const auto k = static_cast<std::uint32_t>(rng() % kKeys);
                 // Alternately long and short, so most SETs change the length a lot.
-                const std::size_t len = r % 2 ? 2000 + rng() % 2097 : 32 + rng() % 969;
+                const std::size_t len =
+                    r % 2 ? max / 2 + rng() % (max / 2 + 1) : 32 + rng() % (max / 4);
                 const std::string v = kvload::encode({k, r, static_cast<std::uint16_t>(w)}, len);
                 Status st;
                 while ((st = s.set(key(k), v)) == Status::busy) {
@@ -583,6 +658,14 @@ TEST(GetChunkedOnKvGet, RacingShrinkingSets) {
                 static_cast<unsigned long long>(reads.load()),
                 static_cast<unsigned long long>(restarts.load()),
                 static_cast<unsigned long long>(busy.load()));
+}
+
+TEST(GetChunkedOnKvGet, RacingShrinkingSets) {
+    racing_shrinking_sets(rofkv::kDefaultMaxValue, 1500);
+}
+
+TEST(GetChunkedOnKvGet, RacingShrinkingSetsOfSixtyFourKiBValues) {
+    racing_shrinking_sets(65536, 200);
 }
 
 }  // namespace

@@ -120,13 +120,9 @@ rof::prog::BpfResult translate(const std::vector<std::uint8_t>& obj, const std::
 }  // namespace
 
 std::vector<std::string> c_defines(const Geometry& g) {
-    const std::pair<const char*, std::uint64_t> defs[] = {
-        {"INDEX_LEN", g.index_len}, {"HEAP_LEN", g.heap_len}, {"MASK", g.nbuckets - 1},
-        {"LOCKS", g.locks},         {"LARGE_AT", g.large_at},
-    };
     std::vector<std::string> out;
-    for (const auto& [n, v] : defs) {
-        out.push_back(std::string(n) + "=" + std::to_string(v));
+    for (const auto& [n, v] : constants(g)) {
+        out.push_back(n + "=" + std::to_string(v));
     }
     return out;
 }

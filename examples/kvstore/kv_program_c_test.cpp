@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -64,6 +65,39 @@ std::uint64_t tree_tag(const std::string& name, const std::vector<std::string>& 
     return r.program->tag();
 }
 
+// --max-value: a power of two from 4096 to 65536; kv-get's chunk at most 32768, and the message
+// size its response needs; a heap past what a 32-bit offset reaches is refused.
+TEST(KvLayout, MaxValueSizesTheLargeBlocksAndTheResponse) {
+    const auto d = rofkv::Geometry::for_items(1024);
+    EXPECT_EQ(d.max_value, 4096u);
+    EXPECT_EQ(d.chunk, 4096u);
+    EXPECT_EQ(d.msg_size, 8192u);
+    EXPECT_EQ(d.large_block, 4368u);
+    for (const auto& [max, chunk, msg] :
+         std::vector<std::array<std::uint64_t, 3>>{{8192, 8192, 16384},
+                                                   {16384, 16384, 32768},
+                                                   {32768, 32768, 65536},
+                                                   {65536, 32768, 65536}}) {
+        const auto g = rofkv::Geometry::for_items(1024, max);
+        EXPECT_EQ(g.chunk, chunk) << max;
+        EXPECT_EQ(g.msg_size, msg) << max;
+        EXPECT_EQ(g.large_block, 16 + 256 + max);
+        EXPECT_EQ(g.large_count, d.large_count);
+        EXPECT_GE(g.heap_len, g.large_at + 64 + g.large_count * g.large_block);
+        // Another value size is another heap: a restart with it finds kv_heap of another size.
+        EXPECT_NE(g.heap_len, d.heap_len);
+        const std::string src = rofkv::program_source("kv-get", g);
+        EXPECT_NE(src.find(".const MAXVAL, " + std::to_string(max) + "\n"), std::string::npos);
+        EXPECT_NE(src.find(".const CHUNK, " + std::to_string(chunk) + "\n"), std::string::npos);
+        EXPECT_NE(src.find(".const RESP, " + std::to_string(16 + chunk) + "\n"), std::string::npos);
+    }
+    for (const std::uint64_t bad : {0ul, 2048ul, 5000ul, 131072ul}) {
+        EXPECT_THROW(rofkv::Geometry::for_items(1024, bad), std::invalid_argument) << bad;
+    }
+    EXPECT_THROW(rofkv::Geometry::for_items(rofkv::kMaxItems, 65536), std::invalid_argument);
+    EXPECT_NO_THROW(rofkv::Geometry::for_items(rofkv::kMaxItems, 32768));
+}
+
 TEST(KvProgramC, DefinesAreTheGeometry) {
     const auto g = rofkv::Geometry::for_items(2000);
     EXPECT_EQ(
@@ -71,18 +105,23 @@ TEST(KvProgramC, DefinesAreTheGeometry) {
         (std::vector<std::string>{
             "INDEX_LEN=" + std::to_string(g.index_len), "HEAP_LEN=" + std::to_string(g.heap_len),
             "MASK=" + std::to_string(g.nbuckets - 1), "LOCKS=" + std::to_string(g.locks),
-            "LARGE_AT=" + std::to_string(g.large_at)}));
+            "LARGE_AT=" + std::to_string(g.large_at), "MAXVAL=4096", "CHUNK=4096", "RESP=4112"}));
 }
 
-// The demo's table (selftests/demo.sh, DEMO_ITEMS=2000) and the default and largest ones:
-// each C build verifies, and binds the regions as its assembly does (names, access, lengths:
-// the geometry's).
+// The demo's table (selftests/demo.sh, DEMO_ITEMS=2000), the default and largest ones, and
+// the bench's of 64 KiB values: each C build verifies, and binds the regions as its assembly
+// does (names, access, lengths: the geometry's), with its response size.
 TEST(KvProgramC, SameSlotsAsTheAssemblyForEachGeometry) {
-    for (const std::uint64_t items :
-         {std::uint64_t{2000}, rofkv::kDefaultItems, rofkv::kMaxItems}) {
-        const auto g = rofkv::Geometry::for_items(items);
+    for (const auto& [items, max_value] :
+         std::vector<std::pair<std::uint64_t, std::uint64_t>>{{2000, 4096},
+                                                              {rofkv::kDefaultItems, 4096},
+                                                              {rofkv::kMaxItems, 4096},
+                                                              {4096, 65536},
+                                                              {rofkv::kMaxItems, 32768}}) {
+        const auto g = rofkv::Geometry::for_items(items, max_value);
         for (const char* name : kNames) {
-            SCOPED_TRACE(std::string(name) + " for " + std::to_string(items) + " items");
+            SCOPED_TRACE(std::string(name) + " for " + std::to_string(items) + " items of " +
+                         std::to_string(max_value) + " bytes");
             const rof::prog::Program c = decoded(rofkv::program_image_c(name, g, clang()));
             const rof::prog::Program s = assembled(name, g);
             const auto v = rof::prog::verify(c);
@@ -101,6 +140,10 @@ TEST(KvProgramC, SameSlotsAsTheAssemblyForEachGeometry) {
             }
             EXPECT_EQ(c.args_max, s.args_max);
             EXPECT_EQ(c.resp_max, s.resp_max);
+            if (std::string(name) == "kv-get") {
+                EXPECT_EQ(c.resp_max, 16 + g.chunk);
+                EXPECT_LE(c.resp_max, g.msg_size - 32);
+            }
         }
     }
 }
@@ -117,11 +160,12 @@ TEST(KvProgramC, GeometryChangesTheImage) {
 // Each define reaches the instructions, not only the slot lengths: the image rof-kvstore
 // builds for 2000 items is programs/NAME.c compiled with c_defines (the compiled-in text is
 // the tree's), and with any one define given another geometry's value instead it differs.
-// MASK is in every program; LOCKS and LARGE_AT in the writers'.
+// MASK is in every program; LOCKS and LARGE_AT in the writers'; MAXVAL in kv-get's and
+// kv-put's, CHUNK and RESP in kv-get's.
 TEST(KvProgramC, EachDefineReachesTheImage) {
     const auto g = rofkv::Geometry::for_items(2000);
     const auto defs = rofkv::c_defines(g),
-               others = rofkv::c_defines(rofkv::Geometry::for_items(100000));
+               others = rofkv::c_defines(rofkv::Geometry::for_items(100000, 65536));
     std::vector<unsigned> changed(defs.size());
     for (const char* name : kNames) {
         SCOPED_TRACE(name);

@@ -157,7 +157,8 @@ Options parse(int argc, char** argv) {
     }
     if (o.value_min < kvload::kMinValue || o.value_max > kvload::kMaxValue ||
         o.value_min > o.value_max || o.value_max > rofkv::kMaxValue) {
-        usage("--value-size: 32 to 4096, MIN-MAX with MIN <= MAX");
+        usage(
+            "--value-size: 32 to 65535 (the store's --max-value at most), MIN-MAX with MIN <= MAX");
     }
     if (o.key_size < kvload::key_name(o.keys - 1, 0).size()) {
         usage("--key-size too small for --keys");

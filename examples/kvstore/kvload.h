@@ -25,7 +25,7 @@ namespace kvload {
 // another key, a torn value (the header of one write, the rest of another)
 // or a short one fails the check.
 inline constexpr std::uint32_t kMagic = 0x314c564b;  // "KVL1" little-endian
-inline constexpr std::size_t kHeader = 24, kMinValue = 32, kMaxValue = 4096;
+inline constexpr std::size_t kHeader = 24, kMinValue = 32, kMaxValue = 65535;  // u16 length
 
 struct Stamp {
     std::uint32_t key = 0;

@@ -6,8 +6,8 @@
 // GET, SET and DELETE is an INVOKE of the programs, as any other client's.
 //
 // Usage: rof-kvstore [--socket PATH] [--tenant NAME] [--listen ADDR:PORT] [--items N]
-//                    [--timeout MS] [--programs rofs|c] [--image-cache DIR]
-//        rof-kvstore --programs c --image-cache DIR [--items N] --prepare
+//                    [--max-value BYTES] [--timeout MS] [--programs rofs|c] [--image-cache DIR]
+//        rof-kvstore --programs c --image-cache DIR [--items N] [--max-value BYTES] --prepare
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -41,6 +41,7 @@ namespace {
 struct Options {
     std::string socket, tenant, listen = "127.0.0.1:11211";
     std::uint64_t items = rofkv::kDefaultItems;
+    std::uint64_t max_value = rofkv::kDefaultMaxValue;  // the largest value, bytes
     // Each call's deadline, and the session's connect timeout (rof::ClientOptions::deadline).
     std::chrono::milliseconds timeout = rof::ClientOptions{}.deadline;
     // Which build of the programs to load: the assembly (programs/kv-*.rofs) or the C
@@ -54,12 +55,14 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* why) {
-    std::fprintf(stderr,
-                 "rof-kvstore: %s\nusage: rof-kvstore [--socket PATH] [--tenant NAME] "
-                 "[--listen ADDR:PORT] [--items N] [--timeout MS] [--programs rofs|c]\n"
-                 "       [--image-cache DIR]\n"
-                 "       rof-kvstore --programs c --image-cache DIR [--items N] --prepare\n",
-                 why);
+    std::fprintf(
+        stderr,
+        "rof-kvstore: %s\nusage: rof-kvstore [--socket PATH] [--tenant NAME] "
+        "[--listen ADDR:PORT] [--items N] [--max-value BYTES]\n"
+        "       [--timeout MS] [--programs rofs|c] [--image-cache DIR]\n"
+        "       rof-kvstore --programs c --image-cache DIR [--items N] [--max-value BYTES] "
+        "--prepare\n",
+        why);
     std::exit(2);
 }
 
@@ -89,6 +92,17 @@ Options parse(int argc, char** argv) {
             o.items = std::strtoull(v.c_str(), &end, 10);
             if (v.empty() || *end || o.items == 0 || o.items > rofkv::kMaxItems) {
                 usage("--items: 1 .. 1048576");
+            }
+        } else if (a == "--max-value") {
+            char* end = nullptr;
+            o.max_value = std::strtoull(v.c_str(), &end, 10);
+            try {
+                if (v.empty() || *end) {
+                    throw std::invalid_argument("not a number");
+                }
+                rofkv::Geometry::for_items(1, o.max_value);
+            } catch (const std::invalid_argument&) {
+                usage("--max-value: a power of two, 4096 .. 65536");
             }
         } else if (a == "--timeout") {
             char* end = nullptr;
@@ -146,7 +160,8 @@ void ensure_region(rof::Client& c, const std::string& tenant, const std::string&
             throw rof::Error(rof::Code::failed_precondition,
                              "region \"" + name + "\" exists with another geometry (" +
                                  std::to_string(r.size()) + " bytes, want " + std::to_string(size) +
-                                 "): delete it, or start with the --items it was made for");
+                                 "): delete it, or start with the --items and --max-value it was "
+                                 "made for");
         }
         return;
     } catch (const rof::Error& e) {
@@ -186,8 +201,8 @@ bool format_if_needed(const rof::RegionMapping& index, const rof::RegionMapping&
     std::span<std::uint8_t> hs(h, heap.size());
     if (!rof::prog::lay_freelist(hs, 0, rofkv::kSmallBlock, rofkv::kFreeListHeader,
                                  g.small_count) ||
-        !rof::prog::lay_freelist(hs, g.large_at, rofkv::kLargeBlock,
-                                 g.large_at + rofkv::kFreeListHeader, g.large_count)) {
+        !rof::prog::lay_freelist(hs, g.large_at, g.large_block, g.large_at + rofkv::kFreeListHeader,
+                                 g.large_count)) {
         throw rof::Error(rof::Code::internal, "region \"kv_heap\": the free lists do not fit");
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -272,6 +287,7 @@ void load_program(rof::Client& c, const std::string& tenant, const std::string& 
 struct Store {
     std::mutex mu;
     rofkv::KvClient* kv;
+    std::uint64_t max_value;  // the table's largest value
 };
 
 class Conn {
@@ -458,7 +474,7 @@ bool Conn::store(const std::vector<std::string>& w) {
         return true;
     }
     std::string data, end;
-    if (!key_ok(w[1]) || len > rofkv::kMaxValue) {
+    if (!key_ok(w[1]) || len > st_.max_value) {
         // memcached swallows the data block of a value it refuses.
         if (!bytes(len + 2, data)) {
             return false;
@@ -618,7 +634,7 @@ int run(const Options& o) {
     pthread_sigmask(SIG_BLOCK, &term, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
 
-    const rofkv::Geometry g = rofkv::Geometry::for_items(o.items);
+    const rofkv::Geometry g = rofkv::Geometry::for_items(o.items, o.max_value);
     // The programs first, before rofd is asked for anything: a C build that does not compile
     // stops the start here.  Once per start (clang takes seconds of an emulated guest's CPU).
     const char* const names[] = {"kv-get", "kv-put", "kv-del"};
@@ -639,7 +655,7 @@ int run(const Options& o) {
     ensure_region(client, o.tenant, rofkv::kIndexRegion, g.index_len, {});
     ensure_region(client, o.tenant, rofkv::kHeapRegion, g.heap_len,
                   {freelist(rofkv::kSmallBlock, 0, g.small_count),
-                   freelist(rofkv::kLargeBlock, g.large_at, g.large_count)});
+                   freelist(g.large_block, g.large_at, g.large_count)});
     rof::RegionMapping index = rof::RegionMapping::map(client, o.tenant, rofkv::kIndexRegion, true);
     rof::RegionMapping heap = rof::RegionMapping::map(client, o.tenant, rofkv::kHeapRegion, true);
     const bool formatted = format_if_needed(index, heap, g);
@@ -648,13 +664,24 @@ int run(const Options& o) {
     }
 
     rof::Session session = open_session(client, o.tenant, o.timeout);
+    if (session.msg_size() < g.msg_size) {
+        throw rof::Error(
+            rof::Code::failed_precondition,
+            "values of up to " + std::to_string(g.max_value) + " bytes need sessions of " +
+                std::to_string(g.msg_size) + "-byte messages; the tenant's are " +
+                std::to_string(session.msg_size()) + ": set [sessions] message_bytes = " +
+                std::to_string(g.msg_size) + " in its policy");
+    }
     rofkv::KvClient kv(session);
-    Store store{{}, &kv};
+    Store store{{}, &kv, g.max_value};
 
     const int lfd = listen_on(o.listen);
-    std::printf("rof-kvstore: ready on %s, %llu items, %s table, programs kv-*.%s\n",
-                o.listen.c_str(), static_cast<unsigned long long>(g.items),
-                formatted ? "new" : "existing", o.c_programs ? "c" : "rofs");
+    std::printf(
+        "rof-kvstore: ready on %s, %llu items of up to %llu bytes, %s table, programs "
+        "kv-*.%s\n",
+        o.listen.c_str(), static_cast<unsigned long long>(g.items),
+        static_cast<unsigned long long>(g.max_value), formatted ? "new" : "existing",
+        o.c_programs ? "c" : "rofs");
     std::fflush(stdout);
 
     std::thread acceptor([lfd, &store] {

@@ -10,7 +10,7 @@
 namespace rof::programs::test {
 namespace {
 
-constexpr unsigned kSmallBlock = 256, kLargeBlock = 4368;
+constexpr unsigned kSmallBlock = 256;
 
 // args of kv-get/kv-del: u32 klen, u32 voff, the padded key.
 std::vector<uint8_t> args(const std::string& key, uint32_t voff = 0) {
@@ -55,12 +55,16 @@ class Kv {
           del_(load("kv-del")),
           small_(small),
           large_(large) {
-        EXPECT_EQ(c, consts_of("kv-put"));
-        EXPECT_EQ(c, consts_of("kv-del"));
+        // kv-get names every size; kv-put and kv-del the ones they use, the same.
+        EXPECT_EQ(consts_disagree(c, "kv-put"), "");
+        EXPECT_EQ(consts_disagree(c, "kv-del"), "");
+        EXPECT_EQ(c.at("RESP"), 16 + c.at("CHUNK"));
+        const uint64_t large_block = 16 + 256 + c.at("MAXVAL");
+        EXPECT_EQ(large_block, 4368u);
         mem.add_region("kv_index", c.at("INDEX_LEN"));
         mem.add_region("kv_heap", c.at("HEAP_LEN"));
         EXPECT_EQ(mem.add_freelist("kv_heap", 0, kSmallBlock, small), 0u);
-        EXPECT_EQ(mem.add_freelist("kv_heap", c.at("LARGE_AT"), kLargeBlock, large), 1u);
+        EXPECT_EQ(mem.add_freelist("kv_heap", c.at("LARGE_AT"), large_block, large), 1u);
     }
 
     // One session: its own invokers over the shared memory.

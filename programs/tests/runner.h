@@ -53,6 +53,18 @@ inline std::map<std::string, uint64_t> consts_of(const std::string& name) {
     return out;
 }
 
+// The name of a .const of programs/@part.rofs that @whole lacks or gives another value; empty
+// when they agree (kv-put and kv-del name some of kv-get's sizes, each must be kv-get's).
+inline std::string consts_disagree(const std::map<std::string, uint64_t>& whole,
+                                   const std::string& part) {
+    for (const auto& [name, value] : consts_of(part)) {
+        if (!whole.count(name) || whole.at(name) != value) {
+            return name;
+        }
+    }
+    return "";
+}
+
 // The C forms need clang (ROF_CLANG, ROF_OFFLOAD_INCLUDE: programs/CMakeLists.txt defines
 // them); the other users of this header (the kvstore's client test, bench/exec) run the .rofs.
 #if defined(ROF_CLANG) && defined(ROF_OFFLOAD_INCLUDE)
