@@ -5,7 +5,7 @@
 #
 # Other targets: build (default), deps, kmod, userspace (userspace-core and
 # unit-tests), progs, unit, vmtest, lint, fuzz, bench (rof-bench's cases
-# B0-B8 in the VM: bench/run; then B9), bench-host (B9 alone: the executor
+# B0-B8 and B10 in the VM: bench/run; then B9), bench-host (B9 alone: the executor
 # on this host, no VM), clean.
 # BUILD=dir picks the out-of-tree build directory; KVER=version the kernel
 # (default: packaging/kver).

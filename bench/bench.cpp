@@ -241,8 +241,10 @@ std::vector<CaseInfo>& cases() {
 Registration::Registration(std::string id, std::string title, CaseFn fn) {
     auto& all = cases();
     CaseInfo c{std::move(id), std::move(title), std::move(fn)};
-    auto at = std::upper_bound(all.begin(), all.end(), c,
-                               [](const CaseInfo& a, const CaseInfo& b) { return a.id < b.id; });
+    // In the order of their numbers: B9 before B10 ("B" and a number: the shorter id first).
+    auto at = std::upper_bound(all.begin(), all.end(), c, [](const CaseInfo& a, const CaseInfo& b) {
+        return a.id.size() != b.id.size() ? a.id.size() < b.id.size() : a.id < b.id;
+    });
     all.insert(at, std::move(c));
 }
 

@@ -24,6 +24,10 @@
 # time, as the pass "poll": ids B0@poll and so on, in the same JSON.  Then
 # rof.ko is loaded as it was.  With CPU 1 offline (a test run on one CPU)
 # there is no polling pass, and the log says so.
+# BENCH_PERF=1 (bench/run --perf): each pass runs under `perf record -a`
+# (every CPU, the kernel and rof.ko too; cpu-clock sampling, the only
+# clock an emulated guest has) and its flat profile, the symbols of 0.5% of
+# the samples or more, follows the pass as "# bench: perf:" lines.
 . "$ROF_SRC/selftests/rofd-lib.sh"
 set -u
 
@@ -33,6 +37,7 @@ BENCH_OUT=${BENCH_OUT:-$S/result.json}
 BENCH_ARGS=${BENCH_ARGS:-}
 BENCH_KV_C=${BENCH_KV_C:-0}
 BENCH_POLL=${BENCH_POLL-B0,B1,B2,B4,B5}
+BENCH_PERF=${BENCH_PERF:-0}
 RAW_PORT=18600
 MC_PORT=11311
 PATH=$ROF_BUILD/bench:$ROF_BUILD/examples:$PATH
@@ -184,12 +189,20 @@ dp=/sys/kernel/debug/rof/datapath
 # run_pass OUT [rof-bench options]: rof-bench over what start_all started;
 # its status.
 run_pass() {
-	local out=$1 rc f
+	local out=$1 rc f perf=()
 	shift
 	log "rof-bench $BENCH_ARGS $*"
 	[ -w $dp ] && echo 0 >$dp
+	if [ "$BENCH_PERF" = 1 ]; then
+		if command -v perf >/dev/null; then
+			rm -f "$S/perf.data"
+			perf=(perf record -a -F 999 -q -o "$S/perf.data" --)
+		else
+			log "no perf here (linux-perf): the pass runs unprofiled"
+		fi
+	fi
 	# shellcheck disable=SC2086 # BENCH_ARGS is a list of options
-	rof-bench --rofd "unix:$ROF_SOCKET" --raw-server "$ROF_ADDR:$RAW_PORT" \
+	"${perf[@]}" rof-bench --rofd "unix:$ROF_SOCKET" --raw-server "$ROF_ADDR:$RAW_PORT" \
 		--memcached "127.0.0.1:$MC_PORT" --set "kill_cmd=$S/kill-round" \
 		--set "policy_dir=$ROF_ETC/tenants.d" "${kv_args[@]}" $BENCH_ARGS "$@" -o "$out"
 	rc=$?
@@ -201,6 +214,10 @@ run_pass() {
 	fi
 	# What the module did for the pass (docs/kmod.md, section 8.3).
 	[ -r $dp ] && sed 's/^/# bench: datapath: /' $dp >&2
+	if [ ${#perf[@]} -gt 0 ] && [ -s "$S/perf.data" ]; then
+		perf report -i "$S/perf.data" --stdio --no-children --sort comm,dso,sym \
+			--percent-limit 0.5 2>/dev/null | grep -v '^$' | sed 's/^/# bench: perf: /' >&2
+	fi
 	return $rc
 }
 

@@ -212,6 +212,10 @@ Endpoint open_endpoint(ClientOptions o) {
         args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
         e.target = t;
     }
+    // A connection of its own (client.h): gRPC would otherwise put every channel of a process
+    // with the same target and arguments on one connection, so that 200 Clients were one
+    // connection's streams, rofd's max_concurrent_streams of them at a time.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     e.channel = grpc::CreateCustomChannel(e.target, creds, args);
     return e;
 }

@@ -1,14 +1,20 @@
 // B8: the control plane.  Verify and load of a 1000-instruction program,
 // a policy reload with 10,000 tenants, rofd's restart to serving with them,
-// rofd's resident memory, and rofctl's own start.  docs/performance.md.
+// rofd's resident memory, and rofctl's own start.  B10: control calls per
+// second and their latency under 1, 16 and 200 clients, reads beside
+// writes.  docs/performance.md.
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -250,6 +256,158 @@ ROF_BENCH_CASE("B8", "control plane: a 1000-instruction program, 10,000 tenants,
            "the tenants stay in the module (rofd leaves alone what is not in its policy). The "
            "restart is a kill -9 of rofd with the tenants in its policy, timed until a new rofd "
            "(its supervisor starts it) answers Health.Check SERVING, polled every ms");
+}
+
+}  // namespace rofbench
+
+namespace rofbench {
+namespace {
+
+// B10's clients: each its own rof::Client (its own connection to rofd), on tenant t<NN> of
+// B6's 64.  A writer creates a 4 KiB region and deletes it, two writes a turn; a reader gets its
+// tenant (GetTenant, a read of rofd's view); with one client, it does both in turn.
+struct ControlLoad {
+    Histogram reads, writes;
+    std::uint64_t errors = 0;
+    std::string first_error;
+};
+
+ControlLoad control_load(const Env& env, std::size_t clients, double seconds) {
+    std::vector<ControlLoad> per(clients);
+    std::vector<std::thread> ts;
+    std::atomic<std::size_t> connected{0};
+    std::atomic<bool> go{false};
+    std::atomic<std::uint64_t> end{0};
+    for (std::size_t i = 0; i < clients; i++) {
+        ts.emplace_back([&, i] {
+            ControlLoad& me = per[i];
+            char tenant[8];
+            std::snprintf(tenant, sizeof tenant, "t%02zu", i % 64);
+            const bool reader = clients > 1 && i % 2 == 1, writer = clients == 1 || i % 2 == 0;
+            std::optional<rof::Client> c;
+            try {
+                c.emplace(connect_rofd(env.opt));
+                c->health();  // connected before the clock starts
+            } catch (const std::exception& e) {
+                me.errors++;
+                me.first_error = e.what();
+            }
+            connected++;
+            while (!go.load()) {
+                std::this_thread::yield();
+            }
+            if (!c) {
+                return;
+            }
+            auto timed = [&](Histogram& h, const std::function<void()>& call) {
+                const std::uint64_t t0 = now_ns();
+                try {
+                    call();
+                    h.record(now_ns() - t0);
+                } catch (const std::exception& e) {
+                    if (me.errors++ == 0) {
+                        me.first_error = e.what();
+                    }
+                }
+            };
+            for (std::uint64_t n = 0; now_ns() < end.load(); n++) {
+                if (reader || clients == 1) {
+                    timed(me.reads, [&] {
+                        rof::v1::GetTenantRequest g;
+                        g.set_name(tenant);
+                        c->get_tenant(g);
+                    });
+                }
+                if (writer) {
+                    const std::string name = "b10-" + std::to_string(i) + "-" + std::to_string(n);
+                    timed(me.writes, [&] {
+                        rof::v1::CreateRegionRequest r;
+                        r.set_tenant(tenant);
+                        r.set_name(name);
+                        r.set_size(4096);
+                        r.set_access(3);
+                        c->create_region(r);
+                    });
+                    timed(me.writes, [&] {
+                        rof::v1::DeleteRegionRequest d;
+                        d.set_tenant(tenant);
+                        d.set_name(name);
+                        c->delete_region(d);
+                    });
+                }
+            }
+        });
+    }
+    while (connected.load() < clients) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    end = now_ns() + std::uint64_t(seconds * 1e9);
+    go = true;
+    for (auto& t : ts) {
+        t.join();
+    }
+    ControlLoad all;
+    for (const auto& p : per) {
+        all.reads.merge(p.reads);
+        all.writes.merge(p.writes);
+        if (all.errors == 0 && p.errors) {
+            all.first_error = p.first_error;
+        }
+        all.errors += p.errors;
+    }
+    return all;
+}
+
+}  // namespace
+
+ROF_BENCH_CASE("B10", "control calls under 1, 16 and 200 clients: reads beside writes") {
+    auto& r = env.report;
+    const auto seconds = double(env.opt.param_int("b10_seconds", env.opt.smoke ? 1 : 10));
+    std::vector<std::size_t> levels = {1, 16, 200};
+    if (env.opt.smoke) {
+        levels = {1, 4};
+    }
+    auto ms = [](const Histogram& h, double p) { return double(h.percentile(p)) / 1e6; };
+    std::vector<std::vector<double>> rows;
+    double read_p99_alone = 0;
+    for (std::size_t n : levels) {
+        progress("B10", std::to_string(n) + " clients for " + std::to_string(int(seconds)) + " s");
+        const ControlLoad l = control_load(env, n, seconds);
+        const std::string at = "_" + std::to_string(n) + "_clients";
+        const double reads_s = double(l.reads.count()) / seconds,
+                     writes_s = double(l.writes.count()) / seconds;
+        r.figure("calls_per_s" + at, reads_s + writes_s, "/s");
+        r.figure("reads_per_s" + at, reads_s, "/s");
+        r.figure("writes_per_s" + at, writes_s, "/s");
+        r.figure("read_p50" + at + "_ms", ms(l.reads, 50), "ms");
+        if (n == 1) {
+            read_p99_alone = ms(l.reads, 99);
+            r.figure("read_p99" + at + "_ms", read_p99_alone, "ms");
+        } else {
+            r.figure("read_p99" + at + "_ms", ms(l.reads, 99), "ms", "read_p99_1_clients_ms",
+                     read_p99_alone);
+        }
+        r.figure("write_p50" + at + "_ms", ms(l.writes, 50), "ms");
+        r.figure("write_p99" + at + "_ms", ms(l.writes, 99), "ms");
+        r.bound("failed_calls" + at, double(l.errors), "calls", Target::Cmp::le, 0);
+        if (l.errors) {
+            r.note(std::to_string(n) + " clients: " + std::to_string(l.errors) +
+                   " calls failed, the first: " + l.first_error);
+        }
+        rows.push_back({double(n), reads_s, writes_s, ms(l.reads, 99), ms(l.writes, 99)});
+    }
+    r.series("b10_control", "B10: control calls vs clients", "clients", "calls/s; p99 ms",
+             {"clients", "reads/s", "writes/s", "read p99 (ms)", "write p99 (ms)"}, rows, true,
+             true);
+    r.note(
+        "each client its own connection to rofd (rof::Client), on one of B6's 64 tenants; with "
+        "more than one client, half of them (even) write (CreateRegion of 4 KiB, then its "
+        "DeleteRegion: two writes a turn) and half read (GetTenant of their tenant), in closed "
+        "loops, for " +
+        std::to_string(int(seconds)) +
+        " s a level after all connected; one client does both in turn. Reads are served on "
+        "gRPC's threads, writes on rofd's one worker: read_p99_N_clients_ms against one "
+        "client's says whether reads wait behind writes");
 }
 
 }  // namespace rofbench

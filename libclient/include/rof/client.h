@@ -76,9 +76,11 @@ class ROF_EXPORT AuditTail {
     std::unique_ptr<Impl> impl_;
 };
 
-// Calls are thread-safe.  Mutating calls that carry an idempotency_key
-// field get a fresh one when the caller leaves it empty, so librof can
-// resend them safely: a call that finds rofd restarting waits for it
+// Calls are thread-safe.  Each Client has a connection to rofd of its own,
+// which its calls share (two Clients in one process are two connections,
+// each with rofd's per-connection limits).  Mutating calls that carry an
+// idempotency_key field get a fresh one when the caller leaves it empty, so
+// librof can resend them safely: a call that finds rofd restarting waits for it
 // (within the deadline) instead of failing, and a call whose answer was
 // lost with the connection is sent again with the same key.
 class ROF_EXPORT Client {
