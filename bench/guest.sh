@@ -26,8 +26,9 @@
 # there is no polling pass, and the log says so.
 # BENCH_PERF=1 (bench/run --perf): each pass runs under `perf record -a`
 # (every CPU, the kernel and rof.ko too; cpu-clock sampling, the only
-# clock an emulated guest has) and its flat profile, the symbols of 0.5% of
-# the samples or more, follows the pass as "# bench: perf:" lines.
+# clock an emulated guest has) and its flat profile, by command and by
+# symbol, 0.5% of the samples or more, follows the pass as "# bench: perf:"
+# lines.
 . "$ROF_SRC/selftests/rofd-lib.sh"
 set -u
 
@@ -215,8 +216,10 @@ run_pass() {
 	# What the module did for the pass (docs/kmod.md, section 8.3).
 	[ -r $dp ] && sed 's/^/# bench: datapath: /' $dp >&2
 	if [ ${#perf[@]} -gt 0 ] && [ -s "$S/perf.data" ]; then
-		perf report -i "$S/perf.data" --stdio --no-children --sort comm,dso,sym \
-			--percent-limit 0.5 2>/dev/null | grep -v '^$' | sed 's/^/# bench: perf: /' >&2
+		for f in comm comm,dso,sym; do
+			perf report -i "$S/perf.data" --stdio --no-children --sort $f \
+				--percent-limit 0.5 2>/dev/null | grep -v '^#\|^$' | sed "s/^/# bench: perf: $f: /" >&2
+		done
 	fi
 	return $rc
 }

@@ -259,8 +259,11 @@ ROF_BENCH_CASE("B1", "hash GET: offload vs one READ, two READs, RPC, memcached, 
              {"bytes", "offload GET", "one READ", "two-READ lookup", "RPC GET", "memcached GET"},
              rows, true, true);
     r.note(
-        "values of up to 4096 bytes: the kvstore's largest, in one INVOKE on the kv tenant's 8 KiB "
-        "messages; the 64 KB point of RedN's figure is not measured");
+        "the kvstore holds values of up to 64 KiB (rof-kvstore --max-value 65536): kv-get answers "
+        "up to 32768 bytes an INVOKE on the kv tenant's 64 KiB messages, so a 65536-byte GET is "
+        "two INVOKEs; the RPC server copies a value of up to 4096 bytes into its reply and sends "
+        "a larger one from its table (a second SGE, no copy); one READ and the two-READ lookup "
+        "read the value in one READ");
     if (env.opt.memcached.empty()) {
         r.note("memcached not measured: no --memcached");
     }
