@@ -61,7 +61,7 @@ KvClient::KvClient(rof::Session& s)
       put_(s.program_tag("kv-put")),
       del_(s.program_tag("kv-del")),
       resp_(s.msg_size() - 32) {
-    args_.reserve(16 + 256 + kArgsMax);
+    args_.reserve(kArgsMax);  // kv-put's, the longest args
 }
 
 rof::SessionOptions KvClient::session_options(const std::string& tenant) {
