@@ -130,6 +130,9 @@ rof::v1::AuditRecord to_proto(const rof_audit_record& r, const std::string& tena
     out.set_bytes(r.bytes);
     out.set_latency_ns(r.latency_ns);
     out.set_insns(r.insns);
+    if (r.skipped != 0) {
+        out.set_skipped(r.skipped);
+    }
     out.set_message(audit_message(r, tenant));
     return out;
 }
