@@ -49,6 +49,8 @@ std::string_view kind_name(std::uint32_t kind) {
             return "session_close";
         case ROF_AUDIT_SESSION_REJECT:
             return "session_reject";
+        case ROF_AUDIT_INVOKE_SKIPPED:
+            return "invoke_skipped";
         case ROF_AUDIT_REGION_DESTROY:
             return "region_destroy";
         case ROF_AUDIT_TENANT_DESTROY:
@@ -106,6 +108,7 @@ bool is_error(const rof_audit_record& r) {
         case ROF_AUDIT_SESSION_CLOSE:
             return r.reason != ROF_CLOSE_DISCONNECT && r.reason != ROF_CLOSE_ADMIN;
         case ROF_AUDIT_SESSION_OPEN:
+        case ROF_AUDIT_INVOKE_SKIPPED:
         case ROF_AUDIT_REGION_DESTROY:
         case ROF_AUDIT_TENANT_DESTROY:
             return false;
@@ -121,7 +124,9 @@ bool wanted(AuditLevel level, const rof_audit_record& r) {
         case AuditLevel::errors:
             return is_error(r);
         case AuditLevel::sessions:
-            return r.kind != ROF_AUDIT_INVOKE || r.status != 0;
+            // A count of INVOKEs left out is of INVOKEs: "all"'s, as they are.
+            return (r.kind != ROF_AUDIT_INVOKE && r.kind != ROF_AUDIT_INVOKE_SKIPPED) ||
+                   r.status != 0;
         case AuditLevel::all:
             return true;
     }
@@ -333,6 +338,17 @@ void AuditDrain::handle(const rof_audit_record& r, const AuditConfig& config, Pe
         q = &it->second.quarantine;
     }
     bool track = r.session != 0 && options_.max_sessions != 0;
+    // Any record of a session may carry the count of its INVOKEs that ended
+    // with status ok and got no record (ABI 0.10): each one is counted here,
+    // as its record would have been, all but its bytes, insns and latency.
+    if (r.skipped != 0) {
+        t.invocations[ROF_ST_OK] += r.skipped;
+        t.exec_ok += r.skipped;
+        t.skipped += r.skipped;
+        if (track && r.kind != ROF_AUDIT_SESSION_CLOSE) {
+            session_for(r).counters.invocations += r.skipped;
+        }
+    }
     switch (r.kind) {
         case ROF_AUDIT_INVOKE: {
             ++t.invocations[invoke_status_index(r.status)];
@@ -389,6 +405,8 @@ void AuditDrain::handle(const rof_audit_record& r, const AuditConfig& config, Pe
         case ROF_AUDIT_SESSION_REJECT:
             ++t.sessions_rejected[r.reason < reject_reason_slots ? r.reason : 0];
             break;
+        case ROF_AUDIT_INVOKE_SKIPPED:
+            break;  // only its count, above
         default:
             ++t.other_records;
             break;
@@ -440,6 +458,9 @@ std::string audit_message(const rof_audit_record& r, const std::string& tenant) 
             return r.tenant != 0 ? fmt::format("connect to {} rejected: {}", of_session,
                                                reject_reason(r.reason))
                                  : fmt::format("connect rejected: {}", reject_reason(r.reason));
+        case ROF_AUDIT_INVOKE_SKIPPED:
+            return fmt::format("{}: {} successful {} not recorded", of_session, r.skipped,
+                               r.skipped == 1 ? "invoke" : "invokes");
         case ROF_AUDIT_REGION_DESTROY:
             return fmt::format("region {} of tenant {} destroyed: {}", destroyed_region(r), tenant,
                                destroy_reason(r.reason));
@@ -492,6 +513,9 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
             fields.push_back({"ROF_SESSION", session});
             fields.push_back({"ROF_REASON", reject_reason(r.reason)});
             break;
+        case ROF_AUDIT_INVOKE_SKIPPED:
+            fields.push_back({"ROF_SESSION", session});
+            break;
         case ROF_AUDIT_REGION_DESTROY:
             fields.push_back({"ROF_REGION", std::to_string(destroyed_region(r))});
             fields.push_back({"ROF_BYTES", std::to_string(r.bytes)});
@@ -505,6 +529,9 @@ void AuditDrain::emit(const rof_audit_record& r, const AuditConfig& config) {
             fields.push_back({"ROF_STATUS", std::to_string(r.status)});
             fields.push_back({"ROF_REASON", std::to_string(r.reason)});
             break;
+    }
+    if (r.skipped != 0) {
+        fields.push_back({"ROF_SKIPPED", std::to_string(r.skipped)});
     }
     options_.sink(is_error(r) ? log::Level::warning : log::Level::info, audit_message(r, tenant),
                   fields);

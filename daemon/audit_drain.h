@@ -94,7 +94,11 @@ struct TenantAuditCounters {
     std::array<std::uint64_t, invoke_status_known + 1> invocations{};  // by status index
     std::uint64_t exec_ok = 0;                                         // status ROF_ST_OK
     std::uint64_t exec_fault = 0;                                      // status ROF_ST_PROG_FAULT
-    std::uint64_t bytes = 0;                                           // of INVOKE records
+    // Of those counted under status ok: INVOKEs with no record, which a later
+    // record of their session counted (rof_audit_record.skipped; the tenant's
+    // invoke_records).  Bytes, insns and latency are of INVOKE records only.
+    std::uint64_t skipped = 0;
+    std::uint64_t bytes = 0;  // of INVOKE records
     std::uint64_t insns = 0;
     LatencyHistogram latency;  // of INVOKE records
     std::uint64_t completion_errors = 0;
@@ -109,7 +113,7 @@ struct TenantAuditCounters {
 // SESSION_CLOSE (or eviction, see AuditDrain::Options::max_sessions).
 struct SessionAuditCounters {
     std::uint32_t tenant = 0;
-    std::uint64_t invocations = 0;
+    std::uint64_t invocations = 0;    // with those counted by a record's skipped
     std::uint64_t invoke_errors = 0;  // status != 0
     std::uint64_t faults = 0;         // status ROF_ST_PROG_FAULT
     std::uint64_t bad_requests = 0;   // BAD_OPCODE/BAD_LENGTH/BAD_FLAGS/BAD_ARGS

@@ -361,6 +361,81 @@ TEST_F(AuditDrainTest, AuditLevelsFilterJournalOutput) {
     EXPECT_EQ(d.snapshot().tenants.at(1).name, "renamed");
 }
 
+// A record's skipped (ABI 0.10) counts that many INVOKEs of status ok of
+// its session, whatever the record's kind; only the INVOKE records add
+// bytes, insns and latency.  A ROF_AUDIT_INVOKE_SKIPPED record is only a
+// count: journalled at level all alone.
+TEST_F(AuditDrainTest, SkippedInvokesAreCountedFromAnyRecord) {
+    AuditDrain d = make(
+        config_with({{1, {"kv", AuditLevel::sessions, {}}}, {2, {"db", AuditLevel::all, {}}}}));
+    std::vector<rof_audit_record> recs;
+    recs.push_back(rec.make(ROF_AUDIT_SESSION_OPEN, 1, 3));
+    rof_audit_record ok = rec.invoke(1, 3, ROF_ST_OK);
+    ok.skipped = 9;  // sample:10: the 10th, with the 9 before it
+    ok.bytes = 100;
+    ok.insns = 7;
+    recs.push_back(ok);
+    rof_audit_record bad = rec.invoke(1, 3, ROF_ST_BAD_ARGS);
+    bad.skipped = 4;
+    recs.push_back(bad);
+    rof_audit_record flush = rec.make(ROF_AUDIT_INVOKE_SKIPPED, 1, 3);
+    flush.skipped = 5;
+    recs.push_back(flush);
+    rof_audit_record cerr = rec.with_reason(ROF_AUDIT_COMPLETION_ERROR, 1, 3, 12);
+    cerr.skipped = 1;
+    recs.push_back(cerr);
+    recs.push_back(rec.make(ROF_AUDIT_SESSION_OPEN, 1, 4));
+    rof_audit_record flush2 = rec.make(ROF_AUDIT_INVOKE_SKIPPED, 2, 7);
+    flush2.skipped = 1;
+    recs.push_back(flush2);
+    ring.write(recs);
+    EXPECT_EQ(d.drain(), recs.size());
+
+    AuditCounters c = d.snapshot();
+    const TenantAuditCounters& t = c.tenants.at(1);
+    EXPECT_EQ(t.invocations[ROF_ST_OK], 1U + 9 + 4 + 5 + 1);
+    EXPECT_EQ(t.invocations[ROF_ST_BAD_ARGS], 1U);
+    EXPECT_EQ(t.exec_ok, 20U);
+    EXPECT_EQ(t.skipped, 19U);
+    EXPECT_EQ(t.bytes, 100U);
+    EXPECT_EQ(t.insns, 7U);
+    EXPECT_EQ(t.latency.count, 2U);  // the two INVOKE records
+    EXPECT_EQ(t.other_records, 0U);
+    EXPECT_EQ(c.sessions.at(3).invocations, 2U + 19);
+    EXPECT_EQ(c.sessions.at(3).invoke_errors, 1U);
+    EXPECT_EQ(c.sessions.at(4).invocations, 0U);
+    EXPECT_EQ(c.tenants.at(2).exec_ok, 1U);
+
+    // The close carries the rest; the tenant keeps it once the session is gone.
+    rof_audit_record close = rec.with_reason(ROF_AUDIT_SESSION_CLOSE, 1, 3, ROF_CLOSE_DISCONNECT);
+    close.skipped = 30;
+    ring.write({close});
+    EXPECT_EQ(d.drain(), 1U);
+    c = d.snapshot();
+    EXPECT_EQ(c.tenants.at(1).invocations[ROF_ST_OK], 50U);
+    EXPECT_EQ(c.tenants.at(1).exec_ok, 50U);
+    EXPECT_EQ(c.sessions.count(3), 0U);
+
+    // Journal: kv (sessions) shows no count record, db (all) shows it, and a
+    // record carrying a count says so.
+    std::vector<std::string> kinds;
+    for (const Captured& o : out) {
+        kinds.push_back(o.fields.at("ROF_TENANT") + ":" + o.fields.at("ROF_KIND"));
+    }
+    using V = std::vector<std::string>;
+    EXPECT_EQ(kinds, (V{"kv:session_open", "kv:invoke", "kv:completion_error", "kv:session_open",
+                        "db:invoke_skipped", "kv:session_close"}));
+    EXPECT_EQ(out[0].fields.count("ROF_SKIPPED"), 0U);
+    EXPECT_EQ(out[1].fields.at("ROF_STATUS"), "bad_args");
+    EXPECT_EQ(out[1].fields.at("ROF_SKIPPED"), "4");
+    EXPECT_EQ(out[2].fields.at("ROF_SKIPPED"), "1");
+    EXPECT_EQ(out[4].message, "session 7 of tenant db: 1 successful invoke not recorded");
+    EXPECT_EQ(out[4].level, log::Level::info);
+    EXPECT_EQ(out[5].fields.at("ROF_SKIPPED"), "30");
+    EXPECT_EQ(audit_message(flush, "kv"),
+              "session 3 of tenant kv: 5 successful invokes not recorded");
+}
+
 // "#ID": no tenant name has a "#", so a tenant named "0" is not tenant id 0.
 TEST_F(AuditDrainTest, UnknownTenantsAreNamedByHashAndNumber) {
     AuditDrain d = make(config_with({{1, {"kv", AuditLevel::all, {}}}}));

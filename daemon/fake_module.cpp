@@ -164,7 +164,7 @@ rof_region_info FakeModule::region_info_locked(const rof_region_info& r) const {
 ModuleVersion FakeModule::version() {
     std::lock_guard lock(mu_);
     enter("ROF_IOC_VERSION");
-    return ModuleVersion{ROF_ABI_MAJOR, ROF_ABI_MINOR, fake_version};
+    return ModuleVersion{ROF_ABI_MAJOR, abi_minor_, fake_version};
 }
 
 std::vector<DeviceInfo> FakeModule::list_devices() {
@@ -259,7 +259,8 @@ void FakeModule::tenant_set_quota(std::uint32_t id, const rof_tenant_quota& quot
     enter(cmd);
 
     Tenant& t = tenant_locked(id, cmd);
-    if (quota.reserved != 0 || quota.credits < 1 || quota.credits > ROF_CREDITS_QUOTA_MAX) {
+    if (quota.invoke_records > (abi_minor_ >= 10 ? ROF_INVOKE_SAMPLE_MAX : 0) ||
+        quota.credits < 1 || quota.credits > ROF_CREDITS_QUOTA_MAX) {
         fail(EINVAL, cmd);
     }
     // Below the usage is allowed: new charges fail until usage drops.
@@ -924,7 +925,8 @@ void FakeModule::close_session_locked(std::uint32_t id, std::uint32_t reason) {
         rec.tenant = s.tenant;
         rec.session = id;
         rec.reason = reason;
-        audit_locked(rec);
+        audit_session_locked(rec);
+        skips_.erase(id);
         if (const auto it = tenants_.find(s.tenant); it != tenants_.end()) {
             it->second.info.counters.sessions_closed++;
         }
@@ -992,15 +994,68 @@ std::uint32_t FakeModule::connect_session(std::uint32_t id) {
     set_name(s.device, "fake0");
     s.port_num = 1;
     tit->second.info.counters.sessions_opened++;
+    skips_.erase(id);
     rof_audit_record rec{};
     rec.kind = ROF_AUDIT_SESSION_OPEN;
     rec.tenant = s.tenant;
     rec.session = id;
-    audit_locked(rec);
+    audit_session_locked(rec);
     return 0;
 }
 
+bool FakeModule::invoke(std::uint32_t id, std::int32_t status, std::uint64_t bytes,
+                        std::uint64_t insns) {
+    constexpr const char* cmd = "INVOKE";
+    std::lock_guard lock(mu_);
+
+    const auto sit = sessions_.find(id);
+    if (sit == sessions_.end() || !session_live(sit->second)) {
+        fail(ENOENT, cmd);
+    }
+    const auto tit = tenants_.find(sit->second.tenant);
+    if (tit == tenants_.end()) {
+        fail(ENOENT, cmd);
+    }
+    rof_tenant_info& t = tit->second.info;
+    t.counters.invocations++;
+    t.counters.invoke_errors += status != 0 ? 1 : 0;
+    t.counters.bytes += bytes;
+    t.counters.insns += insns;
+    SessionSkip& skip = skips_[id];
+    const std::uint32_t mode = t.quota.invoke_records;
+    if (status == 0 && mode != ROF_INVOKE_RECORDS_ALL) {
+        if (mode == ROF_INVOKE_RECORDS_ERRORS || ++skip.since < mode) {
+            skip.count++;
+            return false;
+        }
+        skip.since = 0;
+    }
+    rof_audit_record rec{};
+    rec.kind = ROF_AUDIT_INVOKE;
+    rec.tenant = t.id;
+    rec.session = id;
+    rec.opcode = ROF_OP_INVOKE;
+    rec.status = status;
+    rec.bytes = bytes;
+    rec.insns = insns;
+    audit_session_locked(rec);
+    return true;
+}
+
+void FakeModule::set_abi_minor(std::uint32_t minor) {
+    std::lock_guard lock(mu_);
+    abi_minor_ = minor;
+}
+
 // ---- Audit ----
+
+void FakeModule::audit_session_locked(rof_audit_record record) {
+    if (const auto it = skips_.find(record.session); it != skips_.end()) {
+        record.skipped = it->second.count;
+        it->second.count = 0;
+    }
+    audit_locked(record);
+}
 
 void FakeModule::audit_locked(rof_audit_record record) {
     record.seq = audit_next_seq_++;
@@ -1115,6 +1170,7 @@ void FakeModule::reload() {
     progs_.clear();
     alias_tags_.clear();
     sessions_.clear();
+    skips_.clear();
     last_tenant_ = last_region_ = last_freelist_ = last_session_ = 0;
     ticket_key_.reset();
     audit_queue_.clear();

@@ -12,7 +12,11 @@
 // nothing checks; no ENOMEM), the ticket MAC (random bytes, not
 // HMAC-SHA256), the image tag's CRC (EBADMSG), instruction checks (only the
 // header and slot table are read), the reaper (expired prepared sessions
-// stay), rate enforcement, and capabilities (no EPERM).
+// stay, and no ROF_AUDIT_INVOKE_SKIPPED record is written: a session's count
+// of INVOKEs left out waits for its next record), the audit ring's reserve
+// (nothing is dropped), rate enforcement, and capabilities (no EPERM).
+// INVOKEs run only when a test calls invoke(), with the module's rules for
+// their records and counters (invoke_records).
 //
 // Errors are KmodError with what() "fake: ROF_IOC_NAME: reason", the shape of
 // Kmod's.  Thread-safe: one mutex around everything.
@@ -113,6 +117,20 @@ class FakeModule final : public Module {
     // ignored); it reaches the reader's fd if one is open.
     void push_audit(const rof_audit_record& record);
 
+    // An INVOKE of live session @id ends with @status (enum rof_status),
+    // @bytes and @insns: counted for its tenant, and recorded as the
+    // tenant's invoke_records says (an error always; of status 0 every one,
+    // none or every Nth of the session), every record of the session
+    // carrying the count of those left out (rof_audit_record.skipped).
+    // Returns whether it was recorded; ENOENT unless the session is live.
+    bool invoke(std::uint32_t id, std::int32_t status, std::uint64_t bytes = 0,
+                std::uint64_t insns = 0);
+
+    // What version() reports from now on: a module of an older ABI minor
+    // (below 10, SET_QUOTA refuses a non-zero invoke_records, EINVAL, as
+    // the reserved field it was there).
+    void set_abi_minor(std::uint32_t minor);
+
     // A client connects to prepared session @id with its ticket: returns 0
     // and makes it ROF_SESSION_LIVE (charging the tenant's session quota,
     // attaching it to its regions, auditing the open), or the
@@ -155,6 +173,8 @@ class FakeModule final : public Module {
     void add_freelist_locked(std::uint32_t region, std::uint32_t tenant,
                              const rof_freelist_spec& spec);
     void audit_locked(rof_audit_record record);
+    // A record of session @record.session: it carries and resets the count.
+    void audit_session_locked(rof_audit_record record);
     void flush_audit_locked();
     bool reader_open_locked();
 
@@ -173,6 +193,12 @@ class FakeModule final : public Module {
     // here, so that is the oldest.
     std::map<ProgKey, std::vector<std::uint64_t>> alias_tags_;
     std::map<std::uint32_t, rof_session_info> sessions_;
+    struct SessionSkip {
+        std::uint64_t count = 0;  // status-0 INVOKEs with no record, not yet carried
+        std::uint32_t since = 0;  // status-0 INVOKEs since the last recorded (sample:N)
+    };
+    std::map<std::uint32_t, SessionSkip> skips_;  // by session id
+    std::uint32_t abi_minor_ = ROF_ABI_MINOR;
     std::uint32_t last_tenant_ = 0;
     std::uint32_t last_region_ = 0;
     std::uint32_t last_freelist_ = 0;

@@ -247,6 +247,106 @@ TEST(FakeModule, OneAuditReaderAtATime) {
     EXPECT_TRUE(fd);
 }
 
+// Every record of the fake's ring, oldest first.
+std::vector<rof_audit_record> read_all(int fd) {
+    std::vector<rof_audit_record> out;
+    rof_audit_record r{};
+    while (::read(fd, &r, sizeof(r)) == static_cast<ssize_t>(sizeof(r))) {
+        out.push_back(r);
+    }
+    return out;
+}
+
+// invoke_records (ABI 0.10): of the INVOKEs that end with status 0, all,
+// none or every Nth of the session gets a record; an error always does;
+// each record of the session carries the count of those left out, so the
+// records of a session up to its close count every INVOKE, as the
+// tenant's counters do.  rofd's AuditDrain reads them so.
+TEST(FakeModule, InvokeRecordsFollowTheTenant) {
+    for (const std::uint32_t mode : {std::uint32_t{ROF_INVOKE_RECORDS_ALL},
+                                     std::uint32_t{ROF_INVOKE_RECORDS_ERRORS}, 2U, 7U, 100U}) {
+        SCOPED_TRACE(mode);
+        FakeModule m;
+        const auto kv = m.tenant_create("kv", 0);
+        rof_tenant_quota q = m.get_tenant(kv)->quota;
+        q.invoke_records = mode;
+        m.tenant_set_quota(kv, q);
+        m.set_ticket_key(some_key());
+        auto s1 = prepare_req(kv);
+        auto s2 = prepare_req(kv);
+        m.session_prepare(s1);
+        m.session_prepare(s2);
+        EXPECT_EQ(errno_of([&] { m.invoke(s1.session, 0); }), ENOENT);  // not live yet
+        ASSERT_EQ(m.connect_session(s1.session), 0u);
+        ASSERT_EQ(m.connect_session(s2.session), 0u);
+        rofd::UniqueFd fd = m.audit_open(true);
+
+        std::uint64_t recorded_ok = 0;
+        for (int i = 0; i < 50; i++) {
+            const bool rec = m.invoke(s1.session, 0, 10, 3);
+            recorded_ok += rec ? 1 : 0;
+            if (i % 20 == 19) {
+                EXPECT_TRUE(m.invoke(s1.session, ROF_ST_PROG_FAULT, 10, 5));  // always recorded
+            }
+        }
+        for (int i = 0; i < 13; i++) {
+            recorded_ok += m.invoke(s2.session, 0) ? 1 : 0;
+        }
+        // Of k INVOKEs of status 0 in a session, those recorded.
+        const auto recorded_of = [&](std::uint64_t k) -> std::uint64_t {
+            return mode == ROF_INVOKE_RECORDS_ALL      ? k
+                   : mode == ROF_INVOKE_RECORDS_ERRORS ? 0
+                                                       : k / mode;
+        };
+        const std::uint64_t want_ok = recorded_of(50) + recorded_of(13);
+        EXPECT_EQ(recorded_ok, want_ok);
+        m.session_close(s1.session);
+
+        std::vector<rof_audit_record> recs = read_all(fd.get());
+        std::uint64_t invokes = 0, skipped_s1 = 0, skipped_s2 = 0;
+        for (const rof_audit_record& r : recs) {
+            invokes += r.kind == ROF_AUDIT_INVOKE ? 1 : 0;
+            (r.session == s1.session ? skipped_s1 : skipped_s2) += r.skipped;
+        }
+        EXPECT_EQ(invokes, want_ok + 2);
+        EXPECT_EQ(skipped_s1, 50 - recorded_of(50));
+        // s2 is open: what its last record did not carry waits for its next one.
+        EXPECT_EQ(skipped_s2, mode > 1 ? recorded_of(13) * (mode - 1) : 0);
+        const rof_tenant_info t = *m.get_tenant(kv);
+        EXPECT_EQ(t.counters.invocations, 65U);
+        EXPECT_EQ(t.counters.invoke_errors, 2U);
+        EXPECT_EQ(t.counters.bytes, 520U);
+        EXPECT_EQ(t.counters.insns, 160U);
+
+        // s2's close carries its count: every INVOKE is then counted by the records.
+        m.session_close(s2.session);
+        const std::vector<rof_audit_record> rest = read_all(fd.get());
+        ASSERT_EQ(rest.size(), 1U);
+        EXPECT_EQ(rest[0].kind, static_cast<std::uint32_t>(ROF_AUDIT_SESSION_CLOSE));
+        EXPECT_EQ(rest[0].skipped, 13 - recorded_of(13) - skipped_s2);
+        std::uint64_t counted = 0;
+        for (const auto& v : {recs, rest}) {
+            for (const rof_audit_record& r : v) {
+                counted += (r.kind == ROF_AUDIT_INVOKE ? 1 : 0) + r.skipped;
+            }
+        }
+        EXPECT_EQ(counted, 65U);
+    }
+}
+
+// A module older than ABI 0.10 has no invoke_records: non-zero is EINVAL there.
+TEST(FakeModule, AnOlderModuleRefusesInvokeRecords) {
+    FakeModule m;
+    m.set_abi_minor(9);
+    EXPECT_EQ(m.version().abi_minor, 9U);
+    const auto kv = m.tenant_create("kv", 0);
+    rof_tenant_quota q = m.get_tenant(kv)->quota;
+    q.invoke_records = ROF_INVOKE_RECORDS_ERRORS;
+    EXPECT_EQ(errno_of([&] { m.tenant_set_quota(kv, q); }), EINVAL);
+    q.invoke_records = ROF_INVOKE_RECORDS_ALL;
+    m.tenant_set_quota(kv, q);
+}
+
 TEST(FakeModule, FailNextFailsOneCall) {
     FakeModule m;
 

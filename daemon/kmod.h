@@ -23,6 +23,9 @@ inline constexpr std::uint32_t abi_minor_get_by_name = 5;
 inline constexpr std::uint32_t abi_minor_region_freelists = 7;
 // 0.8: a session's message size (rof_session_prepare.msg_size).
 inline constexpr std::uint32_t abi_minor_msg_size = 8;
+// 0.10: a tenant's INVOKE records (rof_tenant_quota.invoke_records); Manager
+// sets it only on a module that has it.
+inline constexpr std::uint32_t abi_minor_invoke_records = 10;
 
 // The open /dev/rof: rofd::Module with one ioctl per call.  Each call is one
 // ioctl on a shared fd (LIST commands: a few); the module serialises what

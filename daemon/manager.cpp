@@ -20,6 +20,7 @@
 #include "audit_hub.h"
 #include "call.h"
 #include "journal.h"
+#include "kmod.h"
 #include "log.h"
 #include "metrics.h"
 #include "reconcile.h"
@@ -129,6 +130,9 @@ rof::v1::AuditRecord to_proto(const rof_audit_record& r, const std::string& tena
     out.set_bytes(r.bytes);
     out.set_latency_ns(r.latency_ns);
     out.set_insns(r.insns);
+    if (r.skipped != 0) {
+        out.set_skipped(r.skipped);
+    }
     out.set_message(audit_message(r, tenant));
     return out;
 }
@@ -727,6 +731,16 @@ std::vector<rof_freelist_info> Manager::ModuleObjects::freelists_of(std::uint32_
     return it != freelists.end() ? it->second : std::vector<rof_freelist_info>{};
 }
 
+bool Manager::module_has_invoke_records() {
+    std::int32_t known = invoke_records_abi_.load(std::memory_order_relaxed);
+    if (known < 0) {
+        const ModuleVersion v = module_->version();
+        known = v.abi_major == ROF_ABI_MAJOR && v.abi_minor >= abi_minor_invoke_records ? 1 : 0;
+        invoke_records_abi_.store(known, std::memory_order_relaxed);
+    }
+    return known == 1;
+}
+
 void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id,
                            const rof_tenant_quota* current) {
     rof_tenant_quota q{};
@@ -734,11 +748,14 @@ void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id,
     q.sessions = t.quota.sessions;
     q.programs = t.quota.programs;
     q.credits = t.quota.credits;
+    // invoke_records rides with the quota (ABI 0.10); an older module has none and refuses
+    // anything but 0 there, and records every INVOKE, as it always did.
+    q.invoke_records = module_has_invoke_records() ? t.invoke_records : ROF_INVOKE_RECORDS_ALL;
     // A restart finds every tenant's quota as it left it: one ioctl fewer per tenant.  The rate
     // has no GET, so it is always set.
     if (current == nullptr || current->region_bytes != q.region_bytes ||
         current->sessions != q.sessions || current->programs != q.programs ||
-        current->credits != q.credits) {
+        current->credits != q.credits || current->invoke_records != q.invoke_records) {
         module_->tenant_set_quota(id, q);
     }
     module_->tenant_set_rate(id, rof_rate{t.tenant_rate.ops_per_sec, t.tenant_rate.bytes_per_sec});

@@ -695,6 +695,55 @@ TEST_F(ManagerTest, ARestartSetsOnlyTheQuotasThatChanged) {
     EXPECT_EQ(fake_tenant("kv")->quota.sessions, 9u);
 }
 
+// invoke_records rides with the quota: set at create, set again by a reload
+// that changes it, and left alone by a restart that finds it as it was.
+TEST_F(ManagerTest, InvokeRecordsAreSetWithTheQuotaAndReconciled) {
+    write_tenant("kv", test::kv_toml({.head = "invoke_records = \"sample:10\"\n",
+                                      .quota = "sessions = 8\n"}));
+    {
+        auto m = started_manager();
+        EXPECT_EQ(fake_tenant("kv")->quota.invoke_records, 10u);
+        EXPECT_EQ(fake_tenant("analytics")->quota.invoke_records,
+                  std::uint32_t{ROF_INVOKE_RECORDS_ALL});
+    }
+    {
+        auto m = started_manager();
+        EXPECT_EQ(shared_->calls("tenant_set_quota"), 0u);
+        write_tenant("kv", test::kv_toml({.head = "invoke_records = \"errors\"\n",
+                                          .quota = "sessions = 8\n"}));
+        m->reload_policy();
+        EXPECT_EQ(shared_->calls("tenant_set_quota"), 1u);
+        EXPECT_EQ(fake_tenant("kv")->quota.invoke_records,
+                  std::uint32_t{ROF_INVOKE_RECORDS_ERRORS});
+        EXPECT_EQ(fake_tenant("kv")->quota.sessions, 8u);
+    }
+    // Someone set it behind rofd's back: the restart's reconcile puts it back.
+    rof_tenant_quota q = fake_tenant("kv")->quota;
+    q.invoke_records = 3;
+    fake_->tenant_set_quota(fake_tenant("kv")->id, q);
+    auto m = started_manager();
+    EXPECT_EQ(shared_->calls("tenant_set_quota"), 1u);
+    EXPECT_EQ(fake_tenant("kv")->quota.invoke_records, std::uint32_t{ROF_INVOKE_RECORDS_ERRORS});
+}
+
+// A module older than ABI 0.10 has no invoke_records: rofd sets the quota
+// without it (such a module refuses anything but 0 there), and a restart
+// does not take the 0 it reads back for a difference.
+TEST_F(ManagerTest, AnOlderModuleGetsNoInvokeRecords) {
+    fake_->set_abi_minor(9);
+    write_tenant(
+        "kv", test::kv_toml({.head = "invoke_records = \"errors\"\n", .quota = "sessions = 8\n"}));
+    {
+        auto m = started_manager();
+        EXPECT_FALSE(Contains(joined(m->view()->drift), "could not be applied"))
+            << joined(m->view()->drift);
+        EXPECT_EQ(fake_tenant("kv")->quota.invoke_records, std::uint32_t{ROF_INVOKE_RECORDS_ALL});
+        EXPECT_EQ(fake_tenant("kv")->quota.sessions, 8u);
+    }
+    auto m = started_manager();
+    EXPECT_EQ(shared_->calls("tenant_set_quota"), 0u);
+}
+
 TEST_F(ManagerTest, ManyRemovedTenantsGoInOneSweepAndAFailureHoldsOnlyItself) {
     constexpr int n = 50;
     for (int i = 0; i < n; i++) {

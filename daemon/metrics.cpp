@@ -127,12 +127,16 @@ void render_audit(Exposition& x, const AuditCounters& a,
                             "INVOKE requests by response status, from the audit records read.");
     Family& exec = x.counter("rof_invocation_executions_total",
                              "Program runs by outcome: ok (status ok) or fault (prog_fault).");
+    Family& unrec = x.counter(
+        "rof_invocations_unrecorded_total",
+        "INVOKE requests of status ok counted without a record of their own (invoke_records).");
     Family& bytes = x.counter("rof_invocation_bytes_total",
-                              "Request and response payload bytes of INVOKE requests.");
-    Family& insns =
-        x.counter("rof_invocation_instructions_total", "Program instructions executed.");
-    Family& lat = x.histogram("rof_invocation_latency_seconds",
-                              "INVOKE latency, request received to response posted.");
+                              "Request and response payload bytes of the INVOKE records read.");
+    Family& insns = x.counter("rof_invocation_instructions_total",
+                              "Program instructions executed, of the INVOKE records read.");
+    Family& lat =
+        x.histogram("rof_invocation_latency_seconds",
+                    "INVOKE latency, request received to response posted (records read).");
     Family& cerr = x.counter("rof_completion_errors_total",
                              "Work completions in error and QP/CQ error events.");
     Family& opened = x.counter("rof_sessions_opened_total", "Sessions established.");
@@ -149,6 +153,7 @@ void render_audit(Exposition& x, const AuditCounters& a,
         }
         exec.add({{"tenant", tenant}, {"outcome", "ok"}}, t.exec_ok);
         exec.add({{"tenant", tenant}, {"outcome", "fault"}}, t.exec_fault);
+        unrec.add({{"tenant", tenant}}, t.skipped);
         bytes.add({{"tenant", tenant}}, t.bytes);
         insns.add({{"tenant", tenant}}, t.insns);
         lat.add({{"tenant", tenant}}, t.latency);

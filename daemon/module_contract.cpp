@@ -220,6 +220,44 @@ void quotas_refuse_with_edquot(Module& m, Scope& s) {
     EXPECT_EQ(errno_of([&] { load(m, kv, exit_image(2)); }), EDQUOT);
 }
 
+// A tenant's invoke_records rides with its quota (ABI 0.10): all by default,
+// errors, or sample:N for N up to ROF_INVOKE_SAMPLE_MAX; TENANT_GET reports
+// it; past that is EINVAL and changes nothing.
+void quota_carries_invoke_records(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    const auto fresh = m.get_tenant(kv);
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(fresh->quota.invoke_records, std::uint32_t{ROF_INVOKE_RECORDS_ALL});
+
+    rof_tenant_quota q = fresh->quota;
+    for (const std::uint32_t v :
+         {std::uint32_t{ROF_INVOKE_RECORDS_ERRORS}, 2U, 1000U, std::uint32_t{ROF_INVOKE_SAMPLE_MAX},
+          std::uint32_t{ROF_INVOKE_RECORDS_ALL}}) {
+        q.invoke_records = v;
+        m.tenant_set_quota(kv, q);
+        const auto got = m.get_tenant(kv);
+        ASSERT_TRUE(got);
+        EXPECT_EQ(got->quota.invoke_records, v);
+        EXPECT_EQ(got->quota.credits, fresh->quota.credits);
+    }
+    q.invoke_records = 7;
+    m.tenant_set_quota(kv, q);
+    for (const std::uint32_t bad : {std::uint32_t{ROF_INVOKE_SAMPLE_MAX + 1}, 0xffffffffU}) {
+        q.invoke_records = bad;
+        EXPECT_EQ(errno_of([&] { m.tenant_set_quota(kv, q); }), EINVAL) << bad;
+    }
+    EXPECT_EQ(m.get_tenant(kv)->quota.invoke_records, 7U);
+    // The list shows it as GET does.
+    bool listed = false;
+    for (const rof_tenant_info& t : m.list_tenants()) {
+        if (t.id == kv) {
+            listed = true;
+            EXPECT_EQ(t.quota.invoke_records, 7U);
+        }
+    }
+    EXPECT_TRUE(listed);
+}
+
 // Usage counts every object; a prepared session is not charged until it
 // connects.
 void usage_follows_every_object(Module& m, Scope& s) {
@@ -696,6 +734,7 @@ const std::vector<Case>& cases() {
         {"RegionSizeAndNames", region_size_and_names},
         {"RegionsAreFoundByTenantAndName", regions_are_found_by_tenant_and_name},
         {"QuotasRefuseWithEdquot", quotas_refuse_with_edquot},
+        {"QuotaCarriesInvokeRecords", quota_carries_invoke_records},
         {"UsageFollowsEveryObject", usage_follows_every_object},
         {"BusyObjectsNeedForce", busy_objects_need_force},
         {"TenantDestroyTakesEverythingWithIt", tenant_destroy_takes_everything_with_it},

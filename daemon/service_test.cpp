@@ -1042,6 +1042,26 @@ TEST_F(Service, TailAuditStreamsWhatTheDrainReads) {
     EXPECT_EQ(r->bytes(), 8U);
     // In words, as the journal says it.
     EXPECT_EQ(r->message(), "invoke of program 0x0000000000000000 by session 7 of tenant kv: ok");
+    EXPECT_FALSE(r->has_skipped());  // 0: absent
+
+    // A count of INVOKEs with no record (invoke_records) comes through, in its own kind too.
+    rof_audit_record counted = audit_record(tenant_id("kv"), 7);
+    counted.skipped = 41;
+    h_.fake().push_audit(counted);
+    rof_audit_record flush{};
+    flush.kind = ROF_AUDIT_INVOKE_SKIPPED;
+    flush.tenant = tenant_id("kv");
+    flush.session = 7;
+    flush.skipped = 3;
+    h_.fake().push_audit(flush);
+    r = mine.next();
+    ASSERT_TRUE(r.has_value()) << describe(mine.status());
+    EXPECT_EQ(r->skipped(), 41U);
+    r = mine.next();
+    ASSERT_TRUE(r.has_value()) << describe(mine.status());
+    EXPECT_EQ(r->kind(), v1::AUDIT_KIND_INVOKE_SKIPPED);
+    EXPECT_EQ(r->skipped(), 3U);
+    EXPECT_EQ(r->message(), "session 7 of tenant kv: 3 successful invokes not recorded");
 }
 
 TEST_F(Service, TailAuditStreamsPerTenantAreLimited) {

@@ -24,6 +24,18 @@
  * ticket, bad version, no key, bad MAC).  They never take the reserve,
  * and past ROF_AUDIT_ANON_BURST a second they are dropped; counted
  * either way (rof_audit_log_anon).
+ *
+ * Not every INVOKE need take the ring (ABI 0.10): its tenant's
+ * invoke_records may leave those that end with status 0 unrecorded
+ * (errors) or record every Nth of a session (sample:N).  One left out is
+ * counted for its tenant and in its session's count (struct
+ * rof_audit_skip), without this lock; the session's next record, of any
+ * kind, carries the count and resets it under this lock, and so does a
+ * ROF_AUDIT_INVOKE_SKIPPED record that the reaper writes once a count has
+ * waited a second (rof_audit_flush_skip), so a count reaches the ring
+ * within about two seconds, and a session's records up to its close
+ * carry every one.  A status-0 INVOKE record dropped for the reserve is
+ * added to the count too.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -114,23 +126,48 @@ static void rof_audit_kick(bool was_empty, u64 pending)
 			      HRTIMER_MODE_REL_SOFT);
 }
 
-static void rof_audit_write(const struct rof_audit_record *rec, bool droppable)
+/*
+ * Queue @rec.  A record of a session gives its @skip: the record carries
+ * the session's count of INVOKEs with no record (rof_audit_record.skipped),
+ * taken under the lock that orders the ring, so the counts follow seq.  A
+ * droppable record that is dropped carries nothing: the count waits for
+ * the session's next record, and a dropped INVOKE of status 0 adds itself
+ * to it.  With @flush (ROF_AUDIT_INVOKE_SKIPPED) a record is written only
+ * if there is a count to carry.
+ */
+static void rof_audit_write(const struct rof_audit_record *rec, bool droppable,
+			    struct rof_audit_skip *skip, bool flush)
 {
 	struct rof_audit_record *slot;
 	unsigned long flags;
 	bool was_empty;
-	u64 pending;
+	u64 pending, skipped = 0;
 
 	spin_lock_irqsave(&rof_audit.lock, flags);
 	if (droppable &&
 	    rof_audit.head - rof_audit.tail >= rof_audit.invoke_max) {
+		if (flush) {
+			/* Nothing lost: the count waits for the next record. */
+			spin_unlock_irqrestore(&rof_audit.lock, flags);
+			return;
+		}
 		rof_audit.dropped++;
+		if (skip && rec->kind == ROF_AUDIT_INVOKE && !rec->status)
+			atomic64_inc(&skip->count);
 		spin_unlock_irqrestore(&rof_audit.lock, flags);
 		/* The tenant's counters stay exact: they count it anyway. */
 		rof_tenant_account(rec);
 		if (rec->tenant)
 			rof_tenant_count_audit_drop(rec->tenant);
 		return;
+	}
+	if (skip) {
+		skipped = atomic64_xchg(&skip->count, 0);
+		if (flush && !skipped) {
+			spin_unlock_irqrestore(&rof_audit.lock, flags);
+			return;
+		}
+		WRITE_ONCE(skip->carried, jiffies);
 	}
 	if (rof_audit.head - rof_audit.tail > rof_audit.mask) {
 		rof_audit.tail++;
@@ -141,6 +178,7 @@ static void rof_audit_write(const struct rof_audit_record *rec, bool droppable)
 	*slot = *rec;
 	slot->seq = rof_audit.head++;
 	slot->time_ns = ktime_get_real_ns();
+	slot->skipped = skipped;
 	pending = rof_audit.head - rof_audit.tail;
 	spin_unlock_irqrestore(&rof_audit.lock, flags);
 
@@ -150,7 +188,39 @@ static void rof_audit_write(const struct rof_audit_record *rec, bool droppable)
 
 void rof_audit_log(const struct rof_audit_record *rec)
 {
-	rof_audit_write(rec, rec->kind == ROF_AUDIT_INVOKE);
+	rof_audit_write(rec, rec->kind == ROF_AUDIT_INVOKE, NULL, false);
+}
+
+void rof_audit_log_skip(const struct rof_audit_record *rec,
+			struct rof_audit_skip *skip)
+{
+	rof_audit_write(rec, rec->kind == ROF_AUDIT_INVOKE, skip, false);
+}
+
+/*
+ * Not the ring's lock, nor its cache lines: the tenant's counters and
+ * the session's count only.  The record that carries the count is
+ * ordered after this INVOKE's increment by the lock it takes.
+ */
+void rof_audit_skip_invoke(const struct rof_audit_record *rec,
+			   struct rof_audit_skip *skip)
+{
+	atomic64_inc(&skip->count);
+	rof_tenant_account(rec);
+}
+
+void rof_audit_flush_skip(u32 tenant, u32 session, struct rof_audit_skip *skip)
+{
+	struct rof_audit_record rec = {
+		.kind = ROF_AUDIT_INVOKE_SKIPPED,
+		.tenant = tenant,
+		.session = session,
+	};
+
+	if (!atomic64_read(&skip->count) ||
+	    time_before(jiffies, READ_ONCE(skip->carried) + HZ))
+		return;
+	rof_audit_write(&rec, true, skip, true);
 }
 
 void rof_audit_log_anon(const struct rof_audit_record *rec)
@@ -163,7 +233,7 @@ void rof_audit_log_anon(const struct rof_audit_record *rec)
 		spin_unlock_irqrestore(&rof_audit.lock, flags);
 		return;
 	}
-	rof_audit_write(rec, true);
+	rof_audit_write(rec, true, NULL, false);
 }
 
 static bool rof_audit_pending(void)

@@ -180,6 +180,8 @@ int rof_tenant_charge_region(struct rof_tenant *t, u64 bytes); /* -EDQUOT */
  */
 void rof_tenant_uncharge_region(struct rof_tenant *t, u64 bytes, u32 regions);
 void rof_tenant_count_freelists(struct rof_tenant *t, int delta);
+/* Its quota's invoke_records (ROF_INVOKE_RECORDS_*, or N); any context. */
+u32 rof_tenant_invoke_records(const struct rof_tenant *t);
 void rof_tenant_account(const struct rof_audit_record *rec);
 /* An INVOKE record of @tenant that rof_audit_log dropped; any context. */
 void rof_tenant_count_audit_drop(u32 tenant);
@@ -252,6 +254,28 @@ void rof_audit_log(const struct rof_audit_record *rec);	/* any context */
  * a rate; counted in the ring's dropped either way.  Any context.
  */
 void rof_audit_log_anon(const struct rof_audit_record *rec);
+/*
+ * A session's INVOKEs that ended with status 0 and got no record (its
+ * tenant's invoke_records, or the ring's reserve), until one of its
+ * records carries them (rof_audit_record.skipped).  Zeroed with the
+ * session.
+ */
+struct rof_audit_skip {
+	atomic64_t count;
+	unsigned long carried;	/* jiffies of the last record of the session */
+};
+/* rof_audit_log of a record of the session @skip is: it carries the count. */
+void rof_audit_log_skip(const struct rof_audit_record *rec,
+			struct rof_audit_skip *skip);
+/* An INVOKE @rec with status 0 that gets no record: counted, not queued. */
+void rof_audit_skip_invoke(const struct rof_audit_record *rec,
+			   struct rof_audit_skip *skip);
+/*
+ * A ROF_AUDIT_INVOKE_SKIPPED record of the session (@tenant, @session) if
+ * @skip holds a count that no record has carried for a second; process
+ * context (the reaper).
+ */
+void rof_audit_flush_skip(u32 tenant, u32 session, struct rof_audit_skip *skip);
 int rof_audit_init(void);
 void rof_audit_exit(void);
 long rof_audit_ioctl(unsigned int cmd, void __user *uarg);

@@ -135,7 +135,7 @@ bool rof_audit_error(struct rof_session *s, u32 reason, bool first_only)
 
 	if (first_only && (audited || test_bit(ROF_SF_CLOSING, &s->flags)))
 		return false;
-	rof_audit_log(&rec);
+	rof_audit_log_skip(&rec, &s->askip);
 	return true;
 }
 
@@ -237,6 +237,30 @@ static void rof_charge_late(struct rof_session *s, u64 bytes)
 }
 
 /*
+ * The record of one INVOKE, as its tenant's invoke_records says: every
+ * one with an error status; of those with status 0, every one (all), none
+ * (errors) or the Nth since the last one recorded (sample:N).  One not
+ * recorded costs no ring lock: it is counted for the tenant and in the
+ * session's count, which its next record carries.
+ */
+static void rof_audit_invoke(struct rof_session *s,
+			     struct rof_audit_record *rec, u64 rx_ns)
+{
+	u32 mode = rof_tenant_invoke_records(s->tenant);
+
+	if (!rec->status && mode != ROF_INVOKE_RECORDS_ALL) {
+		if (mode == ROF_INVOKE_RECORDS_ERRORS ||
+		    ++s->audit_since < mode) {
+			rof_audit_skip_invoke(rec, &s->askip);
+			return;
+		}
+		s->audit_since = 0;
+	}
+	rec->latency_ns = ktime_get_ns() - rx_ns;
+	rof_audit_log_skip(rec, &s->askip);
+}
+
+/*
  * Returns the response length written into @out (header included), or 0
  * when in atomic context (@atomic, see rof_prog_invoke) the request must
  * wait for process context: then nothing happened.  A program's run takes
@@ -295,12 +319,14 @@ static u32 rof_handle_request(struct rof_session *s, const u8 *in, u32 len,
 		}
 	}
 	if (op == ROF_OP_INVOKE) {
-		/* Every INVOKE is audited, the malformed ones too. */
+		/*
+		 * Every INVOKE is audited, the malformed ones too: recorded
+		 * or, with status 0, perhaps only counted.
+		 */
 		rec.opcode = op;
 		rec.status = status;
 		rec.bytes = in_len + plen;
-		rec.latency_ns = ktime_get_ns() - rx_ns;
-		rof_audit_log(&rec);
+		rof_audit_invoke(s, &rec, rx_ns);
 	}
 	if (status != ROF_ST_OK)
 		s->cnt.bad_requests++;

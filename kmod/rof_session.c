@@ -98,7 +98,7 @@ void rof_sess_audit(struct rof_session *s, u32 kind, u32 reason,
 		.reason = reason,
 	};
 
-	rof_audit_log(&rec);
+	rof_audit_log_skip(&rec, &s->askip);
 }
 
 /*
@@ -222,6 +222,10 @@ static void rof_reap_fn(struct work_struct *work)
 		else if (s->state == ROF_SESSION_LIVE && idle && now > last &&
 			 now - last > idle * NSEC_PER_MSEC)
 			rof_session_close(s, ROF_CLOSE_IDLE);
+		else if (s->state == ROF_SESSION_LIVE &&
+			 test_bit(ROF_SF_OPENED, &s->flags))
+			/* Counts of unrecorded INVOKEs wait a second at most. */
+			rof_audit_flush_skip(s->tenant_id, s->id, &s->askip);
 	}
 	mutex_unlock(&rof_sess_lock);
 	queue_delayed_work(rof_ctl_wq, &rof_reap_work, ROF_REAP_PERIOD);

@@ -113,6 +113,14 @@ struct rof_session {
 	struct rof_pending *pending;
 	struct rof_prog_scratch *prog_scratch;	/* rof_prog.c; poll work only */
 
+	/*
+	 * Its INVOKEs of status 0 with no record, which its next record
+	 * carries (rof_audit.c); and, data path only, those since the last
+	 * one recorded, for sample:N.
+	 */
+	struct rof_audit_skip askip;
+	u32 audit_since;
+
 	/* Data path state: s->poll_work only. */
 	u64 sq_posted;
 	u64 sq_done;

@@ -750,8 +750,8 @@ void read_tenant(Reader& r, const toml::table& root, Tenant& tenant,
                  const std::set<std::string, std::less<>>& tenant_names,
                  std::map<std::string, std::string, std::less<>>& declared, Claims& claims) {
     r.check_keys(root, "",
-                 {"name", "audit", "control_rate", "identity", "quota", "rate", "programs",
-                  "quarantine", "sessions", "regions", "grants"});
+                 {"name", "audit", "invoke_records", "control_rate", "identity", "quota", "rate",
+                  "programs", "quarantine", "sessions", "regions", "grants"});
     const std::string file_name = std::filesystem::path(r.file()).filename().string();
     const std::string stem = std::filesystem::path(r.file()).stem().string();
     tenant.name = stem;
@@ -777,6 +777,16 @@ void read_tenant(Reader& r, const toml::table& root, Tenant& tenant,
         } else {
             r.error(pos_of(*root.get("audit")),
                     "audit: " + quote(*s) + " is not an audit level (none, errors, sessions, all)");
+        }
+    }
+    if (auto s = r.string(root, "", "invoke_records")) {
+        if (auto v = invoke_records_from_name(*s)) {
+            tenant.invoke_records = *v;
+        } else {
+            r.error(pos_of(*root.get("invoke_records")),
+                    "invoke_records: " + quote(*s) +
+                        " is not all, errors or sample:N with N 2 .. " +
+                        std::to_string(ROF_INVOKE_SAMPLE_MAX));
         }
     }
     set(tenant.control_rate, r.integer(root, "", "control_rate", 0, 1000000));
@@ -1048,6 +1058,44 @@ std::string_view audit_level_name(AuditLevel a) {
             return "all";
     }
     return "?";
+}
+
+std::optional<std::uint32_t> invoke_records_from_name(std::string_view s) {
+    if (s == "all") {
+        return ROF_INVOKE_RECORDS_ALL;
+    }
+    if (s == "errors") {
+        return ROF_INVOKE_RECORDS_ERRORS;
+    }
+    constexpr std::string_view prefix = "sample:";
+    if (!s.starts_with(prefix)) {
+        return std::nullopt;
+    }
+    std::string_view digits = s.substr(prefix.size());
+    // Decimal digits only, no sign, no leading zero: one spelling per N.
+    if (digits.empty() || digits.size() > 5 || digits.front() == '0' ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return std::nullopt;
+    }
+    std::uint32_t n = 0;
+    for (char c : digits) {
+        n = n * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    if (n < 2 || n > ROF_INVOKE_SAMPLE_MAX) {
+        return std::nullopt;
+    }
+    return n;
+}
+
+std::string invoke_records_name(std::uint32_t v) {
+    switch (v) {
+        case ROF_INVOKE_RECORDS_ALL:
+            return "all";
+        case ROF_INVOKE_RECORDS_ERRORS:
+            return "errors";
+        default:
+            return "sample:" + std::to_string(v);
+    }
 }
 
 const Tenant* Policy::find(std::string_view name) const {

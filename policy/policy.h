@@ -126,6 +126,14 @@ struct GrantDecl {
 enum class AuditLevel { none, errors, sessions, all };
 std::string_view audit_level_name(AuditLevel a);
 
+// invoke_records: which INVOKEs that end with status ok get an audit
+// record, as rof.ko's rof_tenant_quota.invoke_records holds it:
+// ROF_INVOKE_RECORDS_ALL ("all"), ROF_INVOKE_RECORDS_ERRORS ("errors", none
+// of them) or N, 2 .. ROF_INVOKE_SAMPLE_MAX ("sample:N", every Nth of each
+// session).  Every INVOKE is counted whichever it is.
+std::optional<std::uint32_t> invoke_records_from_name(std::string_view s);
+std::string invoke_records_name(std::uint32_t v);  // "all", "errors", "sample:N"
+
 // A session that reaches any non-zero threshold within @window_s seconds
 // is closed by rofd ("quarantined") and the reason audited.
 struct Quarantine {
@@ -153,6 +161,7 @@ struct Tenant {
     std::vector<RegionDecl> regions;
     std::vector<GrantDecl> grants;
     AuditLevel audit = AuditLevel::errors;
+    std::uint32_t invoke_records = ROF_INVOKE_RECORDS_ALL;  // invoke_records_name()
     Quarantine quarantine;
     SessionSettings sessions;
     std::uint32_t control_rate = 50;  // control-plane calls per second (0 = unlimited)

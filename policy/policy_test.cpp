@@ -147,6 +147,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     const Tenant& t = r.policy->tenants[0];
     EXPECT_EQ(t.name, "db");
     EXPECT_EQ(t.audit, AuditLevel::all);
+    EXPECT_EQ(t.invoke_records, 100U);
     EXPECT_EQ(t.control_rate, 0U);
     EXPECT_EQ(t.identity.uids, (std::vector<uid_t>{2001, 2002}));
     EXPECT_EQ(t.identity.gids, (std::vector<gid_t>{3001}));
@@ -174,7 +175,7 @@ TEST(PolicyLoad, FullFileSetsEveryKey) {
     ASSERT_EQ(t.regions.size(), 2U);
     EXPECT_EQ(t.regions[0].size, 1ULL << 34);  // the largest region
     EXPECT_EQ(t.regions[0].access, ROF_ACCESS_ATOMIC);
-    EXPECT_EQ(t.regions[0].line, 36U);  // its [[regions]] header
+    EXPECT_EQ(t.regions[0].line, 37U);  // its [[regions]] header
     // Adjacent free lists, the last one ending exactly at the region's end.
     ASSERT_EQ(t.regions[1].freelists.size(), 2U);
     EXPECT_EQ(t.regions[1].freelists[1].offset, 2112U);
@@ -238,6 +239,34 @@ TEST(PolicyParse, SessionMessageBytes) {
               {{"a.toml", "name = \"a\"\n[sessions]\nmessage_bytes = \"8KiB\"\n"}});
     ASSERT_TRUE(r.policy) << r.error_text();
     EXPECT_EQ(r.policy->tenants.at(0).sessions.message_bytes, 8192U);
+}
+
+TEST(PolicyParse, InvokeRecords) {
+    LoadResult r = parse("", "rofd.toml", {{"a.toml", "name = \"a\"\n"}});
+    ASSERT_TRUE(r.policy) << r.error_text();
+    EXPECT_EQ(r.policy->tenants.at(0).invoke_records, std::uint32_t{ROF_INVOKE_RECORDS_ALL});
+    const std::vector<std::pair<std::string, std::uint32_t>> good = {
+        {"all", ROF_INVOKE_RECORDS_ALL},
+        {"errors", ROF_INVOKE_RECORDS_ERRORS},
+        {"sample:2", 2},
+        {"sample:10", 10},
+        {"sample:65536", ROF_INVOKE_SAMPLE_MAX},
+    };
+    for (const auto& [text, value] : good) {
+        r = parse("", "rofd.toml",
+                  {{"a.toml", "name = \"a\"\ninvoke_records = \"" + text + "\"\n"}});
+        ASSERT_TRUE(r.policy) << text << ": " << r.error_text();
+        EXPECT_EQ(r.policy->tenants.at(0).invoke_records, value) << text;
+        EXPECT_EQ(invoke_records_name(value), text);
+    }
+    for (const char* bad : {"", "none", "sample", "sample:", "sample:0", "sample:1", "sample:02",
+                            "sample:+5", "sample:-5", "sample:65537", "sample:100000", "sample:1e3",
+                            "sample: 5", "Sample:5", "all "}) {
+        EXPECT_EQ(invoke_records_from_name(bad), std::nullopt) << bad;
+        r = parse("", "rofd.toml",
+                  {{"a.toml", std::string("name = \"a\"\ninvoke_records = \"") + bad + "\"\n"}});
+        EXPECT_FALSE(r.policy) << bad;
+    }
 }
 
 // The connection limits are on by default: a dead or silent peer never

@@ -388,9 +388,17 @@ static void test_tenants(int fd)
 	q.quota.credits = ROF_CREDITS_QUOTA_MAX + 1;
 	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA credits above max");
 	q.quota.credits = 16;
-	q.quota.reserved = 1;
-	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA reserved set");
-	q.quota.reserved = 0;
+	q.quota.invoke_records = ROF_INVOKE_SAMPLE_MAX + 1;
+	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA invoke_records above sample max");
+	q.quota.invoke_records = ~0U;
+	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA invoke_records all ones");
+	q.quota.invoke_records = ROF_INVOKE_SAMPLE_MAX;
+	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, 0, "SET_QUOTA invoke_records sample max");
+	get_tenant(fd, ta, &ti);
+	result(ti.quota.invoke_records == ROF_INVOKE_SAMPLE_MAX,
+	       "TENANT_GET shows invoke_records");
+	q.quota.invoke_records = ROF_INVOKE_RECORDS_ALL;
+	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, 0, "SET_QUOTA invoke_records all");
 	q.flags = 1;
 	expect(fd, ROF_IOC_TENANT_SET_QUOTA, &q, EINVAL, "SET_QUOTA unknown flag");
 	q.flags = 0;

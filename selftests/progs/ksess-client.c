@@ -15,6 +15,8 @@
  *   ksess-client ticket KEYHEX TENANT SESSION EXPIRES_MS_FROM_NOW
  *                                             build a ticket in userspace
  *   ksess-client tenant-rate TENANT OPS/S BYTES/S
+ *   ksess-client invoke-records TENANT all|errors|N   the tenant's
+ *                invoke_records (its quota's, the rest kept): N is sample:N
  *   ksess-client list | get SESSION | close SESSION
  *   ksess-client audit                        print pending audit records
  *   ksess-client audit-stats                  print ROF_IOC_AUDIT_STATS
@@ -612,6 +614,7 @@ static const char *audit_kind(uint32_t k)
 	case ROF_AUDIT_SESSION_OPEN: return "session_open";
 	case ROF_AUDIT_SESSION_CLOSE: return "session_close";
 	case ROF_AUDIT_SESSION_REJECT: return "session_reject";
+	case ROF_AUDIT_INVOKE_SKIPPED: return "invoke_skipped";
 	default: return "other";
 	}
 }
@@ -630,9 +633,10 @@ static int cmd_audit(void)
 		ssize_t i;
 
 		for (i = 0; i < n / (ssize_t)sizeof(rec[0]); i++)
-			printf("%s tenant=%u session=%u reason=%u status=%d opcode=%u\n",
-			       audit_kind(rec[i].kind), rec[i].tenant, rec[i].session,
-			       rec[i].reason, rec[i].status, rec[i].opcode);
+			printf("%s tenant=%u session=%u reason=%u status=%d opcode=%u skipped=%" PRIu64
+			       "\n", audit_kind(rec[i].kind), rec[i].tenant, rec[i].session,
+			       rec[i].reason, rec[i].status, rec[i].opcode,
+			       (uint64_t)rec[i].skipped);
 	}
 	if (n < 0 && errno != EAGAIN)
 		die("audit read: %s", strerror(errno));
@@ -2117,6 +2121,25 @@ int main(int argc, char **argv)
 		tr.rate.ops_per_sec = num(argv[3]);
 		tr.rate.bytes_per_sec = num(argv[4]);
 		xioctl(rof_fd(), ROF_IOC_TENANT_SET_RATE, &tr, "tenant rate");
+		return 0;
+	}
+	if (!strcmp(argv[1], "invoke-records") && argc == 4) {
+		struct rof_tenant_set_quota sq;
+		struct rof_tenant_info ti;
+
+		memset(&ti, 0, sizeof(ti));
+		ti.id = num(argv[2]);
+		xioctl(rof_fd(), ROF_IOC_TENANT_GET, &ti, "get tenant");
+		memset(&sq, 0, sizeof(sq));
+		sq.id = ti.id;
+		sq.quota = ti.quota;
+		if (!strcmp(argv[3], "all"))
+			sq.quota.invoke_records = ROF_INVOKE_RECORDS_ALL;
+		else if (!strcmp(argv[3], "errors"))
+			sq.quota.invoke_records = ROF_INVOKE_RECORDS_ERRORS;
+		else
+			sq.quota.invoke_records = num(argv[3]);
+		xioctl(rof_fd(), ROF_IOC_TENANT_SET_QUOTA, &sq, "set quota");
 		return 0;
 	}
 	if (!strcmp(argv[1], "prepare"))

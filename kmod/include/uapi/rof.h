@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		9	/* 0.9: names (docs/kmod.md) */
+#define ROF_ABI_MINOR		10	/* 0.10: INVOKE records per tenant (docs/kmod.md) */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -188,6 +188,12 @@ enum rof_audit_kind {
 	ROF_AUDIT_SESSION_OPEN		= 3,
 	ROF_AUDIT_SESSION_CLOSE		= 4,	/* reason says why */
 	ROF_AUDIT_SESSION_REJECT	= 5,	/* connect refused; reason */
+	/*
+	 * ABI 0.10: only a count: @skipped successful INVOKEs of the session
+	 * that got no record (rof_tenant_quota.invoke_records), written when
+	 * no record of the session carried them for a second.
+	 */
+	ROF_AUDIT_INVOKE_SKIPPED	= 6,
 };
 
 /*
@@ -221,7 +227,14 @@ struct rof_audit_record {
 	__u64 latency_ns;	/* receive to response posted */
 	__u64 insns;		/* instructions executed */
 	__u64 object;		/* ABI 0.9: REGION_DESTROY: the region's id */
-	__u64 reserved;
+	/*
+	 * ABI 0.10 (was reserved, 0): in a record of a session, its INVOKEs
+	 * that ended with status 0 and got no record (invoke_records, or the
+	 * ring's reserve) since the session's previous record: each record
+	 * of the session carries the count and resets it, so the records of
+	 * a session up to its SESSION_CLOSE count every such INVOKE once.
+	 */
+	__u64 skipped;
 };
 
 #define ROF_IOC_MAGIC		0xB7
@@ -270,8 +283,20 @@ struct rof_tenant_quota {
 	__u32 sessions;		/* sessions open at once */
 	__u32 programs;		/* programs loaded at once */
 	__u32 credits;		/* requests in flight per session, 1 .. ROF_CREDITS_QUOTA_MAX */
-	__u32 reserved;		/* must be 0 */
+	__u32 invoke_records;	/* ABI 0.10 (was reserved, 0): ROF_INVOKE_RECORDS_* */
 };
+
+/*
+ * rof_tenant_quota.invoke_records: which of the tenant's INVOKEs that end
+ * with status 0 get an audit record (one with an error status always
+ * does).  Those without one are still counted: in the tenant's counters
+ * and in rof_audit_record.skipped.  An older module refuses anything but
+ * 0 (EINVAL: this was a reserved field).
+ */
+#define ROF_INVOKE_RECORDS_ALL		0	/* every one, as before 0.10 */
+#define ROF_INVOKE_RECORDS_ERRORS	1	/* none of them */
+/* 2 .. ROF_INVOKE_SAMPLE_MAX: N, every Nth of each session (sample:N) */
+#define ROF_INVOKE_SAMPLE_MAX		65536
 
 struct rof_tenant_usage {
 	__u64 region_bytes;
@@ -281,13 +306,17 @@ struct rof_tenant_usage {
 	__u32 freelists;
 };
 
-/* Monotonic per-tenant counters, accumulated from its audit records. */
+/*
+ * Monotonic per-tenant counters, accumulated from its audit records as
+ * they are written, dropped or (INVOKEs, ABI 0.10) skipped: exact
+ * whatever invoke_records says.
+ */
 struct rof_tenant_counters {
-	__u64 invocations;		/* ROF_AUDIT_INVOKE records */
+	__u64 invocations;		/* INVOKEs, with a record or not */
 	__u64 invoke_errors;		/* ... of which status != 0 */
 	__u64 completion_errors;	/* ROF_AUDIT_COMPLETION_ERROR records */
-	__u64 bytes;			/* sum of bytes of ROF_AUDIT_INVOKE */
-	__u64 insns;			/* sum of insns of ROF_AUDIT_INVOKE */
+	__u64 bytes;			/* sum of bytes of every INVOKE */
+	__u64 insns;			/* sum of insns of every INVOKE */
 	__u64 sessions_opened;
 	__u64 sessions_closed;
 	__u64 sessions_rejected;
