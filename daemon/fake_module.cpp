@@ -16,6 +16,8 @@
 #include <limits>
 #include <system_error>
 
+#include "kmod.h"
+
 namespace rofd {
 namespace {
 
@@ -259,7 +261,8 @@ void FakeModule::tenant_set_quota(std::uint32_t id, const rof_tenant_quota& quot
     enter(cmd);
 
     Tenant& t = tenant_locked(id, cmd);
-    if (quota.invoke_records > (abi_minor_ >= 10 ? ROF_INVOKE_SAMPLE_MAX : 0) ||
+    if (quota.invoke_records >
+            (abi_minor_ >= abi_minor_invoke_records ? ROF_INVOKE_SAMPLE_MAX : 0) ||
         quota.credits < 1 || quota.credits > ROF_CREDITS_QUOTA_MAX) {
         fail(EINVAL, cmd);
     }

@@ -51,8 +51,6 @@ struct rof_tenant {
 
 	spinlock_t lock;		/* quota, usage, dying */
 	struct rof_tenant_quota quota;
-	/* quota.invoke_records, for the data path: WRITE/READ_ONCE */
-	u32 invoke_records;
 	struct rof_tenant_usage usage;
 	u32 prepared;			/* sessions prepared, not yet live */
 	u64 msg_bytes;			/* its sessions' message slots */
@@ -122,7 +120,7 @@ u32 rof_tenant_credits_quota(const struct rof_tenant *t)
 
 u32 rof_tenant_invoke_records(const struct rof_tenant *t)
 {
-	return READ_ONCE(t->invoke_records);
+	return READ_ONCE(t->quota.invoke_records);
 }
 
 static bool rof_quota_u32_full(u32 used, u32 quota)
@@ -599,7 +597,6 @@ static long rof_tenant_set_quota(void __user *uarg)
 		/* Lowering a quota below usage only refuses new charges. */
 		spin_lock_irqsave(&t->lock, flags);
 		t->quota = req.quota;
-		WRITE_ONCE(t->invoke_records, req.quota.invoke_records);
 		spin_unlock_irqrestore(&t->lock, flags);
 	}
 	mutex_unlock(&rof_tenants_lock);
