@@ -14,9 +14,11 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
 #include "unique_fd.h"
@@ -150,6 +152,66 @@ std::string column_bytes(const SQLite::Column& c) {
 
 }  // namespace
 
+namespace {
+
+struct CachedStatement {
+    std::unique_ptr<SQLite::Statement> st;
+    bool busy = false;  // handed out to a Prepared
+};
+
+// One use of @sql's statement from @cache (prepared on its first use); reset, its bindings
+// cleared, when the Prepared goes, so that no statement keeps a read open between uses.  A
+// statement already in use (one Store call inside another's loop) is prepared anew for this
+// use and not kept.  Under Store::Impl::mu, in Impl::guard.
+class Prepared {
+  public:
+    Prepared(SQLite::Database& db, std::unordered_map<std::string, CachedStatement>& cache,
+             const std::string& sql) {
+        CachedStatement& c = cache[sql];
+        if (c.busy) {
+            own_ = std::make_unique<SQLite::Statement>(db, sql);
+            st_ = own_.get();
+            return;
+        }
+        if (!c.st) {
+            c.st = std::make_unique<SQLite::Statement>(db, sql);
+        }
+        c.busy = true;
+        busy_ = &c.busy;
+        st_ = c.st.get();
+    }
+    ~Prepared() {
+        if (busy_ != nullptr) {
+            st_->tryReset();
+            try {
+                st_->clearBindings();
+            } catch (const SQLite::Exception&) {
+                // sqlite3_clear_bindings() has no failure; every use binds every parameter.
+            }
+            *busy_ = false;
+        }
+    }
+    Prepared(const Prepared&) = delete;
+    Prepared& operator=(const Prepared&) = delete;
+
+    template <typename... Args>
+    void bind(Args&&... args) {
+        st_->bind(std::forward<Args>(args)...);
+    }
+    int exec() { return st_->exec(); }
+    bool executeStep() { return st_->executeStep(); }
+    SQLite::Column getColumn(int i) { return st_->getColumn(i); }
+    void reset() { st_->reset(); }
+    operator SQLite::Statement&() { return *st_; }  // NOLINT(google-explicit-constructor)
+
+  private:
+    std::unique_ptr<SQLite::Statement> own_;  // when the cached one is busy
+    SQLite::Statement* st_ = nullptr;
+    bool* busy_ = nullptr;
+};
+
+}  // namespace
+
 // Thread safety: one connection, guarded by @mu.  Every public call holds
 // it for its duration, and a Txn holds it from BEGIN to COMMIT/ROLLBACK,
 // so a reader on a gRPC thread waits for an open transaction on the
@@ -176,6 +238,13 @@ struct Store::Impl {
     void exec(const char* sql) {
         guard([&] { db->exec(sql); });
     }
+
+    // Statements prepared once and kept, by their SQL (under mu): preparing (parsing,
+    // planning) a one-row statement costs several times running it, and a reload of 10,000
+    // tenants writes a row for each.  Declared after db: finalized before it closes.
+    std::unordered_map<std::string, CachedStatement> prepared;
+
+    Prepared prepare(const std::string& sql) { return Prepared(*db, prepared, sql); }
 };
 
 namespace {
@@ -368,7 +437,7 @@ Store::Txn::~Txn() {
 std::optional<TicketKey> Store::ticket_key() {
     std::lock_guard lk(impl_->mu);
     return impl_->guard([&]() -> std::optional<TicketKey> {
-        SQLite::Statement st(*impl_->db, "SELECT value FROM meta WHERE key = ?");
+        Prepared st = impl_->prepare("SELECT value FROM meta WHERE key = ?");
         st.bind(1, kTicketKeyName);
         if (!st.executeStep()) {
             return std::nullopt;
@@ -387,9 +456,9 @@ std::optional<TicketKey> Store::ticket_key() {
 void Store::set_ticket_key(const TicketKey& key) {
     std::lock_guard lk(impl_->mu);
     impl_->guard([&] {
-        SQLite::Statement st(*impl_->db,
-                             "INSERT INTO meta (key, value) VALUES (?, ?) "
-                             "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+        Prepared st = impl_->prepare(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
         st.bind(1, kTicketKeyName);
         bind_blob(st, 2, key.data(), key.size());
         st.exec();
@@ -402,7 +471,7 @@ std::vector<StoredTenant> Store::tenants() {
     std::lock_guard lk(impl_->mu);
     return impl_->guard([&] {
         std::vector<StoredTenant> out;
-        SQLite::Statement st(*impl_->db, "SELECT name, id FROM tenants ORDER BY name");
+        Prepared st = impl_->prepare("SELECT name, id FROM tenants ORDER BY name");
         while (st.executeStep()) {
             out.push_back({st.getColumn(0).getString(),
                            static_cast<std::uint32_t>(st.getColumn(1).getInt64())});
@@ -416,9 +485,9 @@ void Store::put_tenant(const StoredTenant& t) {
     // An upsert, not INSERT OR REPLACE: REPLACE deletes the old row first,
     // and the delete would cascade to the tenant's regions and programs.
     impl_->guard([&] {
-        SQLite::Statement st(*impl_->db,
-                             "INSERT INTO tenants (name, id) VALUES (?, ?) "
-                             "ON CONFLICT (name) DO UPDATE SET id = excluded.id");
+        Prepared st = impl_->prepare(
+            "INSERT INTO tenants (name, id) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET id = excluded.id");
         st.bind(1, t.name);
         st.bind(2, t.id);
         st.exec();
@@ -430,7 +499,7 @@ void Store::delete_tenant(const std::string& name) {
     // Regions, their free lists, programs and their binds go by ON DELETE
     // CASCADE (foreign_keys=ON).
     impl_->guard([&] {
-        SQLite::Statement st(*impl_->db, "DELETE FROM tenants WHERE name = ?");
+        Prepared st = impl_->prepare("DELETE FROM tenants WHERE name = ?");
         st.bind(1, name);
         st.exec();
     });
@@ -475,12 +544,11 @@ std::vector<StoredRegion> Store::regions() {
 void Store::put_region(const StoredRegion& r) {
     Txn t(*this);
     impl_->guard([&] {
-        SQLite::Database& db = *impl_->db;
-        SQLite::Statement st(db,
-                             "INSERT INTO regions (tenant, name, size, access, state) "
-                             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO UPDATE SET "
-                             "size = excluded.size, access = excluded.access, "
-                             "state = excluded.state");
+        Prepared st = impl_->prepare(
+            "INSERT INTO regions (tenant, name, size, access, state) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO UPDATE SET "
+            "size = excluded.size, access = excluded.access, "
+            "state = excluded.state");
         st.bind(1, r.tenant);
         st.bind(2, r.name);
         st.bind(3, to_i64(r.size));
@@ -488,14 +556,14 @@ void Store::put_region(const StoredRegion& r) {
         st.bind(5, state_name(r.state));
         st.exec();
 
-        SQLite::Statement del(db, "DELETE FROM freelists WHERE tenant = ? AND region = ?");
+        Prepared del = impl_->prepare("DELETE FROM freelists WHERE tenant = ? AND region = ?");
         del.bind(1, r.tenant);
         del.bind(2, r.name);
         del.exec();
 
-        SQLite::Statement ins(db,
-                              "INSERT INTO freelists (tenant, region, idx, block_size, "
-                              "\"offset\", count) VALUES (?, ?, ?, ?, ?, ?)");
+        Prepared ins = impl_->prepare(
+            "INSERT INTO freelists (tenant, region, idx, block_size, "
+            "\"offset\", count) VALUES (?, ?, ?, ?, ?, ?)");
         for (std::size_t i = 0; i < r.freelists.size(); ++i) {
             const StoredFreeList& f = r.freelists[i];
             ins.reset();
@@ -514,7 +582,7 @@ void Store::put_region(const StoredRegion& r) {
 void Store::delete_region(const std::string& tenant, const std::string& name) {
     std::lock_guard lk(impl_->mu);
     impl_->guard([&] {
-        SQLite::Statement st(*impl_->db, "DELETE FROM regions WHERE tenant = ? AND name = ?");
+        Prepared st = impl_->prepare("DELETE FROM regions WHERE tenant = ? AND name = ?");
         st.bind(1, tenant);
         st.bind(2, name);
         st.exec();
@@ -602,10 +670,10 @@ std::optional<StoredProgram> Store::program(const std::string& tenant, std::uint
 std::uint64_t Store::program_bytes(const std::string& tenant) {
     std::lock_guard lk(impl_->mu);
     return impl_->guard([&] {
-        SQLite::Statement st(*impl_->db,
-                             "SELECT COALESCE(SUM(length(CAST(source AS BLOB)) + length(image) + "
-                             "length(CAST(disassembly AS BLOB))), 0) FROM programs "
-                             "WHERE tenant = ?");
+        Prepared st = impl_->prepare(
+            "SELECT COALESCE(SUM(length(CAST(source AS BLOB)) + length(image) + "
+            "length(CAST(disassembly AS BLOB))), 0) FROM programs "
+            "WHERE tenant = ?");
         st.bind(1, tenant);
         st.executeStep();
         return to_u64(st.getColumn(0).getInt64());
@@ -615,9 +683,7 @@ std::uint64_t Store::program_bytes(const std::string& tenant) {
 void Store::put_program(const StoredProgram& p) {
     Txn t(*this);
     impl_->guard([&] {
-        SQLite::Database& db = *impl_->db;
-        SQLite::Statement st(
-            db,
+        Prepared st = impl_->prepare(
             "INSERT INTO programs (tenant, tag, name, source, image, disassembly, budget, "
             "byte_budget, created_ns, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (tenant, tag) DO UPDATE SET name = excluded.name, "
@@ -637,14 +703,14 @@ void Store::put_program(const StoredProgram& p) {
         st.bind(10, state_name(p.state));
         st.exec();
 
-        SQLite::Statement del(db, "DELETE FROM program_binds WHERE tenant = ? AND tag = ?");
+        Prepared del = impl_->prepare("DELETE FROM program_binds WHERE tenant = ? AND tag = ?");
         del.bind(1, p.tenant);
         del.bind(2, to_i64(p.tag));
         del.exec();
 
-        SQLite::Statement ins(db,
-                              "INSERT INTO program_binds (tenant, tag, slot, region, freelist) "
-                              "VALUES (?, ?, ?, ?, ?)");
+        Prepared ins = impl_->prepare(
+            "INSERT INTO program_binds (tenant, tag, slot, region, freelist) "
+            "VALUES (?, ?, ?, ?, ?)");
         for (std::size_t i = 0; i < p.binds.size(); ++i) {
             ins.reset();
             ins.bind(1, p.tenant);
@@ -661,7 +727,7 @@ void Store::put_program(const StoredProgram& p) {
 void Store::delete_program(const std::string& tenant, std::uint64_t tag) {
     std::lock_guard lk(impl_->mu);
     impl_->guard([&] {
-        SQLite::Statement st(*impl_->db, "DELETE FROM programs WHERE tenant = ? AND tag = ?");
+        Prepared st = impl_->prepare("DELETE FROM programs WHERE tenant = ? AND tag = ?");
         st.bind(1, tenant);
         st.bind(2, to_i64(tag));
         st.exec();
@@ -675,9 +741,9 @@ std::optional<Store::Idempotent> Store::idempotent(const std::string& principal,
                                                    const std::string& key) {
     std::lock_guard lk(impl_->mu);
     return impl_->guard([&]() -> std::optional<Idempotent> {
-        SQLite::Statement st(*impl_->db,
-                             "SELECT request_hash, response, status_code, status_message, tenant "
-                             "FROM idempotency WHERE principal = ? AND method = ? AND key = ?");
+        Prepared st = impl_->prepare(
+            "SELECT request_hash, response, status_code, status_message, tenant "
+            "FROM idempotency WHERE principal = ? AND method = ? AND key = ?");
         st.bind(1, principal);
         st.bind(2, method);
         st.bind(3, key);
@@ -698,8 +764,7 @@ void Store::put_idempotent(const std::string& principal, const std::string& meth
                            const std::string& key, const Idempotent& result) {
     std::lock_guard lk(impl_->mu);
     impl_->guard([&] {
-        SQLite::Statement st(
-            *impl_->db,
+        Prepared st = impl_->prepare(
             "INSERT INTO idempotency (principal, method, key, request_hash, response, "
             "status_code, status_message, created_s, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (principal, method, key) DO UPDATE SET "
@@ -722,7 +787,7 @@ void Store::put_idempotent(const std::string& principal, const std::string& meth
 std::size_t Store::prune_idempotent(std::int64_t max_age_s) {
     std::lock_guard lk(impl_->mu);
     return impl_->guard([&] {
-        SQLite::Statement st(*impl_->db, "DELETE FROM idempotency WHERE created_s < ?");
+        Prepared st = impl_->prepare("DELETE FROM idempotency WHERE created_s < ?");
         st.bind(1, now_s() - max_age_s);
         return static_cast<std::size_t>(st.exec());
     });
@@ -731,7 +796,7 @@ std::size_t Store::prune_idempotent(std::int64_t max_age_s) {
 std::size_t Store::delete_idempotent(const std::string& principal) {
     std::lock_guard lk(impl_->mu);
     return impl_->guard([&] {
-        SQLite::Statement st(*impl_->db, "DELETE FROM idempotency WHERE principal = ?");
+        Prepared st = impl_->prepare("DELETE FROM idempotency WHERE principal = ?");
         st.bind(1, principal);
         return static_cast<std::size_t>(st.exec());
     });
@@ -740,7 +805,7 @@ std::size_t Store::delete_idempotent(const std::string& principal) {
 std::size_t Store::delete_idempotent_naming(const std::string& tenant) {
     std::lock_guard lk(impl_->mu);
     return impl_->guard([&] {
-        SQLite::Statement st(*impl_->db, "DELETE FROM idempotency WHERE tenant = ?");
+        Prepared st = impl_->prepare("DELETE FROM idempotency WHERE tenant = ?");
         st.bind(1, tenant);
         return static_cast<std::size_t>(st.exec());
     });

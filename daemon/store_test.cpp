@@ -248,6 +248,30 @@ TEST(Store, RegionOfUnknownTenantIsRefused) {
     EXPECT_TRUE(s.regions().empty());
 }
 
+// Statements are prepared once and kept (Store::Impl::prepared): one that failed is used again,
+// and none keeps a read open after its call, which would stop another connection's checkpoint
+// of the WAL (ticket_key() returns after the first of its rows).
+TEST(Store, KeptStatementsAreResetAfterEachCall) {
+    TempDir dir;
+    Store s(dir.file("rofd.db"));
+    EXPECT_THROW(s.put_region(region("ghost", "r", 1)), StoreError);
+    s.put_tenant({"t", 1});
+    s.put_region(region("t", "r", 1));
+    ASSERT_EQ(s.regions().size(), 1u);
+    TicketKey key{};
+    key[0] = 7;
+    s.set_ticket_key(key);
+    ASSERT_TRUE(s.ticket_key());
+    ASSERT_TRUE(s.ticket_key());
+    SQLite::Database other(s.path(), SQLite::OPEN_READWRITE);
+    SQLite::Statement ck(other, "PRAGMA wal_checkpoint(TRUNCATE)");
+    ASSERT_TRUE(ck.executeStep());
+    EXPECT_EQ(ck.getColumn(0).getInt(), 0) << "a statement of the store holds a read open";
+    key[0] = 8;
+    s.set_ticket_key(key);
+    EXPECT_EQ((*s.ticket_key())[0], 8);
+}
+
 TEST(Store, ProgramsRoundTripAndReplace) {
     TempDir dir;
     Store s(dir.file("rofd.db"));
