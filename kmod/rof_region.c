@@ -21,6 +21,8 @@
 #include <linux/capability.h>
 #include <linux/dma-mapping.h>
 #include <linux/fs.h>
+#include <linux/hashtable.h>
+#include <linux/jhash.h>
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/rcupdate.h>
@@ -48,6 +50,7 @@ struct rof_region {
 	u32 id;
 	u32 access;
 	char name[ROF_NAME_MAX];
+	struct hlist_node name_node;	/* in rof_region_names while in rof_regions */
 	struct rof_tenant *tenant;	/* holds a reference */
 	u64 size;
 	struct page **pages;
@@ -110,6 +113,16 @@ static DEFINE_XARRAY_ALLOC1(rof_freelists);
 static u32 rof_region_next, rof_freelist_next;
 /* Serialises create/destroy/list of regions and free lists. */
 static DEFINE_MUTEX(rof_regions_lock);
+/*
+ * The regions of rof_regions by tenant id and name, under rof_regions_lock:
+ * a create's name check and a get by name walk one bucket.
+ */
+static DEFINE_HASHTABLE(rof_region_names, 10);
+
+static u32 rof_region_name_hash(u32 tenant, const char *name)
+{
+	return jhash(name, strnlen(name, ROF_NAME_MAX), tenant);
+}
 
 static DEFINE_MUTEX(rof_tokens_lock);
 static LIST_HEAD(rof_tokens);
@@ -320,6 +333,7 @@ static int rof_region_unlink(struct rof_region *r, bool force, bool *revoke)
 		if (fl->region == r)
 			rof_freelist_unlink(fl);
 	xa_erase(&rof_regions, r->id);
+	hash_del(&r->name_node);
 	rof_tenant_uncharge_region(r->tenant, r->bytes_charged ? 0 : r->size, 1);
 	rof_region_put(r);	/* the xarray's reference */
 	return 0;
@@ -435,10 +449,10 @@ static void rof_region_free_pages(struct rof_region *r)
 static struct rof_region *rof_region_by_name(u32 tenant, const char *name)
 {
 	struct rof_region *r;
-	unsigned long id;
 
 	lockdep_assert_held(&rof_regions_lock);
-	xa_for_each(&rof_regions, id, r)
+	hash_for_each_possible(rof_region_names, r, name_node,
+			       rof_region_name_hash(tenant, name))
 		if (rof_tenant_id(r->tenant) == tenant && !strcmp(r->name, name))
 			return r;
 	return NULL;
@@ -615,6 +629,8 @@ static long rof_region_create(void __user *uarg)
 		ret = ret == -EBUSY ? -ENOSPC : ret;
 		goto err_unlock;
 	}
+	hash_add(rof_region_names, &r->name_node,
+		 rof_region_name_hash(rof_tenant_id(t), r->name));
 	/*
 	 * Published: a destroy by id may drop the xarray's reference as soon
 	 * as the lock is dropped.  Take the id and a reference of our own
