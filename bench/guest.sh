@@ -216,7 +216,7 @@ run_pass() {
 	# What the module did for the pass (docs/kmod.md, section 8.3).
 	[ -r $dp ] && sed 's/^/# bench: datapath: /' $dp >&2
 	if [ ${#perf[@]} -gt 0 ] && [ -s "$S/perf.data" ]; then
-		for f in comm comm,dso,sym; do
+		for f in comm comm,dso comm,dso,sym; do
 			perf report -i "$S/perf.data" --stdio --no-children --sort $f \
 				--percent-limit 0.5 2>/dev/null | grep -v '^#\|^$' | sed "s/^/# bench: perf: $f: /" >&2
 		done
