@@ -12,6 +12,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <set>
 #include <string>
 
 #include "service_harness.h"
@@ -747,6 +748,34 @@ TEST_F(Service, RegionsHaveTheirOrigin) {
     EXPECT_TRUE(st.ok()) << describe(st);
     ASSERT_TRUE(rpc(*c->regions, &v1::Regions::Stub::ListRegions, {}, &list).ok());
     EXPECT_EQ(find_region(list, "kv", "cache"), nullptr);
+}
+
+// ListTenants and GetTenant agree: each tenant's grants (kv grants "table" to analytics) and
+// what the module holds of it (ListTenants reads the module's list once for all of them).
+TEST_F(Service, TenantsShowTheirGrantsAndUsage) {
+    auto root = h_.client(admin);
+    v1::ListTenantsResponse list;
+    ASSERT_TRUE(rpc(*root->tenants, &v1::Tenants::Stub::ListTenants, {}, &list).ok());
+    std::set<std::string> seen;
+    for (const auto& listed : list.tenants()) {
+        seen.insert(listed.name());
+        v1::GetTenantRequest get;
+        get.set_name(listed.name());
+        v1::Tenant got;
+        ASSERT_TRUE(rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, get, &got).ok());
+        EXPECT_EQ(got.DebugString(), listed.DebugString());
+        EXPECT_NE(listed.id(), 0U) << listed.DebugString();
+        if (listed.name() == "analytics") {
+            ASSERT_EQ(listed.granted_regions_size(), 1) << listed.DebugString();
+            EXPECT_EQ(listed.granted_regions(0), "kv/table");
+        } else {
+            EXPECT_EQ(listed.granted_regions_size(), 0) << listed.DebugString();
+        }
+        if (listed.name() == "kv") {
+            EXPECT_EQ(listed.usage().regions(), 2U) << listed.DebugString();
+        }
+    }
+    EXPECT_TRUE(seen.count("kv") && seen.count("analytics")) << list.DebugString();
 }
 
 TEST_F(Service, CreateRegionIsIdempotent) {

@@ -3,6 +3,12 @@
 // them, and their destruction once removed from policy.
 #include <fmt/format.h>
 
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include "call.h"
 #include "services.h"
 
@@ -45,7 +51,22 @@ void fill_removing(Manager& m, const std::string& name, const Removal& r, v1::Te
     }
 }
 
-void fill_tenant(Manager& m, const View& v, const rof::policy::Tenant& t, v1::Tenant* out) {
+// "owner/region" of every grant in @p, by the tenant granted it.
+std::map<std::string, std::vector<std::string>, std::less<>> grants_by_grantee(
+    const rof::policy::Policy& p) {
+    std::map<std::string, std::vector<std::string>, std::less<>> out;
+    for (const auto& owner : p.tenants) {
+        for (const auto& g : owner.grants) {
+            out[g.to].push_back(owner.name + "/" + g.region);
+        }
+    }
+    return out;
+}
+
+// @t as the policy declares it, with @granted (its grants_by_grantee() entry, or null when
+// it has none) and @info (what the module holds of it, or null when it holds nothing).
+void fill_tenant(const rof::policy::Tenant& t, const std::vector<std::string>* granted,
+                 const rof_tenant_info* info, v1::Tenant* out) {
     out->set_state(v1::TENANT_STATE_ACTIVE);
     out->set_name(t.name);
     out->set_audit(std::string(rof::policy::audit_level_name(t.audit)));
@@ -59,22 +80,14 @@ void fill_tenant(Manager& m, const View& v, const rof::policy::Tenant& t, v1::Te
     q->set_sessions(t.quota.sessions);
     q->set_programs(t.quota.programs);
     q->set_credits(t.quota.credits);
-    for (const auto& other : v.policy->tenants) {
-        for (const auto& g : other.grants) {
-            if (g.to == t.name) {
-                out->add_granted_regions(other.name + "/" + g.region);
-            }
+    if (granted != nullptr) {
+        for (const auto& g : *granted) {
+            out->add_granted_regions(g);
         }
     }
-    const auto id = v.tenant_id.find(t.name);
-    if (id == v.tenant_id.end()) {
-        return;
+    if (info != nullptr) {
+        fill_usage(*info, out);
     }
-    const auto info = m.module().get_tenant(id->second);
-    if (!info) {
-        return;
-    }
-    fill_usage(*info, out);
 }
 
 }  // namespace
@@ -86,10 +99,21 @@ ServerUnaryReactor* TenantService::ListTenants(CallbackServerContext* ctx,
         if (!p.admin() && p.role != Principal::Role::tenant) {
             return m_.authorize(p, "", Right::read, "tenants");
         }
+        // One walk of the grants and one LIST of the module's tenants for all of them: a
+        // policy of 10,000 tenants made this 10,000 walks of every grant and 10,000 GETs.
         const auto v = m_.view();
+        const auto grants = grants_by_grantee(*v->policy);
+        std::unordered_map<std::uint32_t, rof_tenant_info> held;
+        for (const auto& info : m_.module().list_tenants()) {
+            held.emplace(info.id, info);
+        }
         for (const auto& t : v->policy->tenants) {
             if (p.admin() || t.name == p.tenant) {
-                fill_tenant(m_, *v, t, resp->add_tenants());
+                const auto g = grants.find(t.name);
+                const auto id = v->tenant_id.find(t.name);
+                const auto info = id != v->tenant_id.end() ? held.find(id->second) : held.end();
+                fill_tenant(t, g != grants.end() ? &g->second : nullptr,
+                            info != held.end() ? &info->second : nullptr, resp->add_tenants());
             }
         }
         if (p.admin()) {
@@ -115,7 +139,14 @@ ServerUnaryReactor* TenantService::GetTenant(CallbackServerContext* ctx,
         if (auto st = m_.authorize(p, tenant, Right::read, "tenant " + quoted(tenant)); !st.ok()) {
             return st;
         }
-        fill_tenant(m_, *v, *v->tenant(tenant), resp);
+        const auto grants = grants_by_grantee(*v->policy);
+        const auto g = grants.find(tenant);
+        std::optional<rof_tenant_info> info;
+        if (const auto id = v->tenant_id.find(tenant); id != v->tenant_id.end()) {
+            info = m_.module().get_tenant(id->second);
+        }
+        fill_tenant(*v->tenant(tenant), g != grants.end() ? &g->second : nullptr,
+                    info ? &*info : nullptr, resp);
         return grpc::Status::OK;
     });
 }
