@@ -401,8 +401,8 @@ ROF_BENCH_CASE("B10", "control calls under 1, 16 and 200 clients: reads beside w
             r.note(std::to_string(n) + " clients: " + std::to_string(l.errors) +
                    " calls failed, the first: " + l.first_error);
         }
-        rows.push_back({double(n), reads_s, writes_s, read_p99_alone, ms(l.reads, 99),
-                        ms(l.writes, 99)});
+        rows.push_back(
+            {double(n), reads_s, writes_s, read_p99_alone, ms(l.reads, 99), ms(l.writes, 99)});
     }
     r.series("b10_control", "B10: control calls vs clients", "clients", "calls/s; p99 ms",
              {"clients", "reads/s", "writes/s", "read p99, readers alone (ms)", "read p99 (ms)",
