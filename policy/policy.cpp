@@ -847,9 +847,23 @@ std::optional<toml::table> parse_toml(const Source& s, std::vector<Diagnostic>& 
 // the files already.
 LoadResult run(std::optional<Source> daemon, std::string daemon_file, std::vector<Source> tenants,
                std::vector<Diagnostic> errors) {
-    std::stable_sort(tenants.begin(), tenants.end(), [](const Source& a, const Source& b) {
-        return std::filesystem::path(a.file).filename() < std::filesystem::path(b.file).filename();
-    });
+    // By file name, each name taken out of its path once: a path built per comparison cost as
+    // much as parsing the files (10,000 tenants: 280,000 paths).
+    {
+        std::vector<std::pair<std::string, std::size_t>> order;
+        order.reserve(tenants.size());
+        for (std::size_t i = 0; i < tenants.size(); i++) {
+            order.emplace_back(std::filesystem::path(tenants[i].file).filename().string(), i);
+        }
+        std::stable_sort(order.begin(), order.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::vector<Source> sorted;
+        sorted.reserve(tenants.size());
+        for (const auto& o : order) {
+            sorted.push_back(std::move(tenants[o.second]));
+        }
+        tenants = std::move(sorted);
+    }
 
     Policy policy;
     policy.daemon.file = std::move(daemon_file);
