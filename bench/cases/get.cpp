@@ -8,8 +8,12 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <tuple>
 
@@ -31,6 +35,24 @@ std::vector<std::size_t> sizes_of(const Options& o) {
                                         std::to_string(rofkv::kMaxValue));
         }
         out.push_back(n);
+    }
+    return out;
+}
+
+// --set b1_ways=offload,rpc: the ways B1 measures (default all), so that a profile
+// (bench/run --perf) shows one way, or two, at a time.  A figure is reported when both of its
+// ways ran.
+std::set<std::string> ways_of(const Options& o) {
+    static const std::set<std::string> all = {"offload", "read", "two_reads", "rpc", "memcached"};
+    std::set<std::string> out;
+    std::stringstream ss(o.param("b1_ways", "offload,read,two_reads,rpc,memcached"));
+    std::string x;
+    while (std::getline(ss, x, ',')) {
+        if (!all.count(x)) {
+            throw std::invalid_argument("--set b1_ways: " + x +
+                                        " is not offload, read, two_reads, rpc or memcached");
+        }
+        out.insert(x);
     }
     return out;
 }
@@ -209,50 +231,56 @@ class Stress {
 ROF_BENCH_CASE("B1", "hash GET: offload vs one READ, two READs, RPC, memcached, by value size") {
     std::vector<std::vector<double>> rows;
     auto& r = env.report;
+    const std::set<std::string> ways = ways_of(env.opt);
     for (std::size_t len : sizes_of(env.opt)) {
         Getters g(env, len);
         std::string at = " " + std::to_string(len) + " B";
+        std::map<std::string, Histogram> h;  // by way, those measured
         // With the C builds: each GET of the assembly's followed by one of the C's, so that
         // both see the same conditions.
-        Histogram off, offc;
-        if (g.has_c_build()) {
-            std::tie(off, offc) = measure_latency_pair(
+        Histogram offc;
+        if (!ways.count("offload")) {
+        } else if (g.has_c_build()) {
+            std::tie(h["offload"], offc) = measure_latency_pair(
                 env, "offload GET, assembly and C builds" + at, [&] { g.offload(); },
                 [&] { g.offload_c(); });
         } else {
-            off = measure_latency(env, "offload GET" + at, [&] { g.offload(); });
+            h["offload"] = measure_latency(env, "offload GET" + at, [&] { g.offload(); });
         }
-        Histogram rd = measure_latency(env, "one READ" + at, [&] { g.read(); });
-        Histogram two = measure_latency(env, "two-READ lookup" + at, [&] { g.two_reads(); });
-        Histogram rpc = measure_latency(env, "RPC GET" + at, [&] { g.rpc(); });
-        Histogram mc;
-        if (g.has_memcached()) {
-            mc = measure_latency(env, "memcached GET" + at, [&] { g.memcached(); });
+        if (ways.count("read")) {
+            h["read"] = measure_latency(env, "one READ" + at, [&] { g.read(); });
         }
-        std::string sz = std::to_string(len) + "B";
-        r.figure("get_" + sz + "_vs_read", p50_us(off), "us", "read_" + sz, p50_us(rd),
-                 Target{Target::Cmp::le, 1.5});
-        r.figure("get_" + sz + "_vs_two_reads", p50_us(off), "us", "two_reads_" + sz, p50_us(two),
-                 Target{Target::Cmp::le, 0.75});
-        r.figure("get_" + sz + "_vs_rpc", p50_us(off), "us", "rpc_" + sz, p50_us(rpc),
-                 Target{Target::Cmp::le, 1.0});
-        if (g.has_memcached()) {
-            r.figure("get_" + sz + "_vs_memcached", p50_us(off), "us", "memcached_" + sz,
-                     p50_us(mc));
+        if (ways.count("two_reads")) {
+            h["two_reads"] = measure_latency(env, "two-READ lookup" + at, [&] { g.two_reads(); });
         }
-        if (g.has_c_build()) {
-            r.figure("get_c_" + sz + "_vs_get", p50_us(offc), "us", "get_" + sz, p50_us(off));
+        if (ways.count("rpc")) {
+            h["rpc"] = measure_latency(env, "RPC GET" + at, [&] { g.rpc(); });
+        }
+        if (ways.count("memcached") && g.has_memcached()) {
+            h["memcached"] = measure_latency(env, "memcached GET" + at, [&] { g.memcached(); });
+        }
+        const std::string sz = std::to_string(len) + "B";
+        auto p50 = [&](const char* way) { return h.count(way) ? p50_us(h[way]) : 0.0; };
+        // The offload's median against @way's, when both ran.
+        auto against = [&](const char* way, std::optional<Target> t) {
+            if (h.count("offload") && h.count(way)) {
+                r.figure("get_" + sz + "_vs_" + way, p50("offload"), "us", way + ("_" + sz),
+                         p50(way), t);
+            }
+        };
+        against("read", Target{Target::Cmp::le, 1.5});
+        against("two_reads", Target{Target::Cmp::le, 0.75});
+        against("rpc", Target{Target::Cmp::le, 1.0});
+        against("memcached", std::nullopt);
+        if (g.has_c_build() && h.count("offload")) {
+            r.figure("get_c_" + sz + "_vs_get", p50_us(offc), "us", "get_" + sz, p50("offload"));
             r.latency("offload_c_" + sz, offc);
         }
-        r.latency("offload_" + sz, off);
-        r.latency("read_" + sz, rd);
-        r.latency("two_reads_" + sz, two);
-        r.latency("rpc_" + sz, rpc);
-        if (g.has_memcached()) {
-            r.latency("memcached_" + sz, mc);
+        for (const auto& [way, hist] : h) {
+            r.latency(way + "_" + sz, hist);
         }
-        rows.push_back({double(len), p50_us(off), p50_us(rd), p50_us(two), p50_us(rpc),
-                        g.has_memcached() ? p50_us(mc) : 0.0});
+        rows.push_back({double(len), p50("offload"), p50("read"), p50("two_reads"), p50("rpc"),
+                        p50("memcached")});
     }
     r.series("b1_latency_vs_size", "B1: GET latency (median) vs value size", "value bytes",
              "latency (us)",
