@@ -161,6 +161,7 @@ const char* const kv_tenant = R"pb(
     session_rate { ops_per_sec: 200000 }
     tenant_rate { ops_per_sec: 1000000 bytes_per_sec: 1000000000 }
     audit: "errors"
+    invoke_records: "sample:7"
     state: TENANT_STATE_ACTIVE
 )pb";
 
@@ -171,6 +172,7 @@ const char* const analytics_tenant = R"pb(
     usage { sessions: 1 }
     counters { invocations: 10 bytes: 640 insns: 80 sessions_opened: 1 }
     audit: "sessions"
+    invoke_records: "all"
     granted_regions: "kv/table"
     state: TENANT_STATE_ACTIVE
 )pb";

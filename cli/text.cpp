@@ -185,6 +185,7 @@ const std::vector<TableSpec>& table_specs() {
           {"SESSION_RATE", "session_rate", {}, wide},
           {"TENANT_RATE", "tenant_rate", {}, wide},
           {"AUDIT", "audit", {}, wide},
+          {"INVOKE_RECORDS", "invoke_records", {}, wide},
           {"DYING", "dying", {}, wide},
           {"GRANTED_REGIONS", "granted_regions", {}, wide},
           {"REMOVAL_DEADLINE", "removal_deadline", {}, wide}}},

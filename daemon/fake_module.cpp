@@ -169,6 +169,11 @@ ModuleVersion FakeModule::version() {
     return ModuleVersion{ROF_ABI_MAJOR, abi_minor_, fake_version};
 }
 
+std::uint32_t FakeModule::abi_minor() {
+    std::lock_guard lock(mu_);
+    return abi_minor_;
+}
+
 std::vector<DeviceInfo> FakeModule::list_devices() {
     std::lock_guard lock(mu_);
     enter("ROF_IOC_DEVICE_LIST");

@@ -52,6 +52,9 @@ class FakeModule final : public Module {
     ~FakeModule() override;
 
     ModuleVersion version() override;
+    // version()'s minor (set_abi_minor), with no command counted: Kmod asks
+    // the module once and keeps it.
+    std::uint32_t abi_minor() override;
     std::vector<DeviceInfo> list_devices() override;
 
     std::uint32_t tenant_create(const std::string& name, std::uint32_t id) override;

@@ -24,7 +24,7 @@ inline constexpr std::uint32_t abi_minor_region_freelists = 7;
 // 0.8: a session's message size (rof_session_prepare.msg_size).
 inline constexpr std::uint32_t abi_minor_msg_size = 8;
 // 0.10: a tenant's INVOKE records (rof_tenant_quota.invoke_records); Manager
-// sets it only on a module that has it.
+// sets it only on a module that has it (Module::abi_minor).
 inline constexpr std::uint32_t abi_minor_invoke_records = 10;
 
 // The open /dev/rof: rofd::Module with one ioctl per call.  Each call is one
@@ -44,6 +44,8 @@ class Kmod final : public Module {
     int fd() const noexcept { return fd_.get(); }
 
     ModuleVersion version() override;
+    // ROF_IOC_VERSION's minor, asked once (0 for another major).
+    std::uint32_t abi_minor() override;
     // Every device the module tracks, sized with a capacity-0 call first and
     // retried while devices appear between the two calls.
     std::vector<DeviceInfo> list_devices() override;
@@ -105,8 +107,6 @@ class Kmod final : public Module {
     // pages (list_objects) when the module has ROF_LIST_FROM.
     template <typename T>
     std::vector<T> list(const Command& cmd);
-    // The module's ABI minor (0 for another major), asked once.
-    std::uint32_t abi_minor();
     // Whether the module pages LISTs (ABI 0.3).
     bool list_paged();
     void set_name(char (&dst)[ROF_NAME_MAX], const std::string& name, const Command& cmd) const;

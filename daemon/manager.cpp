@@ -731,16 +731,6 @@ std::vector<rof_freelist_info> Manager::ModuleObjects::freelists_of(std::uint32_
     return it != freelists.end() ? it->second : std::vector<rof_freelist_info>{};
 }
 
-bool Manager::module_has_invoke_records() {
-    std::int32_t known = invoke_records_abi_.load(std::memory_order_relaxed);
-    if (known < 0) {
-        const ModuleVersion v = module_->version();
-        known = v.abi_major == ROF_ABI_MAJOR && v.abi_minor >= abi_minor_invoke_records ? 1 : 0;
-        invoke_records_abi_.store(known, std::memory_order_relaxed);
-    }
-    return known == 1;
-}
-
 void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id,
                            const rof_tenant_quota* current) {
     rof_tenant_quota q{};
@@ -749,8 +739,10 @@ void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id,
     q.programs = t.quota.programs;
     q.credits = t.quota.credits;
     // invoke_records rides with the quota (ABI 0.10); an older module has none and refuses
-    // anything but 0 there, and records every INVOKE, as it always did.
-    q.invoke_records = module_has_invoke_records() ? t.invoke_records : ROF_INVOKE_RECORDS_ALL;
+    // anything but 0 there, and records every INVOKE, as it always did.  Its TENANT_GET reads
+    // that 0 back, so a reconcile finds nothing to set.
+    q.invoke_records = module_->abi_minor() >= abi_minor_invoke_records ? t.invoke_records
+                                                                        : ROF_INVOKE_RECORDS_ALL;
     // A restart finds every tenant's quota as it left it: one ioctl fewer per tenant.  The rate
     // has no GET, so it is always set.
     if (current == nullptr || current->region_bytes != q.region_bytes ||

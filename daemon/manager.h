@@ -271,8 +271,6 @@ class Manager {
     // module's, already says it) and rate on tenant @id.
     void apply_limits(const rof::policy::Tenant& t, std::uint32_t id,
                       const rof_tenant_quota* current = nullptr);
-    // Whether the module takes a tenant's invoke_records (ABI 0.10); asked once.
-    bool module_has_invoke_records();
 
     // For the unit tests: while set, view() returns @filter(the current
     // view), so a test can hand each read another generation, as a reload
@@ -301,7 +299,6 @@ class Manager {
 
     ManagerOptions opt_;
     std::unique_ptr<Module> module_;
-    std::atomic<std::int32_t> invoke_records_abi_{-1};  // -1: not asked yet; 0/1
     std::unique_ptr<Store> store_;
     std::unique_ptr<AuditHub> hub_;
     std::unique_ptr<AuditDrain> audit_;

@@ -742,6 +742,12 @@ TEST_F(ManagerTest, AnOlderModuleGetsNoInvokeRecords) {
     }
     auto m = started_manager();
     EXPECT_EQ(shared_->calls("tenant_set_quota"), 0u);
+    // Nor does a reload that changes only invoke_records.
+    write_tenant("kv", test::kv_toml(
+                           {.head = "invoke_records = \"sample:5\"\n", .quota = "sessions = 8\n"}));
+    m->reload_policy();
+    EXPECT_EQ(shared_->calls("tenant_set_quota"), 0u);
+    EXPECT_EQ(fake_tenant("kv")->quota.invoke_records, std::uint32_t{ROF_INVOKE_RECORDS_ALL});
 }
 
 TEST_F(ManagerTest, ManyRemovedTenantsGoInOneSweepAndAFailureHoldsOnlyItself) {

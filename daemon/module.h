@@ -64,6 +64,12 @@ class Module {
     virtual ~Module() = default;
 
     virtual ModuleVersion version() = 0;
+    // The module's ABI minor, 0 when its major is not ROF_ABI_MAJOR: which
+    // commands and fields it has past the oldest rofd works with (the
+    // abi_minor_* steps, kmod.h).  Asked once and kept, as a loaded module's
+    // ABI does not change; no error (a module that cannot say is 0, and
+    // asked again next time).
+    virtual std::uint32_t abi_minor() = 0;
     virtual std::vector<DeviceInfo> list_devices() = 0;
 
     // Tenants.  @id 0: the module assigns one (ROF_TENANT_CREATE_ID unset).

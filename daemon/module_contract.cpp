@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "kmod.h"
 #include "rof/prog/asm.h"
 
 namespace rofd::contract {
@@ -220,9 +221,20 @@ void quotas_refuse_with_edquot(Module& m, Scope& s) {
     EXPECT_EQ(errno_of([&] { load(m, kv, exit_image(2)); }), EDQUOT);
 }
 
+// abi_minor() is what VERSION says, and stays.
+void abi_minor_is_the_versions(Module& m, Scope&) {
+    const ModuleVersion v = m.version();
+    const std::uint32_t minor = m.abi_minor();
+    EXPECT_EQ(minor, v.abi_major == ROF_ABI_MAJOR ? v.abi_minor : 0U);
+    EXPECT_GE(minor, abi_minor_min);
+    EXPECT_EQ(m.abi_minor(), minor);
+}
+
 // A tenant's invoke_records rides with its quota (ABI 0.10): all by default,
 // errors, or sample:N for N up to ROF_INVOKE_SAMPLE_MAX; TENANT_GET reports
-// it; past that is EINVAL and changes nothing.
+// it; past that is EINVAL and changes nothing.  A module older than 0.10
+// (abi_minor()) has a reserved field there: 0 is taken and read back, all
+// else is EINVAL.
 void quota_carries_invoke_records(Module& m, Scope& s) {
     const auto kv = s.tenant("kv");
     const auto fresh = m.get_tenant(kv);
@@ -230,6 +242,20 @@ void quota_carries_invoke_records(Module& m, Scope& s) {
     EXPECT_EQ(fresh->quota.invoke_records, std::uint32_t{ROF_INVOKE_RECORDS_ALL});
 
     rof_tenant_quota q = fresh->quota;
+    if (m.abi_minor() < abi_minor_invoke_records) {
+        for (const std::uint32_t bad : {std::uint32_t{ROF_INVOKE_RECORDS_ERRORS}, 7U}) {
+            q.invoke_records = bad;
+            EXPECT_EQ(errno_of([&] { m.tenant_set_quota(kv, q); }), EINVAL) << bad;
+        }
+        q.invoke_records = ROF_INVOKE_RECORDS_ALL;
+        q.sessions = fresh->quota.sessions == 5 ? 6 : 5;
+        m.tenant_set_quota(kv, q);
+        const auto got = m.get_tenant(kv);
+        ASSERT_TRUE(got);
+        EXPECT_EQ(got->quota.invoke_records, std::uint32_t{ROF_INVOKE_RECORDS_ALL});
+        EXPECT_EQ(got->quota.sessions, q.sessions);
+        return;
+    }
     for (const std::uint32_t v :
          {std::uint32_t{ROF_INVOKE_RECORDS_ERRORS}, 2U, 1000U, std::uint32_t{ROF_INVOKE_SAMPLE_MAX},
           std::uint32_t{ROF_INVOKE_RECORDS_ALL}}) {
@@ -734,6 +760,7 @@ const std::vector<Case>& cases() {
         {"RegionSizeAndNames", region_size_and_names},
         {"RegionsAreFoundByTenantAndName", regions_are_found_by_tenant_and_name},
         {"QuotasRefuseWithEdquot", quotas_refuse_with_edquot},
+        {"AbiMinorIsTheVersions", abi_minor_is_the_versions},
         {"QuotaCarriesInvokeRecords", quota_carries_invoke_records},
         {"UsageFollowsEveryObject", usage_follows_every_object},
         {"BusyObjectsNeedForce", busy_objects_need_force},

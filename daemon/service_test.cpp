@@ -645,6 +645,44 @@ TEST_F(Service, MissingTenants) {
     EXPECT_EQ(resp.name(), "kv");
 }
 
+// A tenant's invoke_records is shown as policy spells it, beside its audit level: the
+// default "all", or what its file says ("sample:7"), which is what rofd set in the module.
+TEST_F(Service, GetTenantShowsInvokeRecords) {
+    auto root = h_.client(admin);
+    h_.write_tenant("burst",
+                    "name = \"burst\"\ninvoke_records = \"sample:7\"\n"
+                    "control_rate = 2\n\n[identity]\nuids = [1003]\n");
+    v1::ReloadPolicyResponse reloaded;
+    auto st = rpc(*root->policy, &v1::Policy::Stub::ReloadPolicy, {}, &reloaded);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    const auto burst = h_.fake().get_tenant(tenant_id("burst"));
+    ASSERT_TRUE(burst);
+    EXPECT_EQ(burst->quota.invoke_records, 7U);
+
+    v1::GetTenantRequest req;
+    req.set_name("burst");
+    v1::Tenant t;
+    st = rpc(*root->tenants, &v1::Tenants::Stub::GetTenant, req, &t);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(t.invoke_records(), "sample:7");
+    EXPECT_EQ(t.audit(), "errors");
+    // kv reads itself: its file has none, so the default.
+    req.clear_name();
+    st = rpc(*h_.client(kv_user)->tenants, &v1::Tenants::Stub::GetTenant, req, &t);
+    ASSERT_TRUE(st.ok()) << describe(st);
+    EXPECT_EQ(t.name(), "kv");
+    EXPECT_EQ(t.invoke_records(), "all");
+
+    v1::ListTenantsResponse all;
+    ASSERT_TRUE(rpc(*root->tenants, &v1::Tenants::Stub::ListTenants, {}, &all).ok());
+    std::map<std::string, std::string> shown;
+    for (const auto& x : all.tenants()) {
+        shown[x.name()] = x.invoke_records();
+    }
+    EXPECT_EQ(shown, (std::map<std::string, std::string>{
+                         {"analytics", "all"}, {"burst", "sample:7"}, {"kv", "all"}}));
+}
+
 // ---- what the calls do -------------------------------------------------------
 
 const v1::Region* find_region(const v1::ListRegionsResponse& l, const std::string& tenant,

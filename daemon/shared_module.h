@@ -63,6 +63,7 @@ class SharedModule final : public Module {
     }
 
     ModuleVersion version() override { return m_->version(); }
+    std::uint32_t abi_minor() override { return m_->abi_minor(); }
     std::vector<DeviceInfo> list_devices() override { return m_->list_devices(); }
     std::uint32_t tenant_create(const std::string& name, std::uint32_t id) override {
         refuse("tenant_create");

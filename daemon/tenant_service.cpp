@@ -70,6 +70,7 @@ void fill_tenant(const rof::policy::Tenant& t, const std::vector<std::string>* g
     out->set_state(v1::TENANT_STATE_ACTIVE);
     out->set_name(t.name);
     out->set_audit(std::string(rof::policy::audit_level_name(t.audit)));
+    out->set_invoke_records(rof::policy::invoke_records_name(t.invoke_records));
     out->mutable_session_rate()->set_ops_per_sec(t.session_rate.ops_per_sec);
     out->mutable_session_rate()->set_bytes_per_sec(t.session_rate.bytes_per_sec);
     out->mutable_tenant_rate()->set_ops_per_sec(t.tenant_rate.ops_per_sec);
