@@ -26,6 +26,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 
+#include "rof_exec.h"
 #include "rof_session.h"
 
 /*
@@ -51,7 +52,14 @@ MODULE_PARM_DESC(poll_softirq, "serve short requests in the completion's softirq
 #define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
 /* One softirq run: at most this many polls and program instructions. */
 #define ROF_SIRQ_ROUNDS		4
-#define ROF_SIRQ_INSNS		32768	/* below ROF_EXEC_YIELD_EVERY: no resched */
+/*
+ * Below ROF_EXEC_YIELD_EVERY, so that no run reaches a reschedule point, and
+ * as close to it as that allows: an INVOKE runs here only when its program's
+ * worst case fits in what the run has left, and kv-get's is 36331 (8 tries of
+ * 16 ways of a 33-word key compare) where it runs about 100.  At 32768 every
+ * GET went to the poll work, a workqueue wake-up each.
+ */
+#define ROF_SIRQ_INSNS		(ROF_EXEC_YIELD_EVERY - 1)
 /*
  * irq_poll's weight of a session: one more than the work completions a
  * softirq run can take (ROF_SIRQ_ROUNDS polls of ROF_POLL_BATCH), so that
