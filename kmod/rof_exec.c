@@ -492,6 +492,7 @@ struct rof_run {
 	struct rof_exec_ctx *ctx;
 	u64 *r;
 	u32 resp_hw;		/* bytes of resp written so far, from 0 */
+	u32 resp_zeroed;	/* resp below this is zero or written this run */
 };
 
 /*
@@ -613,9 +614,22 @@ static __always_inline int rof_mem(struct rof_run *run, u32 space, u64 off,
 		return 0;
 	}
 	*out = base + off;
-	if (space == ROF_SPACE_RESP && right == ROF_ACCESS_WRITE &&
-	    off + size > run->resp_hw)
-		run->resp_hw = (u32)(off + size);
+	if (space == ROF_SPACE_RESP) {
+		/*
+		 * resp holds whatever the buffer held (the module's send slot:
+		 * an earlier reply): what a run reaches is zeroed as it first
+		 * reaches it, reads and writes alike, so that bytes a program
+		 * skipped read and go out as 0 (docs/isa.md), for the cost of
+		 * the bytes it uses, not of its resp_max.
+		 */
+		if (off + size > run->resp_zeroed) {
+			memset(base + run->resp_zeroed, 0,
+			       off + size - run->resp_zeroed);
+			run->resp_zeroed = (u32)(off + size);
+		}
+		if (right == ROF_ACCESS_WRITE && off + size > run->resp_hw)
+			run->resp_hw = (u32)(off + size);
+	}
 	return 0;
 }
 
@@ -1127,6 +1141,7 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 	run.ctx = ctx;
 	run.r = r;
 	run.resp_hw = 0;
+	run.resp_zeroed = 0;
 	r[1] = ctx->args_len;
 	insns = ctx->insns;
 	cnt = ctx->insn_cnt;
@@ -1260,8 +1275,8 @@ op_respond:
 		err = ROF_ISA_ELEN;
 		goto out;
 	}
-	if (v > run.resp_hw)
-		memset(ctx->resp + run.resp_hw, 0, v - run.resp_hw);
+	if (v > run.resp_zeroed)
+		memset(ctx->resp + run.resp_zeroed, 0, v - run.resp_zeroed);
 	ctx->prog_status = (u32)in->imm;
 	ctx->resp_len = (u32)v;
 	err = 0;

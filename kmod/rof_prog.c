@@ -656,8 +656,10 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 		goto out;
 	}
 
-	/* Zeroed: unwritten response bytes must not leak earlier replies. */
-	memset(out + sizeof(struct rof_invoke_result), 0, h->resp_max);
+	/*
+	 * Not zeroed here: the executor zeroes what the run reaches of it
+	 * (rof_mem), so that no byte of an earlier reply goes out again.
+	 */
 	ctx.insns = p->insns;
 	ctx.insn_cnt = h->insn_cnt;
 	ctx.args = args;

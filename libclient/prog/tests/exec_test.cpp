@@ -537,6 +537,35 @@ TEST(ExecAlloc, ConcurrentPopsOfOverwrittenBlocksAreRaces) {
     EXPECT_EQ(n + kept.load(), 3);
 }
 
+// resp holds an earlier reply (the module's send slot is not cleared): the executor zeroes what
+// a run reaches of it, so a skipped byte reads and goes out as 0, and nothing past what the
+// run reached is touched.
+TEST(ExecResp, WhatARunReachesIsZeroedAsItReachesIt) {
+    const Program p = must_assemble(
+        ".resp 256\n"
+        "ld64 r2, resp[40]\n"  // a read past anything written: 0
+        "mov64 r3, 7\n"
+        "st64 resp[64], r3\n"  // a write past a gap: the gap reads 0
+        "ld64 r4, resp[8]\n"   // inside the gap
+        "copy resp[96], resp[0], 16\n"
+        "add64 r2, r4\n"
+        "st64 resp[120], r2\n"
+        "mov64 r5, 160\n"
+        "respond r5, 3\n");  // the length past the last write: zeroed
+    Env env(p);
+    env.resp.assign(256, 0xaa);
+    ASSERT_EQ(env.run(p), ROF_ISA_OK);
+    EXPECT_EQ(env.ctx.prog_status, 3u);
+    ASSERT_EQ(env.ctx.resp_len, 160u);
+    for (size_t i = 0; i < 160; i++) {
+        const uint8_t want = i == 64 ? 7 : 0;
+        ASSERT_EQ(env.resp[i], want) << "resp[" << i << "]";
+    }
+    for (size_t i = 160; i < 256; i++) {
+        ASSERT_EQ(env.resp[i], 0xaa) << "resp[" << i << "] is past the run: left alone";
+    }
+}
+
 TEST(ExecHelpers, Crc64CheckValueAndChaining) {
     Case t(
         "mov64 r2, 9\nmov64 r3, 0\ncrc64 r3, args[0], r2\n"
