@@ -478,5 +478,46 @@ TEST(BadFiles, AtLeastThirty) {
     EXPECT_GE(bad_files().size(), 30U);
 }
 
+// Many tenant files are read and parsed on several threads: what comes out is what one thread
+// made, tenants sorted by name, errors by file in load order, then by position in a file.
+TEST(PolicyParse, ManyFilesKeepTheirOrder) {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (int i = 999; i >= 0; i--) {
+        char name[16];
+        std::snprintf(name, sizeof name, "t%04d", i);
+        std::string text = std::string("name = \"") + name + "\"\n";
+        if (i == 100 || i == 700) {
+            text += "[quota\n";  // a TOML syntax error
+        } else if (i == 350) {
+            text += "colour = 1\nshade = 2\n";  // two unknown keys
+        }
+        files.emplace_back(std::string(name) + ".toml", text);
+    }
+    LoadResult r = parse("", "rofd.toml", files);
+    ASSERT_FALSE(r.policy);
+    ASSERT_EQ(r.errors.size(), 4U) << r.error_text();
+    EXPECT_EQ(r.errors[0].file, "t0100.toml");
+    EXPECT_EQ(r.errors[1].file, "t0350.toml");
+    EXPECT_EQ(r.errors[2].file, "t0350.toml");
+    EXPECT_LT(r.errors[1].line, r.errors[2].line);
+    EXPECT_EQ(r.errors[3].file, "t0700.toml");
+
+    files.clear();
+    for (int i = 999; i >= 0; i--) {
+        char name[16];
+        std::snprintf(name, sizeof name, "t%04d", i);
+        files.emplace_back(std::string(name) + ".toml", std::string("name = \"") + name + "\"\n");
+    }
+    r = parse("", "rofd.toml", files);
+    ASSERT_TRUE(r.policy) << r.error_text();
+    ASSERT_EQ(r.policy->tenants.size(), 1000U);
+    for (std::size_t i = 0; i < 1000; i++) {
+        char name[16];
+        std::snprintf(name, sizeof name, "t%04zu", i);
+        ASSERT_EQ(r.policy->tenants[i].name, name);
+        ASSERT_EQ(r.policy->tenants[i].file, std::string(name) + ".toml");
+    }
+}
+
 }  // namespace
 }  // namespace rof::policy
