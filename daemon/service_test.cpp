@@ -814,6 +814,17 @@ TEST_F(Service, TenantsShowTheirGrantsAndUsage) {
         }
     }
     EXPECT_TRUE(seen.count("kv") && seen.count("analytics")) << list.DebugString();
+
+    // A tenant lists itself alone, as GetTenant has it.
+    auto a = h_.client(analytics_user);
+    v1::ListTenantsResponse own;
+    ASSERT_TRUE(rpc(*a->tenants, &v1::Tenants::Stub::ListTenants, {}, &own).ok());
+    ASSERT_EQ(own.tenants_size(), 1) << own.DebugString();
+    v1::Tenant got;
+    ASSERT_TRUE(rpc(*a->tenants, &v1::Tenants::Stub::GetTenant, {}, &got).ok());
+    EXPECT_EQ(own.tenants(0).DebugString(), got.DebugString());
+    ASSERT_EQ(got.granted_regions_size(), 1) << got.DebugString();
+    EXPECT_EQ(got.granted_regions(0), "kv/table");
 }
 
 TEST_F(Service, CreateRegionIsIdempotent) {
