@@ -358,6 +358,9 @@ int test_local(Context& ctx, const ProgOpts& o) {
     rof_exec_ctx c{};
     c.insns = p.insns.data();
     c.insn_cnt = static_cast<std::uint32_t>(p.insns.size());
+    std::vector<rof_exec_op> code(ROF_EXEC_CODE_LEN(c.insn_cnt));
+    rof_exec_decode(c.insns, c.insn_cnt, code.data());
+    c.code = code.data();
     c.args = reinterpret_cast<const std::uint8_t*>(args.data());
     c.args_len = static_cast<std::uint32_t>(args.size());
     c.scratch = ptr(scratch);

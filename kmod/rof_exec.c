@@ -107,13 +107,6 @@ const char *rof_exec_status_name(int status)
 	[ROF_INSN_##id] = { mn, ROF_INSN_##id, op, count, form, slots, flags },
 const struct rof_exec_insn_info rof_exec_insns[] = ROF_ISA_INSNS(ROF_INSN_ROW);
 
-/*
- * The same rows, private: the run reads a row by its constant id, and a
- * static table's entries fold into its code (the exported one may be
- * interposed in a shared library, so the compiler cannot fold it there).
- */
-static const struct rof_exec_insn_info rof_rows[] = ROF_ISA_INSNS(ROF_INSN_ROW);
-
 u32 rof_exec_insn_count(void)
 {
 	return ARRAY_SIZE(rof_exec_insns);
@@ -212,16 +205,9 @@ static int rof_check_cas(const struct rof_insn_cas *c)
 	return 0;
 }
 
-/*
- * rof_exec_check_insn() once @pc < @cnt, @ii is the row of its opcode and
- * @form its form.  Inlined into each case of the run with @form a constant,
- * so that a step's check costs its own few comparisons and no second
- * dispatch on the form.
- */
-static __always_inline int rof_check_form(const struct rof_insn *insns,
-					  u32 cnt, u32 pc,
-					  const struct rof_exec_insn_info *ii,
-					  u32 form)
+/* rof_exec_check_insn() once @pc < @cnt, @ii is the row of its opcode. */
+static int rof_check_form(const struct rof_insn *insns, u32 cnt, u32 pc,
+			  const struct rof_exec_insn_info *ii)
 {
 	const struct rof_insn *in = &insns[pc];
 	u8 dst, src;
@@ -234,7 +220,7 @@ static __always_inline int rof_check_form(const struct rof_insn *insns,
 		return -EINVAL;
 	target = (s64)pc + 1 + in->off;
 
-	switch (form) {
+	switch (ii->form) {
 	case ROF_FORM_LDIMM64:
 		if (src || in->off || insns[pc + 1].regs || insns[pc + 1].off)
 			return -EINVAL;
@@ -309,21 +295,7 @@ int rof_exec_check_insn(const struct rof_insn *insns, u32 cnt, u32 pc)
 	ii = rof_row(insns[pc].op);
 	if (!ii)
 		return -EINVAL;
-	return rof_check_form(insns, cnt, pc, ii, ii->form);
-}
-
-/*
- * The check of a step in the run's case for row @id (a constant) of form
- * @form; sets *@next to the slot after the instruction.  Every opcode of a
- * case is of the case's row, so no lookup of the row by opcode is needed.
- */
-static __always_inline int rof_check_as(const struct rof_insn *insns, u32 cnt,
-					u32 pc, u32 id, u32 form, u32 *next)
-{
-	const struct rof_exec_insn_info *ii = &rof_rows[id];
-
-	*next = pc + ii->slots;
-	return ii->form != form || rof_check_form(insns, cnt, pc, ii, form);
+	return rof_check_form(insns, cnt, pc, ii);
 }
 
 static int rof_slot_name_ok(const char *name)
@@ -1045,36 +1017,182 @@ int rof_exec_jmp(u32 jop, int is32, u64 a, u64 b)
 }
 
 /*
- * The step between two instructions, at the end of every handler of
- * rof_exec_run(): the checks (@pc inside the program, the budget, the
- * kernel's reschedule point), then the address of the handler of the
- * instruction at @pc, or @stop when a check fails.  Inlined, so that each
- * handler ends in its own indirect jump: the branch predictor learns each
- * handler's successors at its own site, not all of them at one.
+ * The decoded form.  A slot's handler is its opcode once the slot passed
+ * rof_exec_check_insn() (for a register-form ALU or JMP, the opcode of its
+ * immediate form: the two run alike once decoded); ROF_OP_EXT (never the
+ * first slot of an instruction) for one that did not; and ROF_EXEC_END
+ * after the last slot, where a run that falls off the end arrives.  A
+ * memory access's base register is ROF_EXEC_RZERO when it has none, and so
+ * is an immediate-form ALU or JMP's source: a register that reads 0, never
+ * written (every register field of an instruction is 4 bits).
+ */
+#define ROF_EXEC_END		0xff
+#define ROF_EXEC_RZERO		ROF_ISA_NREGS
+static_assert(ROF_OP_JMP32_REG + ROF_JMP_COUNT <= ROF_EXEC_END,
+	      "ROF_EXEC_END is no opcode");
+static_assert(ROF_OP_ALU64_REG - ROF_OP_ALU64_IMM == 0x10 &&
+	      ROF_OP_ALU32_REG - ROF_OP_ALU32_IMM == 0x10 &&
+	      ROF_OP_JMP64_REG - ROF_OP_JMP64_IMM == 0x10 &&
+	      ROF_OP_JMP32_REG - ROF_OP_JMP32_IMM == 0x10,
+	      "each register form 0x10 after its immediate form");
+
+static void rof_decode_one(const struct rof_insn *insns, u32 cnt, u32 pc,
+			   struct rof_exec_op *d)
+{
+	const struct rof_insn *in = &insns[pc];
+	const struct rof_exec_insn_info *ii = rof_row(in->op);
+	u32 m = (u32)in->imm;
+	u8 dst = ROF_INSN_DST(in), src = ROF_INSN_SRC(in);
+
+	memset(d, 0, sizeof(*d));
+	if (rof_exec_check_insn(insns, cnt, pc)) {
+		d->h = ROF_OP_EXT;
+		return;
+	}
+	d->h = in->op;
+	d->dst = dst;
+	d->src = src;
+	switch (ii->form) {
+	case ROF_FORM_LDIMM64:
+		d->imm = (u64)(u32)in->imm | ((u64)(u32)in[1].imm << 32);
+		break;
+	case ROF_FORM_LD:	/* dst = space[base + off], base = src */
+	case ROF_FORM_ST:	/* space[base + off] = src, base = dst */
+		d->x = !(m & ROF_MEM_BASE) ? ROF_EXEC_RZERO :
+		       ii->form == ROF_FORM_LD ? src : dst;
+		d->space = ROF_MEM_SPACE(m);
+		d->imm = (u64)(s64)in->off;
+		break;
+	case ROF_FORM_FAA:	/* aux = space[base + off] += src, base = dst */
+		d->dst = ROF_MEM_AUX(m);
+		d->x = (m & ROF_MEM_BASE) ? dst : ROF_EXEC_RZERO;
+		d->space = ROF_MEM_SPACE(m);
+		d->imm = (u64)(s64)in->off;
+		break;
+	case ROF_FORM_DIGEST:	/* dst = f(dst, aux bytes at base + off) */
+		d->src = ROF_MEM_AUX(m);
+		d->x = (m & ROF_MEM_BASE) ? src : ROF_EXEC_RZERO;
+		d->space = ROF_MEM_SPACE(m);
+		d->imm = (u64)(s64)in->off;
+		break;
+	case ROF_FORM_ALLOC:
+	case ROF_FORM_FREE:
+		d->x = m;	/* the slot */
+		break;
+	case ROF_FORM_EXIT:
+	case ROF_FORM_RESPOND:
+		d->imm = m;	/* the status */
+		break;
+	case ROF_FORM_LOOP:	/* taken while dst < imm, here imm - 1 */
+		d->imm = (u64)m - 1;
+		d->x = pc + 1 + in->off;
+		break;
+	case ROF_FORM_JA:
+		d->x = pc + 1 + in->off;
+		break;
+	case ROF_FORM_ALU:	/* dst = dst op (src + imm) */
+	case ROF_FORM_JMP:	/* dst cond (src + imm): to x */
+		if (ii->flags & ROF_ISA_F_IMM) {
+			d->src = ROF_EXEC_RZERO;
+			d->imm = (ii->flags & ROF_ISA_F_32) ? (u64)m :
+				 (u64)(s64)in->imm;
+		} else {
+			/* the register form runs as the immediate one */
+			d->h -= ROF_OP_ALU64_REG - ROF_OP_ALU64_IMM;
+		}
+		d->x = pc + 1 + in->off;
+		break;
+	default:		/* COPY, CAS: run from the slots themselves */
+		break;
+	}
+}
+
+int rof_exec_decode(const struct rof_insn *insns, u32 cnt,
+		    struct rof_exec_op *code)
+{
+	u32 pc;
+
+	if (!insns || !code || !cnt || cnt > ROF_ISA_MAX_INSNS)
+		return -EINVAL;
+	for (pc = 0; pc < cnt; pc++)
+		rof_decode_one(insns, cnt, pc, &code[pc]);
+	memset(&code[cnt], 0, sizeof(code[cnt]));
+	code[cnt].h = ROF_EXEC_END;
+	return 0;
+}
+
+/*
+ * The step to the slot at @op, at the end of every handler of
+ * rof_exec_run(): the budget, the kernel's reschedule point, then the
+ * address of the slot's handler, or @stop when the budget is spent.
+ * Inlined, so that each handler ends in its own indirect jump: the branch
+ * predictor learns each handler's successors at its own site, not all of
+ * them at one.  No check of where @op points: a decoded jump's target is a
+ * slot of the program, and the slot after the last is ROF_EXEC_END.
  */
 static __always_inline const void *rof_next(const void * const *jt,
 					    const void *stop,
-					    const struct rof_insn *insns,
-					    u32 cnt, u32 pc, u64 *executed,
-					    u64 budget)
+					    const struct rof_exec_op *op,
+					    u64 *executed, u64 budget)
 {
-	if (unlikely(pc >= cnt || *executed >= budget))
+	if (unlikely(*executed >= budget))
 		return stop;
 	/* A reschedule point in a long run (the kernel's only). */
 	if (unlikely(!(++*executed & (ROF_EXEC_YIELD_EVERY - 1))))
 		rof_exec_yield();
-	return jt[insns[pc].op];
+	return jt[op->h];
+}
+
+/*
+ * LD and ST of @size bytes at r[op->x] + op->imm, inlined into a handler
+ * per size, where @size is a constant.
+ */
+static __always_inline int rof_do_ld(struct rof_run *run, u64 *r,
+				     const struct rof_exec_op *op, u32 size)
+{
+	u64 ea;
+	u8 *p;
+	int err;
+
+	err = rof_ea(r[op->x], (s64)op->imm, &ea);
+	if (unlikely(err))
+		return err;
+	err = rof_mem(run, op->space, ea, size, ROF_ACCESS_READ,
+		      ROF_ISA_EBOUNDS, &p);
+	if (unlikely(err))
+		return err;
+	r[op->dst] = rof_ld_le(p, size);
+	return 0;
+}
+
+static __always_inline int rof_do_st(struct rof_run *run, u64 *r,
+				     const struct rof_exec_op *op, u32 size)
+{
+	u64 ea;
+	u8 *p;
+	int err;
+
+	err = rof_ea(r[op->x], (s64)op->imm, &ea);
+	if (unlikely(err))
+		return err;
+	err = rof_mem(run, op->space, ea, size, ROF_ACCESS_WRITE,
+		      ROF_ISA_EBOUNDS, &p);
+	if (unlikely(err))
+		return err;
+	rof_st_le(p, r[op->src], size);
+	return 0;
 }
 
 /*
  * The run is threaded, as the kernel's BPF interpreter: a handler per
- * instruction row, reached through a table indexed by opcode, and each
- * handler checks its instruction against its own row (rof_check_as) before
- * running it.  The registers and the count live on the stack during the
- * run, copied out at its end: in @ctx, every store to a register could
- * alias the fields the handlers read.
+ * opcode, reached through a table indexed by the decoded slot's handler.
+ * The checks of an instruction's encoding were made once, by
+ * rof_exec_decode(); what depends on the run (addresses, bounds, access,
+ * lengths, the budgets) is checked here, every time.  The registers and
+ * the count live on the stack during the run, copied out at its end: in
+ * @ctx, every store to a register could alias the fields the handlers read.
  */
-static const u64 rof_zero_regs[ROF_ISA_NREGS];
+static const u64 rof_zero_regs[ROF_ISA_NREGS + 1];
 
 int rof_exec_run(struct rof_exec_ctx *ctx)
 {
@@ -1093,23 +1211,47 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 		[ROF_OP_RESPOND] = &&op_respond,
 		[ROF_OP_LOOP] = &&op_loop,
 		[ROF_OP_JA] = &&op_ja,
-		[ROF_OP_LD ... ROF_OP_LD + 3] = &&op_ld,
-		[ROF_OP_ST ... ROF_OP_ST + 3] = &&op_st,
-		[ROF_OP_ALU64_IMM ... ROF_OP_ALU64_IMM + ROF_ALU_COUNT - 1] = &&op_alu64_imm,
-		[ROF_OP_ALU64_REG ... ROF_OP_ALU64_REG + ROF_ALU_COUNT - 1] = &&op_alu64_reg,
-		[ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1] = &&op_alu32_imm,
-		[ROF_OP_ALU32_REG ... ROF_OP_ALU32_REG + ROF_ALU_COUNT - 1] = &&op_alu32_reg,
-		[ROF_OP_JMP64_IMM ... ROF_OP_JMP64_IMM + ROF_JMP_COUNT - 1] = &&op_jmp64_imm,
-		[ROF_OP_JMP64_REG ... ROF_OP_JMP64_REG + ROF_JMP_COUNT - 1] = &&op_jmp64_reg,
-		[ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1] = &&op_jmp32_imm,
-		[ROF_OP_JMP32_REG ... ROF_OP_JMP32_REG + ROF_JMP_COUNT - 1] = &&op_jmp32_reg,
+		[ROF_OP_ALU64_IMM + ROF_ALU_ADD] = &&op_add64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_SUB] = &&op_sub64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_MUL] = &&op_mul64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_DIV] = &&op_div64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_MOD] = &&op_mod64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_AND] = &&op_and64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_OR] = &&op_or64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_XOR] = &&op_xor64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_LSH] = &&op_lsh64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_RSH] = &&op_rsh64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_ARSH] = &&op_arsh64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_MOV] = &&op_mov64,
+		[ROF_OP_ALU64_IMM + ROF_ALU_NEG] = &&op_neg64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JEQ] = &&op_jeq64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JNE] = &&op_jne64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JGT] = &&op_jgt64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JGE] = &&op_jge64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JLT] = &&op_jlt64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JLE] = &&op_jle64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JSGT] = &&op_jsgt64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JSGE] = &&op_jsge64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JSLT] = &&op_jslt64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JSLE] = &&op_jsle64,
+		[ROF_OP_JMP64_IMM + ROF_JMP_JSET] = &&op_jset64,
+		[ROF_OP_ALU32_IMM ... ROF_OP_ALU32_IMM + ROF_ALU_COUNT - 1] = &&op_alu32,
+		[ROF_OP_JMP32_IMM ... ROF_OP_JMP32_IMM + ROF_JMP_COUNT - 1] = &&op_jmp32,
+		[ROF_OP_LD + 0] = &&op_ld8,
+		[ROF_OP_LD + 1] = &&op_ld16,
+		[ROF_OP_LD + 2] = &&op_ld32,
+		[ROF_OP_LD + 3] = &&op_ld64,
+		[ROF_OP_ST + 0] = &&op_st8,
+		[ROF_OP_ST + 1] = &&op_st16,
+		[ROF_OP_ST + 2] = &&op_st32,
+		[ROF_OP_ST + 3] = &&op_st64,
+		[ROF_EXEC_END] = &&op_end,
 	};
-	const struct rof_insn *insns, *in;
+	const struct rof_exec_op *code, *op;
+	const struct rof_insn *insns;
 	struct rof_run run;
-	u64 r[ROF_ISA_NREGS];
+	u64 r[ROF_ISA_NREGS + 1];
 	u64 executed = 0, budget, ea, v;
-	u32 pc = 0, cnt, next, size;
-	u8 dst;
 	u8 *p;
 	int err;
 
@@ -1120,7 +1262,7 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 	ctx->executed = 0;
 	ctx->bytes = 0;
 	ctx->fault_pc = 0;
-	if (!ctx->insns || !ctx->insn_cnt ||
+	if (!ctx->insns || !ctx->code || !ctx->insn_cnt ||
 	    ctx->insn_cnt > ROF_ISA_MAX_INSNS ||
 	    (!ctx->args && ctx->args_len) ||
 	    (!ctx->scratch && ctx->scratch_len) ||
@@ -1144,45 +1286,32 @@ int rof_exec_run(struct rof_exec_ctx *ctx)
 	run.resp_zeroed = 0;
 	r[1] = ctx->args_len;
 	insns = ctx->insns;
-	cnt = ctx->insn_cnt;
+	code = ctx->code;
+	op = code;
 	budget = ctx->budget;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 
 op_ldimm64:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_LDIMM64, ROF_FORM_LDIMM64,
-			 &next))
-		goto einsn;
-	r[ROF_INSN_DST(in)] = (u64)(u32)in->imm | ((u64)(u32)in[1].imm << 32);
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	r[op->dst] = op->imm;
+	op += 2;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_copy:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_COPY, ROF_FORM_COPY, &next))
-		goto einsn;
-	err = rof_do_copy(&run, (const struct rof_insn_copy *)in);
+	err = rof_do_copy(&run, (const struct rof_insn_copy *)&insns[op - code]);
 	if (err)
 		goto out;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	op += 2;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_cas:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_CAS, ROF_FORM_CAS, &next))
-		goto einsn;
-	err = rof_do_cas(&run, (const struct rof_insn_cas *)in);
+	err = rof_do_cas(&run, (const struct rof_insn_cas *)&insns[op - code]);
 	if (err)
 		goto out;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	op += 2;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_faa:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_FAA, ROF_FORM_FAA, &next))
-		goto einsn;
-	err = rof_ea((in->imm & ROF_MEM_BASE) ? r[ROF_INSN_DST(in)] : 0,
-		     in->off, &ea);
+	err = rof_ea(r[op->x], (s64)op->imm, &ea);
 	if (err)
 		goto out;
-	err = rof_mem(&run, ROF_MEM_SPACE(in->imm), ea, 8, ROF_ACCESS_ATOMIC,
+	err = rof_mem(&run, op->space, ea, 8, ROF_ACCESS_ATOMIC,
 		      ROF_ISA_EBOUNDS, &p);
 	if (err)
 		goto out;
@@ -1190,237 +1319,259 @@ op_faa:
 		err = ROF_ISA_EALIGN;
 		goto out;
 	}
-	r[ROF_MEM_AUX(in->imm)] =
-		rof_exec_fetch_add64((u64 *)p, r[ROF_INSN_SRC(in)]);
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	r[op->dst] = rof_exec_fetch_add64((u64 *)p, r[op->src]);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_crc64:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_CRC64, ROF_FORM_DIGEST,
-			 &next))
-		goto einsn;
-	goto digest;
 op_hash:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_HASH, ROF_FORM_DIGEST,
-			 &next))
-		goto einsn;
-digest:
-	v = r[ROF_MEM_AUX(in->imm)];
-	err = rof_ea((in->imm & ROF_MEM_BASE) ? r[ROF_INSN_SRC(in)] : 0,
-		     in->off, &ea);
+	v = r[op->src];
+	err = rof_ea(r[op->x], (s64)op->imm, &ea);
 	if (err)
 		goto out;
 	if (v > ROF_ISA_MAX_BULK) {
 		err = ROF_ISA_ELEN;
 		goto out;
 	}
-	err = rof_mem(&run, ROF_MEM_SPACE(in->imm), ea, v, ROF_ACCESS_READ,
+	err = rof_mem(&run, op->space, ea, v, ROF_ACCESS_READ,
 		      ROF_ISA_EBOUNDS, &p);
 	if (err)
 		goto out;
 	err = rof_bytes(&run, v);
 	if (err)
 		goto out;
-	dst = ROF_INSN_DST(in);
-	if (in->op == ROF_OP_CRC64)
-		r[dst] = rof_exec_crc64(r[dst], p, v);
+	if (op->h == ROF_OP_CRC64)
+		r[op->dst] = rof_exec_crc64(r[op->dst], p, v);
 	else
-		r[dst] = rof_exec_hash64(r[dst], p, v);
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+		r[op->dst] = rof_exec_hash64(r[op->dst], p, v);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_alloc:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_ALLOC, ROF_FORM_ALLOC,
-			 &next))
-		goto einsn;
-	err = rof_do_alloc(&run, (u32)in->imm, &r[ROF_INSN_DST(in)]);
+	err = rof_do_alloc(&run, op->x, &r[op->dst]);
 	if (err)
 		goto out;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_free:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_FREE, ROF_FORM_FREE, &next))
-		goto einsn;
-	err = rof_do_free(&run, (u32)in->imm, r[ROF_INSN_SRC(in)]);
+	err = rof_do_free(&run, op->x, r[op->src]);
 	if (err)
 		goto out;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_exit:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_EXIT, ROF_FORM_EXIT, &next))
-		goto einsn;
-	ctx->prog_status = (u32)in->imm;
+	ctx->prog_status = (u32)op->imm;
 	ctx->resp_len = run.resp_hw;
 	err = 0;
 	goto out;
 op_exit_reg:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_EXIT_REG, ROF_FORM_EXIT_REG,
-			 &next))
-		goto einsn;
-	ctx->prog_status = (u32)r[ROF_INSN_SRC(in)];
+	ctx->prog_status = (u32)r[op->src];
 	ctx->resp_len = run.resp_hw;
 	err = 0;
 	goto out;
 op_respond:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_RESPOND, ROF_FORM_RESPOND,
-			 &next))
-		goto einsn;
-	v = r[ROF_INSN_SRC(in)];
+	v = r[op->src];
 	if (v > ctx->resp_cap) {
 		err = ROF_ISA_ELEN;
 		goto out;
 	}
 	if (v > run.resp_zeroed)
 		memset(ctx->resp + run.resp_zeroed, 0, v - run.resp_zeroed);
-	ctx->prog_status = (u32)in->imm;
+	ctx->prog_status = (u32)op->imm;
 	ctx->resp_len = (u32)v;
 	err = 0;
 	goto out;
 op_loop:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_LOOP, ROF_FORM_LOOP, &next))
-		goto einsn;
-	dst = ROF_INSN_DST(in);
-	if (r[dst] < (u64)(u32)in->imm - 1) {
-		r[dst]++;
-		next = pc + 1 + in->off;
+	if (r[op->dst] < op->imm) {
+		r[op->dst]++;
+		op = &code[op->x];
+	} else {
+		op++;
 	}
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_ja:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_JA, ROF_FORM_JA, &next))
-		goto einsn;
-	pc = pc + 1 + in->off;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_ld:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_LD, ROF_FORM_LD, &next))
-		goto einsn;
-	size = 1U << (in->op - ROF_OP_LD);
-	err = rof_ea((in->imm & ROF_MEM_BASE) ? r[ROF_INSN_SRC(in)] : 0,
-		     in->off, &ea);
+	op = &code[op->x];
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_ld8:
+	err = rof_do_ld(&run, r, op, 1);
 	if (err)
 		goto out;
-	err = rof_mem(&run, ROF_MEM_SPACE(in->imm), ea, size, ROF_ACCESS_READ,
-		      ROF_ISA_EBOUNDS, &p);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_ld16:
+	err = rof_do_ld(&run, r, op, 2);
 	if (err)
 		goto out;
-	r[ROF_INSN_DST(in)] = rof_ld_le(p, size);
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_st:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_ST, ROF_FORM_ST, &next))
-		goto einsn;
-	size = 1U << (in->op - ROF_OP_ST);
-	err = rof_ea((in->imm & ROF_MEM_BASE) ? r[ROF_INSN_DST(in)] : 0,
-		     in->off, &ea);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_ld32:
+	err = rof_do_ld(&run, r, op, 4);
 	if (err)
 		goto out;
-	err = rof_mem(&run, ROF_MEM_SPACE(in->imm), ea, size,
-		      ROF_ACCESS_WRITE, ROF_ISA_EBOUNDS, &p);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_ld64:
+	err = rof_do_ld(&run, r, op, 8);
 	if (err)
 		goto out;
-	rof_st_le(p, r[ROF_INSN_SRC(in)], size);
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_alu64_imm:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU64_IMM, ROF_FORM_ALU,
-			 &next))
-		goto einsn;
-	err = rof_alu(in->op & 0xf, 0, &r[ROF_INSN_DST(in)],
-		      (u64)(s64)in->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_st8:
+	err = rof_do_st(&run, r, op, 1);
 	if (err)
 		goto out;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_alu64_reg:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU64_REG, ROF_FORM_ALU,
-			 &next))
-		goto einsn;
-	err = rof_alu(in->op & 0xf, 0, &r[ROF_INSN_DST(in)],
-		      r[ROF_INSN_SRC(in)]);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_st16:
+	err = rof_do_st(&run, r, op, 2);
 	if (err)
 		goto out;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_alu32_imm:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU32_IMM, ROF_FORM_ALU,
-			 &next))
-		goto einsn;
-	err = rof_alu(in->op & 0xf, 1, &r[ROF_INSN_DST(in)], (u32)in->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_st32:
+	err = rof_do_st(&run, r, op, 4);
 	if (err)
 		goto out;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_alu32_reg:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_ALU32_REG, ROF_FORM_ALU,
-			 &next))
-		goto einsn;
-	err = rof_alu(in->op & 0xf, 1, &r[ROF_INSN_DST(in)],
-		      r[ROF_INSN_SRC(in)]);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_st64:
+	err = rof_do_st(&run, r, op, 8);
 	if (err)
 		goto out;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_jmp64_imm:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP64_IMM, ROF_FORM_JMP,
-			 &next))
-		goto einsn;
-	if (rof_jmp(in->op & 0xf, 0, r[ROF_INSN_DST(in)], (u64)(s64)in->imm))
-		next = pc + 1 + in->off;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_jmp64_reg:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP64_REG, ROF_FORM_JMP,
-			 &next))
-		goto einsn;
-	if (rof_jmp(in->op & 0xf, 0, r[ROF_INSN_DST(in)], r[ROF_INSN_SRC(in)]))
-		next = pc + 1 + in->off;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_jmp32_imm:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP32_IMM, ROF_FORM_JMP,
-			 &next))
-		goto einsn;
-	if (rof_jmp(in->op & 0xf, 1, r[ROF_INSN_DST(in)], (u32)in->imm))
-		next = pc + 1 + in->off;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
-op_jmp32_reg:
-	in = &insns[pc];
-	if (rof_check_as(insns, cnt, pc, ROF_INSN_JMP32_REG, ROF_FORM_JMP,
-			 &next))
-		goto einsn;
-	if (rof_jmp(in->op & 0xf, 1, r[ROF_INSN_DST(in)], r[ROF_INSN_SRC(in)]))
-		next = pc + 1 + in->off;
-	pc = next;
-	goto *rof_next(jt, &&stop, insns, cnt, pc, &executed, budget);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+	/*
+	 * ALU and JMP: the second operand is r[op->src] + op->imm, as
+	 * decoded: the register and 0, or ROF_EXEC_RZERO and the immediate.
+	 * A handler per 64-bit operation and condition (rof_alu and rof_jmp
+	 * on a constant fold to it); the 32-bit ones share one each.  Only
+	 * DIV and MOD can fail.
+	 */
+op_add64:
+	rof_alu(ROF_ALU_ADD, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_sub64:
+	rof_alu(ROF_ALU_SUB, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_mul64:
+	rof_alu(ROF_ALU_MUL, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_div64:
+	err = rof_alu(ROF_ALU_DIV, 0, &r[op->dst], r[op->src] + op->imm);
+	if (err)
+		goto out;
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_mod64:
+	err = rof_alu(ROF_ALU_MOD, 0, &r[op->dst], r[op->src] + op->imm);
+	if (err)
+		goto out;
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_and64:
+	rof_alu(ROF_ALU_AND, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_or64:
+	rof_alu(ROF_ALU_OR, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_xor64:
+	rof_alu(ROF_ALU_XOR, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_lsh64:
+	rof_alu(ROF_ALU_LSH, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_rsh64:
+	rof_alu(ROF_ALU_RSH, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_arsh64:
+	rof_alu(ROF_ALU_ARSH, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_mov64:
+	rof_alu(ROF_ALU_MOV, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_neg64:
+	rof_alu(ROF_ALU_NEG, 0, &r[op->dst], r[op->src] + op->imm);
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_alu32:
+	err = rof_alu(op->h - ROF_OP_ALU32_IMM, 1, &r[op->dst],
+		      r[op->src] + op->imm);
+	if (err)
+		goto out;
+	op++;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jeq64:
+	op = rof_jmp(ROF_JMP_JEQ, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jne64:
+	op = rof_jmp(ROF_JMP_JNE, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jgt64:
+	op = rof_jmp(ROF_JMP_JGT, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jge64:
+	op = rof_jmp(ROF_JMP_JGE, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jlt64:
+	op = rof_jmp(ROF_JMP_JLT, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jle64:
+	op = rof_jmp(ROF_JMP_JLE, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jsgt64:
+	op = rof_jmp(ROF_JMP_JSGT, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jsge64:
+	op = rof_jmp(ROF_JMP_JSGE, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jslt64:
+	op = rof_jmp(ROF_JMP_JSLT, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jsle64:
+	op = rof_jmp(ROF_JMP_JSLE, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jset64:
+	op = rof_jmp(ROF_JMP_JSET, 0, r[op->dst], r[op->src] + op->imm) ?
+	     &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
+op_jmp32:
+	op = rof_jmp(op->h - ROF_OP_JMP32_IMM, 1, r[op->dst],
+		     r[op->src] + op->imm) ? &code[op->x] : op + 1;
+	goto *rof_next(jt, &&stop, op, &executed, budget);
 
 op_bad:
-einsn:
 	err = ROF_ISA_EINSN;
 	goto out;
+op_end:
+	/* fell off the end: not an instruction, not counted as one */
+	executed--;
+	err = ROF_ISA_EPC;
+	goto out;
 stop:
-	err = pc >= cnt ? ROF_ISA_EPC : ROF_ISA_EBUDGET;
+	err = op->h == ROF_EXEC_END ? ROF_ISA_EPC : ROF_ISA_EBUDGET;
 out:
-	memcpy(ctx->regs, r, sizeof(r));
+	memcpy(ctx->regs, r, sizeof(ctx->regs));
 	ctx->executed = executed;
 	if (err) {
-		ctx->fault_pc = pc;
+		ctx->fault_pc = (u32)(op - code);
 		ctx->resp_len = 0;
 		ctx->prog_status = 0;
 	}

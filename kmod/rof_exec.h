@@ -17,6 +17,7 @@
 #include <linux/spinlock.h>
 #include <linux/atomic.h>
 #include <asm/byteorder.h>
+#include <linux/build_bug.h>	/* static_assert */
 #include "include/uapi/rof.h"	/* ROF_ACCESS_*: the slot access */
 #include "include/uapi/rof_isa.h"
 
@@ -51,6 +52,7 @@ struct rof_exec_lock {
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <assert.h>	/* static_assert */
 #include <sys/cdefs.h>	/* __always_inline, as the kernel's */
 #include "uapi/rof.h"	/* ROF_ACCESS_*: the slot access */
 #include "uapi/rof_isa.h"
@@ -134,17 +136,47 @@ struct rof_exec_region {
 };
 
 /*
+ * struct rof_exec_op - one instruction slot as rof_exec_decode() wrote it:
+ * checked once, its operands unpacked, so that a run does neither per step.
+ * Written and read by rof_exec.c only; its size is here so that a caller can
+ * keep the decoded form beside the image (rof.ko: per program, at load).
+ */
+struct rof_exec_op {
+	u8 h;		/* the handler: the opcode, or one that faults */
+	u8 dst;		/* the register written */
+	u8 src;		/* the register read */
+	u8 space;	/* a memory access's space */
+	u32 x;		/* a jump's target; a memory access's base register */
+	u64 imm;	/* the immediate as the instruction reads it */
+};
+
+/* The entries rof_exec_decode() writes for @cnt slots: one per slot, one after. */
+#define ROF_EXEC_CODE_LEN(cnt)	((u64)(cnt) + 1)
+
+/*
+ * Decodes the @cnt slots at @insns into @code, ROF_EXEC_CODE_LEN(@cnt)
+ * entries.  Every slot is checked as rof_exec_check_insn() checks it; one
+ * that fails (or the second slot of a wide instruction) decodes to a handler
+ * that faults ROF_ISA_EINSN when a run reaches it, as an unchecked image
+ * would.  0, or -EINVAL when @cnt is 0 or over ROF_ISA_MAX_INSNS.
+ */
+int rof_exec_decode(const struct rof_insn *insns, u32 cnt,
+		    struct rof_exec_op *code);
+
+/*
  * struct rof_exec_ctx - one invocation.
  *
  * In: the instruction array of an image that passed rof_exec_check_image()
- * (and, before that, the verifier; the executor trusts neither), the
- * buffers with their sizes, the bound slots and the budgets.
+ * (and, before that, the verifier; the executor trusts neither) and its
+ * decoded form (rof_exec_decode() of the same array), the buffers with their
+ * sizes, the bound slots and the budgets.
  * Out: the response length, the program's status (valid when the run
  * returned ROF_ISA_OK), the instructions executed, where a fault happened
  * and the final registers.
  */
 struct rof_exec_ctx {
 	const struct rof_insn *insns;
+	const struct rof_exec_op *code;	/* ROF_EXEC_CODE_LEN(insn_cnt) */
 	u32 insn_cnt;
 	u32 args_len;
 	const u8 *args;

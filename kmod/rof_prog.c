@@ -121,6 +121,7 @@ struct rof_prog {
 	void *image;			/* the whole image, kvmalloc'd */
 	const struct rof_isa_hdr *hdr;	/* into ->image */
 	const struct rof_insn *insns;	/* into ->image */
+	struct rof_exec_op *code;	/* ->insns decoded, kvmalloc'd */
 	u64 budget;
 	u64 byte_budget;
 	u64 loaded_ns;
@@ -190,6 +191,7 @@ static void rof_prog_release(struct kref *ref)
 {
 	struct rof_prog *p = container_of(ref, struct rof_prog, ref);
 
+	kvfree(p->code);
 	kvfree(p->image);
 	rof_tenant_put(p->tenant);
 	call_rcu(&p->rcu, rof_prog_free_rcu);
@@ -661,6 +663,7 @@ u32 rof_prog_invoke(struct rof_tenant *t, struct rof_prog_scratch **scp,
 	 * (rof_mem), so that no byte of an earlier reply goes out again.
 	 */
 	ctx.insns = p->insns;
+	ctx.code = p->code;
 	ctx.insn_cnt = h->insn_cnt;
 	ctx.args = args;
 	ctx.args_len = args_len;
@@ -815,6 +818,7 @@ static void rof_prog_abandon(struct rof_prog *p)
 		rof_tenant_uncharge_program(p->tenant);
 	if (p->tenant)
 		rof_tenant_put(p->tenant);
+	kvfree(p->code);
 	kvfree(p->image);
 	kfree(p);
 }
@@ -873,6 +877,16 @@ static struct rof_prog *rof_prog_prepare(struct rof_prog_load *req,
 	p->hdr = p->image;
 	islots = p->image + sizeof(*p->hdr);
 	p->insns = (const void *)(islots + p->hdr->slot_cnt);
+	/* Checked and unpacked once here, not at every step of every run. */
+	p->code = kvmalloc_array(ROF_EXEC_CODE_LEN(p->hdr->insn_cnt),
+				 sizeof(*p->code), GFP_KERNEL);
+	if (!p->code) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = rof_exec_decode(p->insns, p->hdr->insn_cnt, p->code);
+	if (ret)
+		goto err;
 	if (p->hdr->slot_cnt != req->nbind) {
 		ret = -EINVAL;
 		goto err;

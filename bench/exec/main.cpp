@@ -173,12 +173,18 @@ std::unique_ptr<Workload> crc_read() {
 struct Runner {
     Workload& w;
     Bytes resp;
-    explicit Runner(Workload& wl) : w(wl), resp(wl.prog.prog.resp_max) {}
+    std::vector<rof_exec_op> code;  // decoded once, as rof.ko does at load
+    explicit Runner(Workload& wl)
+        : w(wl), resp(wl.prog.prog.resp_max), code(ROF_EXEC_CODE_LEN(wl.prog.prog.insns.size())) {
+        const auto& p = w.prog.prog;
+        rof_exec_decode(p.insns.data(), static_cast<uint32_t>(p.insns.size()), code.data());
+    }
     int run(const Bytes& a, rof_exec_ctx& c) {
         const auto& p = w.prog.prog;
         const auto& regions = w.inv->regions();
         c = {};
         c.insns = p.insns.data();
+        c.code = code.data();
         c.insn_cnt = static_cast<uint32_t>(p.insns.size());
         c.args = a.data();
         c.args_len = static_cast<uint32_t>(a.size());

@@ -262,6 +262,9 @@ class Invoker {
         rof_exec_ctx c{};
         c.insns = p.insns.data();
         c.insn_cnt = static_cast<uint32_t>(p.insns.size());
+        std::vector<rof_exec_op> code(ROF_EXEC_CODE_LEN(c.insn_cnt));
+        rof_exec_decode(c.insns, c.insn_cnt, code.data());
+        c.code = code.data();
         c.args = args.data();
         c.args_len = static_cast<uint32_t>(args.size());
         c.scratch = scratch.empty() ? nullptr : scratch.data();

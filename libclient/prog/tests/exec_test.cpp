@@ -498,6 +498,9 @@ TEST(ExecAlloc, ConcurrentPopsOfOverwrittenBlocksAreRaces) {
         "free heap, r2\nexit 0\nempty: exit 1\n");
     Env env(p);
     env.freelist(0, 64, 64, 3);
+    std::vector<rof_exec_op> code(ROF_EXEC_CODE_LEN(p.insns.size()));
+    ASSERT_EQ(rof_exec_decode(p.insns.data(), static_cast<uint32_t>(p.insns.size()), code.data()),
+              0);
     constexpr int kThreads = 4, kRuns = 20000;
     std::atomic<int> ready{0}, bad{0}, kept{0};
     std::vector<std::thread> threads;
@@ -509,6 +512,7 @@ TEST(ExecAlloc, ConcurrentPopsOfOverwrittenBlocksAreRaces) {
             for (int i = 0; i < kRuns; i++) {
                 rof_exec_ctx c{};
                 c.insns = p.insns.data();
+                c.code = code.data();
                 c.insn_cnt = static_cast<uint32_t>(p.insns.size());
                 c.regions = env.regions.data();
                 c.region_cnt = 1;
@@ -642,6 +646,84 @@ TEST(ExecUnverified, GarbageAndFallingOff) {
     r.insns[0].off = 1;  // into the EXT slot
     Env g(r, 16);
     EXPECT_EQ(g.run(r), ROF_ISA_EINSN);
+}
+
+// The run reads each slot as rof_exec_decode() left it: a register-form ALU or
+// JMP runs as the immediate form with the register as its operand, the
+// immediate widened as its row says.  Every operation and condition, both
+// widths and both forms, over edge values, against rof_exec_alu/rof_exec_jmp.
+TEST(ExecDecode, EveryAluAndJumpFormRunsAsItsOperationSays) {
+    const uint64_t vals[] = {0,          1,          7,          0x7fffffffULL,
+                             0x80000000, 0xffffffff, 1ULL << 32, 0x8000000000000000ULL,
+                             ~0ULL,      ~0ULL - 6};
+    const int32_t imms[] = {0, 1, 7, -1, -7, INT32_MIN, INT32_MAX};
+    const char* alus[] = ROF_ISA_ALU_NAMES;
+    const char* jmps[] = ROF_ISA_JMP_NAMES;
+    int runs = 0;
+    for (int is32 = 0; is32 < 2; is32++) {
+        for (int reg = 0; reg < 2; reg++) {
+            std::vector<uint64_t> bs(std::begin(vals), std::end(vals));
+            if (!reg) {
+                bs.clear();
+                for (int32_t i : imms) {
+                    bs.push_back(static_cast<uint64_t>(static_cast<int64_t>(i)));
+                }
+            }
+            for (uint64_t a : vals) {
+                for (uint64_t b : bs) {
+                    const std::string operand =
+                        reg ? "r3" : std::to_string(static_cast<int64_t>(b));
+                    const std::string load = "ldimm64 r2, " + std::to_string(a) + "\nldimm64 r3, " +
+                                             std::to_string(b) + "\n";
+                    for (uint32_t k = 0; k < ROF_ALU_COUNT; k++) {
+                        if (k == ROF_ALU_NEG && (reg || b)) {
+                            continue;  // one encoding: the immediate form, imm 0
+                        }
+                        std::string insn = std::string(alus[k]) + (is32 ? "32" : "64") + " r2";
+                        if (k != ROF_ALU_NEG) {
+                            insn += ", " + operand;
+                        }
+                        Case t(load + insn + "\nexit 0\n", 160, false);
+                        u64 want = a;
+                        const int err = rof_exec_alu(k, is32, &want, b);
+                        ASSERT_EQ(t.go(), err ? err : ROF_ISA_OK) << insn << " on " << a;
+                        if (!err) {
+                            EXPECT_EQ(t.r(2), want) << insn << " on " << a;
+                        }
+                        runs++;
+                    }
+                    for (uint32_t k = 0; k < ROF_JMP_COUNT; k++) {
+                        const std::string insn =
+                            std::string(jmps[k]) + (is32 ? "32" : "") + " r2, " + operand + ", yes";
+                        Case t(load + insn + "\nexit 0\nyes: exit 1\n", 160, false);
+                        ASSERT_EQ(t.go(), ROF_ISA_OK) << insn << " on " << a;
+                        EXPECT_EQ(t.env.ctx.prog_status, rof_exec_jmp(k, is32, a, b) ? 1u : 0u)
+                            << insn << " on " << a;
+                        runs++;
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_GT(runs, 6000);
+}
+
+// A slot that fails its check is decoded to a fault where it stands: the
+// program runs while nothing reaches it.  A run needs the decoded form.
+TEST(ExecDecode, ABadSlotFaultsOnlyWhenReached) {
+    Program p = must_assemble(std::string(kPrelude) + "ja L\n.raw 0xff\nL: exit 7\n");
+    Env e(p, 160);
+    EXPECT_EQ(e.run(p), ROF_ISA_OK);
+    EXPECT_EQ(e.ctx.prog_status, 7u);
+    EXPECT_EQ(e.ctx.executed, 2u);
+    p.insns[0].off = 0;  // now the jump lands on it
+    EXPECT_EQ(e.run(p), ROF_ISA_EINSN);
+    EXPECT_EQ(e.ctx.fault_pc, 1u);
+    e.ctx.code = nullptr;
+    EXPECT_EQ(rof_exec_run(&e.ctx), ROF_ISA_EINVAL);
+    std::vector<rof_exec_op> code(ROF_EXEC_CODE_LEN(ROF_ISA_MAX_INSNS + 1));
+    EXPECT_EQ(rof_exec_decode(p.insns.data(), 0, code.data()), -EINVAL);
+    EXPECT_EQ(rof_exec_decode(p.insns.data(), ROF_ISA_MAX_INSNS + 1, code.data()), -EINVAL);
 }
 
 TEST(ExecImage, LoadCheck) {

@@ -25,6 +25,7 @@ struct Env {
     std::vector<Region> mem;
     std::vector<rof_exec_region> regions;
     std::vector<rof_exec_lock> locks;
+    std::vector<rof_exec_op> code;
     rof_exec_ctx ctx{};
 
     // Sizes buffers for p: args of args_len bytes, scratch/resp as declared,
@@ -80,6 +81,9 @@ struct Env {
         ctx = rof_exec_ctx{};
         ctx.insns = p.insns.data();
         ctx.insn_cnt = static_cast<uint32_t>(p.insns.size());
+        code.assign(ROF_EXEC_CODE_LEN(ctx.insn_cnt), rof_exec_op{});
+        rof_exec_decode(ctx.insns, ctx.insn_cnt, code.data());
+        ctx.code = code.data();
         ctx.args = ptr(args);
         ctx.args_len = static_cast<uint32_t>(args.size());
         ctx.scratch = ptr(scratch);
