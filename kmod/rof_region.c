@@ -70,6 +70,8 @@ struct rof_region {
 	struct rof_attach_set users;	/* sessions and programs */
 
 	atomic_t mappings;		/* bound fds and vmas */
+	/* Its published free lists (rof_freelist.rnode); rof_regions_lock. */
+	struct list_head freelists;
 	unsigned int nfreelists;	/* under rof_regions_lock */
 };
 
@@ -87,6 +89,7 @@ struct rof_freelist {
 	u32 count;
 	u64 offset;			/* of the header */
 	struct rof_region *region;	/* holds a reference */
+	struct list_head rnode;		/* on ->region->freelists while published */
 };
 
 struct rof_token {
@@ -303,6 +306,7 @@ static void rof_freelist_unlink(struct rof_freelist *fl)
 	/* Retire the in-region header: ALLOC/FREE now fail EFREELIST. */
 	WRITE_ONCE(rof_freelist_hdr(fl)->magic, 0);
 	xa_erase(&rof_freelists, fl->id);
+	list_del(&fl->rnode);
 	fl->region->nfreelists--;
 	rof_tenant_count_freelists(fl->region->tenant, -1);
 	rof_freelist_put(fl);
@@ -315,9 +319,8 @@ static void rof_freelist_unlink(struct rof_freelist *fl)
  */
 static int rof_region_unlink(struct rof_region *r, bool force, bool *revoke)
 {
-	struct rof_freelist *fl;
+	struct rof_freelist *fl, *tmp;
 	unsigned int nattach;
-	unsigned long idx;
 
 	lockdep_assert_held(&rof_regions_lock);
 	if (rof_attach_close(&r->users, force, &nattach))
@@ -329,9 +332,8 @@ static int rof_region_unlink(struct rof_region *r, bool force, bool *revoke)
 	spin_unlock(&r->lock);
 	*revoke = nattach;
 
-	xa_for_each(&rof_freelists, idx, fl)
-		if (fl->region == r)
-			rof_freelist_unlink(fl);
+	list_for_each_entry_safe(fl, tmp, &r->freelists, rnode)
+		rof_freelist_unlink(fl);
 	xa_erase(&rof_regions, r->id);
 	hash_del(&r->name_node);
 	rof_tenant_uncharge_region(r->tenant, r->bytes_charged ? 0 : r->size, 1);
@@ -588,6 +590,7 @@ static long rof_region_create(void __user *uarg)
 	INIT_WORK(&r->free_work, rof_region_free_work);
 	rof_attach_set_init(&r->users);
 	atomic_set(&r->mappings, 0);
+	INIT_LIST_HEAD(&r->freelists);
 	strscpy(r->name, req.name, sizeof(r->name));
 	r->size = req.size;
 	r->access = req.access;
@@ -1108,14 +1111,13 @@ static u32 rof_freelist_count_free(const struct rof_freelist *fl, bool *corrupt)
 static bool rof_freelist_overlaps(struct rof_region *r, u64 start, u64 end)
 {
 	struct rof_freelist *fl;
-	unsigned long id;
 
 	lockdep_assert_held(&rof_regions_lock);
-	xa_for_each(&rof_freelists, id, fl) {
+	list_for_each_entry(fl, &r->freelists, rnode) {
 		u64 fl_end = fl->offset + (u64)fl->block_size * fl->count;
 
 		fl_end += sizeof(struct rof_isa_freelist);
-		if (fl->region == r && start < fl_end && fl->offset < end)
+		if (start < fl_end && fl->offset < end)
 			return true;
 	}
 	return false;
@@ -1182,6 +1184,7 @@ static int rof_freelist_publish(struct rof_region *r, struct rof_freelist *fl)
 		rof_region_put(r);	/* never the last: rof_regions has one */
 		return ret == -EBUSY ? -ENOSPC : ret;
 	}
+	list_add_tail(&fl->rnode, &r->freelists);
 	r->nfreelists++;
 	rof_tenant_count_freelists(r->tenant, 1);
 	return 0;

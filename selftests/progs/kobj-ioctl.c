@@ -933,7 +933,7 @@ static void test_freelists(int fd)
 	struct rof_region_map m;
 	struct rof_region_info ri;
 	uint64_t tok[2], *blk;
-	uint32_t fl, fl2, n, i, ok;
+	uint32_t fl, fl2, n, other, i, ok;
 	unsigned char *p;
 	int mfd;
 
@@ -968,6 +968,12 @@ static void test_freelists(int fd)
 	c.flags = 0;
 	c.reserved = 1;
 	expect(fd, ROF_IOC_FREELIST_CREATE, &c, EINVAL, "FREELIST_CREATE reserved set");
+	/* Another region's lists neither overlap ra's nor go with them. */
+	result(!region_create(fd, tb, "fl-other", PAGE, ROF_ACCESS_ALL, &other) &&
+	       !freelist_create(fd, other, 0, 64, 16, &n),
+	       "FREELIST_CREATE at ra's list's offset in another region: ok");
+	result(!destroy(fd, ROF_IOC_REGION_DESTROY, other, 0),
+	       "REGION_DESTROY of that region, its list with it");
 
 	get_region(fd, ra, &ri);
 	get_tenant(fd, ta, &ti);
