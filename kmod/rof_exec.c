@@ -1144,11 +1144,12 @@ static __always_inline const void *rof_next(const void * const *jt,
 }
 
 /*
- * LD and ST of @size bytes at r[op->x] + op->imm, inlined into a handler
- * per size, where @size is a constant.
+ * LD (@store 0) or ST (1) of @size bytes at r[op->x] + op->imm, inlined
+ * into a handler per size and direction, where both are constants.
  */
-static __always_inline int rof_do_ld(struct rof_run *run, u64 *r,
-				     const struct rof_exec_op *op, u32 size)
+static __always_inline int rof_do_ldst(struct rof_run *run, u64 *r,
+				       const struct rof_exec_op *op, u32 size,
+				       int store)
 {
 	u64 ea;
 	u8 *p;
@@ -1157,29 +1158,15 @@ static __always_inline int rof_do_ld(struct rof_run *run, u64 *r,
 	err = rof_ea(r[op->x], (s64)op->imm, &ea);
 	if (unlikely(err))
 		return err;
-	err = rof_mem(run, op->space, ea, size, ROF_ACCESS_READ,
+	err = rof_mem(run, op->space, ea, size,
+		      store ? ROF_ACCESS_WRITE : ROF_ACCESS_READ,
 		      ROF_ISA_EBOUNDS, &p);
 	if (unlikely(err))
 		return err;
-	r[op->dst] = rof_ld_le(p, size);
-	return 0;
-}
-
-static __always_inline int rof_do_st(struct rof_run *run, u64 *r,
-				     const struct rof_exec_op *op, u32 size)
-{
-	u64 ea;
-	u8 *p;
-	int err;
-
-	err = rof_ea(r[op->x], (s64)op->imm, &ea);
-	if (unlikely(err))
-		return err;
-	err = rof_mem(run, op->space, ea, size, ROF_ACCESS_WRITE,
-		      ROF_ISA_EBOUNDS, &p);
-	if (unlikely(err))
-		return err;
-	rof_st_le(p, r[op->src], size);
+	if (store)
+		rof_st_le(p, r[op->src], size);
+	else
+		r[op->dst] = rof_ld_le(p, size);
 	return 0;
 }
 
@@ -1391,49 +1378,49 @@ op_ja:
 	op = &code[op->x];
 	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_ld8:
-	err = rof_do_ld(&run, r, op, 1);
+	err = rof_do_ldst(&run, r, op, 1, 0);
 	if (err)
 		goto out;
 	op++;
 	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_ld16:
-	err = rof_do_ld(&run, r, op, 2);
+	err = rof_do_ldst(&run, r, op, 2, 0);
 	if (err)
 		goto out;
 	op++;
 	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_ld32:
-	err = rof_do_ld(&run, r, op, 4);
+	err = rof_do_ldst(&run, r, op, 4, 0);
 	if (err)
 		goto out;
 	op++;
 	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_ld64:
-	err = rof_do_ld(&run, r, op, 8);
+	err = rof_do_ldst(&run, r, op, 8, 0);
 	if (err)
 		goto out;
 	op++;
 	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_st8:
-	err = rof_do_st(&run, r, op, 1);
+	err = rof_do_ldst(&run, r, op, 1, 1);
 	if (err)
 		goto out;
 	op++;
 	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_st16:
-	err = rof_do_st(&run, r, op, 2);
+	err = rof_do_ldst(&run, r, op, 2, 1);
 	if (err)
 		goto out;
 	op++;
 	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_st32:
-	err = rof_do_st(&run, r, op, 4);
+	err = rof_do_ldst(&run, r, op, 4, 1);
 	if (err)
 		goto out;
 	op++;
 	goto *rof_next(jt, &&stop, op, &executed, budget);
 op_st64:
-	err = rof_do_st(&run, r, op, 8);
+	err = rof_do_ldst(&run, r, op, 8, 1);
 	if (err)
 		goto out;
 	op++;
