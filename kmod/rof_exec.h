@@ -146,7 +146,7 @@ struct rof_exec_op {
 	u8 dst;		/* the register written */
 	u8 src;		/* the register read */
 	u8 space;	/* a memory access's space */
-	u32 x;		/* a jump's target; a memory access's base register */
+	u32 x;		/* a jump's target, a memory access's base, a slot */
 	u64 imm;	/* the immediate as the instruction reads it */
 };
 
