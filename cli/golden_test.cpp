@@ -449,8 +449,12 @@ TEST(Golden, Prog) {
     region[8] = 1;
     std::ofstream(dir / "data.bin", std::ios::binary) << region;
     std::ofstream(dir / "bad.rofs") << "mov64 r16, 1\nexit 0\n";
+    // Over the executor's reschedule point: the note that rof.ko defers it.
+    std::ofstream(dir / "long.rofs")
+        << "\tmov64 r2, 0\n\tmov64 r3, 0\nL:\tadd64 r3, 1\n\tloop r2, L, 40000\n\texit 0\n";
     out += run({"prog", "verify", "--offline", (dir / "add.rofs").string()}, dir);
     out += run({"prog", "verify", "--offline", (dir / "bad.rofs").string()}, dir);
+    out += run({"prog", "verify", "--offline", (dir / "long.rofs").string()}, dir);
     out += run({"prog", "test", (dir / "add.rofs").string(), "--args", "0200000000000000",
                 "--region", "data=" + (dir / "data.bin").string()},
                dir);

@@ -173,6 +173,19 @@ rof::prog::Program local_program(const std::string& file) {
     return *p;
 }
 
+// rof.ko answers an INVOKE in the softirq or a polling thread's turn only when the program's
+// worst case fits in one such run, below the executor's reschedule point (docs/kmod.md 8.3);
+// a program over it is run in the session's poll work every time, a workqueue wake-up each.
+// Said on stderr, beside the result, when a program verifies or loads so.
+void note_worst_case(Context& ctx, std::uint64_t insns) {
+    if (insns >= ROF_EXEC_YIELD_EVERY) {
+        ctx.err << "rofctl: note: a worst case of " << insns << " instructions, over "
+                << ROF_EXEC_YIELD_EVERY - 1
+                << ": rof.ko runs every INVOKE of this program in its session's poll work, not "
+                   "in the softirq or a polling thread (docs/kmod.md 8.3)\n";
+    }
+}
+
 int verify(Context& ctx, const ProgOpts& o) {
     if (o.log_level > 2) {
         throw UsageError("-v: 0, 1 or 2");
@@ -208,6 +221,9 @@ int verify(Context& ctx, const ProgOpts& o) {
         resp = ctx.client().verify_program(req);
     }
     ctx.printer.print(resp);
+    if (resp.ok()) {
+        note_worst_case(ctx, resp.worst_case());
+    }
     return resp.ok() ? exit_ok : exit_check_failed;
 }
 
@@ -469,7 +485,9 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
             for (const std::string& b : o->binds) {
                 *req.add_binds() = parse_bind(b);
             }
-            ctx.printer.print(ctx.client().load_program(req));
+            const rof::v1::Program p = ctx.client().load_program(req);
+            ctx.printer.print(p);
+            note_worst_case(ctx, p.budget());
             return exit_ok;
         };
     });
@@ -491,7 +509,9 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
             for (const std::string& b : o->binds) {
                 *req.add_binds() = parse_bind(b);
             }
-            ctx.printer.print(ctx.client().replace_program(req));
+            const rof::v1::Program p = ctx.client().replace_program(req);
+            ctx.printer.print(p);
+            note_worst_case(ctx, p.budget());
             return exit_ok;
         };
     });
