@@ -1045,7 +1045,7 @@ static void rof_decode_one(const struct rof_insn *insns, u32 cnt, u32 pc,
 	u8 dst = ROF_INSN_DST(in), src = ROF_INSN_SRC(in);
 
 	memset(d, 0, sizeof(*d));
-	if (rof_exec_check_insn(insns, cnt, pc)) {
+	if (!ii || rof_check_form(insns, cnt, pc, ii)) {
 		d->h = ROF_OP_EXT;
 		return;
 	}
