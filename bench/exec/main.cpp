@@ -62,7 +62,7 @@ ref_mem mem_of(Memory& m, const std::string& region) {
     return {s.data(), s.size()};
 }
 
-// kv-get over @keys keys of @vsize-byte values, SET with kv-put (one chunk each).
+// kv-get over @keys keys of @vsize-byte values, SET with kv-put (in chunks, as KvClient does).
 std::unique_ptr<Workload> kv_get(unsigned keys, unsigned vsize) {
     auto w = std::make_unique<Workload>();
     w->name = "kv-get";
@@ -81,19 +81,26 @@ std::unique_ptr<Workload> kv_get(unsigned keys, unsigned vsize) {
         char key[32];
         const int klen = std::snprintf(key, sizeof(key), "key:%08u", i);
         const size_t padded = (static_cast<size_t>(klen) + 7) & ~size_t{7};
-        Bytes a(16 + padded + vsize);
-        put<uint32_t>(a, 0, static_cast<uint32_t>(klen));
-        put<uint32_t>(a, 4, i);  // flags
-        put<uint32_t>(a, 8, vsize);
-        std::memcpy(a.data() + 16, key, static_cast<size_t>(klen));
-        for (unsigned j = 0; j < vsize; j++) {
-            a[16 + padded + j] = static_cast<uint8_t>(i * 7 + j);
-        }
-        const auto r = putter.run(a);
-        if (r.status != ROF_ISA_OK || r.prog_status != 0) {
-            throw std::runtime_error("kv-put of " + std::string(key) + ": status " +
-                                     std::to_string(r.status) + "/" +
-                                     std::to_string(r.prog_status));
+        // In chunks of what one call's args hold after the header and the key, in order, as
+        // librof's KvClient sets a value.
+        const size_t room = putp.prog.args_max - 16 - padded;
+        for (size_t voff = 0; voff == 0 || voff < vsize; voff += room) {
+            const size_t n = std::min<size_t>(room, vsize - voff);
+            Bytes a(16 + padded + n);
+            put<uint32_t>(a, 0, static_cast<uint32_t>(klen));
+            put<uint32_t>(a, 4, i);  // flags
+            put<uint32_t>(a, 8, vsize);
+            put<uint32_t>(a, 12, static_cast<uint32_t>(voff));
+            std::memcpy(a.data() + 16, key, static_cast<size_t>(klen));
+            for (size_t j = 0; j < n; j++) {
+                a[16 + padded + j] = static_cast<uint8_t>(size_t{i} * 7 + voff + j);
+            }
+            const auto r = putter.run(a);
+            if (r.status != ROF_ISA_OK || r.prog_status != 0) {
+                throw std::runtime_error(
+                    "kv-put of " + std::string(key) + " at " + std::to_string(voff) + ": status " +
+                    std::to_string(r.status) + "/" + std::to_string(r.prog_status));
+            }
         }
         Bytes g(8 + padded);
         put<uint32_t>(g, 0, static_cast<uint32_t>(klen));
