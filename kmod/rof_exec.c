@@ -532,14 +532,23 @@ static __always_inline int rof_ea(u64 base, s64 off, u64 *ea)
 }
 
 /*
+ * With ROF_ACCESS_WRITE to rof_mem: the caller writes every byte of the
+ * range once nothing else fails, and then calls rof_resp_written(), so resp
+ * is zeroed only up to the range's start, not under it as well (a COPY of a
+ * value into the response: one pass over its bytes, not two).
+ */
+#define ROF_MEM_OVERWRITE	0x80000000U
+
+/*
  * Resolves (space, off, size) to a pointer with @right checked.  @fault is
  * returned for a range outside the space: EBOUNDS for an address the
  * program computed, EPTR for one it read from memory.
  */
 static __always_inline int rof_mem(struct rof_run *run, u32 space, u64 off,
-				   u64 size, u32 right, int fault, u8 **out)
+				   u64 size, u32 how, int fault, u8 **out)
 {
 	struct rof_exec_ctx *ctx = run->ctx;
+	u32 right = how & ROF_ACCESS_ALL;
 	u8 *base;
 	u64 len;
 
@@ -587,6 +596,8 @@ static __always_inline int rof_mem(struct rof_run *run, u32 space, u64 off,
 	}
 	*out = base + off;
 	if (space == ROF_SPACE_RESP) {
+		u64 zero_to = how & ROF_MEM_OVERWRITE ? off : off + size;
+
 		/*
 		 * resp holds whatever the buffer held (the module's send slot:
 		 * an earlier reply): what a run reaches is zeroed as it first
@@ -594,15 +605,23 @@ static __always_inline int rof_mem(struct rof_run *run, u32 space, u64 off,
 		 * skipped read and go out as 0 (docs/isa.md), for the cost of
 		 * the bytes it uses, not of its resp_max.
 		 */
-		if (off + size > run->resp_zeroed) {
+		if (zero_to > run->resp_zeroed) {
 			memset(base + run->resp_zeroed, 0,
-			       off + size - run->resp_zeroed);
-			run->resp_zeroed = (u32)(off + size);
+			       zero_to - run->resp_zeroed);
+			run->resp_zeroed = (u32)zero_to;
 		}
 		if (right == ROF_ACCESS_WRITE && off + size > run->resp_hw)
 			run->resp_hw = (u32)(off + size);
 	}
 	return 0;
+}
+
+/* A ROF_MEM_OVERWRITE range of @space ending at @end is written. */
+static __always_inline void rof_resp_written(struct rof_run *run, u32 space,
+					     u64 end)
+{
+	if (space == ROF_SPACE_RESP && end > run->resp_zeroed)
+		run->resp_zeroed = (u32)end;
 }
 
 static int rof_bytes(struct rof_run *run, u64 n)
@@ -667,8 +686,8 @@ static int rof_do_copy(struct rof_run *run, const struct rof_insn_copy *c)
 	err = rof_mem(run, sspace, sa, len, ROF_ACCESS_READ, sfault, &src);
 	if (err)
 		return err;
-	err = rof_mem(run, c->dst_space, da, len, ROF_ACCESS_WRITE, dfault,
-		      &dst);
+	err = rof_mem(run, c->dst_space, da, len,
+		      ROF_ACCESS_WRITE | ROF_MEM_OVERWRITE, dfault, &dst);
 	if (err)
 		return err;
 	err = rof_bytes(run, len);
@@ -676,6 +695,7 @@ static int rof_do_copy(struct rof_run *run, const struct rof_insn_copy *c)
 		return err;
 	if (len)
 		memmove(dst, src, len);
+	rof_resp_written(run, c->dst_space, da + len);
 	if (c->mode & ROF_COPY_OUT)
 		r[c->lregs >> 4] = len;
 	return 0;

@@ -570,6 +570,34 @@ TEST(ExecResp, WhatARunReachesIsZeroedAsItReachesIt) {
     }
 }
 
+// A COPY into resp writes its bytes over the earlier reply without zeroing them first: what it
+// skips is still zeroed, and a copy from resp to resp reads what the run made of it.
+TEST(ExecResp, ACopyIntoRespZeroesOnlyTheGapBeforeIt) {
+    const Program p = must_assemble(
+        ".resp 256\n"
+        "copy resp[24], args[0], 40\n"   // [0, 24) zeroed, [24, 64) the args
+        "copy resp[60], resp[16], 16\n"  // overlapping, out of resp itself
+        "mov64 r5, 96\n"
+        "respond r5, 0\n");
+    Env env(p, 40);
+    env.resp.assign(256, 0xaa);
+    for (size_t i = 0; i < 40; i++) {
+        env.args[i] = static_cast<uint8_t>(i + 1);
+    }
+    ASSERT_EQ(env.run(p), ROF_ISA_OK);
+    ASSERT_EQ(env.ctx.resp_len, 96u);
+    std::vector<uint8_t> want(96, 0);
+    for (size_t i = 0; i < 40; i++) {
+        want[24 + i] = static_cast<uint8_t>(i + 1);
+    }
+    std::vector<uint8_t> from(want.begin() + 16, want.begin() + 32);
+    std::copy(from.begin(), from.end(), want.begin() + 60);
+    EXPECT_EQ(std::vector<uint8_t>(env.resp.begin(), env.resp.begin() + 96), want);
+    for (size_t i = 96; i < 256; i++) {
+        ASSERT_EQ(env.resp[i], 0xaa) << "resp[" << i << "] is past the run: left alone";
+    }
+}
+
 TEST(ExecHelpers, Crc64CheckValueAndChaining) {
     Case t(
         "mov64 r2, 9\nmov64 r3, 0\ncrc64 r3, args[0], r2\n"
