@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -17,8 +18,11 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <system_error>
+#include <thread>
 
 #include "toml_reader.h"
 #include "uapi/rof.h"
@@ -833,6 +837,51 @@ struct Source {
     std::string text;
 };
 
+// Runs @fn(i) for every i < @n, on as many threads as the machine has CPUs (at most 16, one per
+// 64 items): a policy's files are read and parsed apart from each other, and with 10,000 tenants
+// that was most of the policy's load (natively 128 of 205 ms against the fake module), the other
+// CPUs idle.  The first exception @fn throws is
+// thrown again here once every thread has stopped; a thread that cannot be made leaves its share
+// to the others.
+template <typename Fn>
+void for_each_index(std::size_t n, Fn fn) {
+    constexpr std::size_t kPerThread = 64;
+    constexpr std::size_t kMaxThreads = 16;
+    const std::size_t threads =
+        std::min({std::max<std::size_t>(1, std::thread::hardware_concurrency()),
+                  (n + kPerThread - 1) / kPerThread, kMaxThreads});
+    std::atomic<std::size_t> next{0};
+    std::mutex mu;
+    std::exception_ptr failed;
+    auto work = [&] {
+        try {
+            for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+                fn(i);
+            }
+        } catch (...) {
+            const std::scoped_lock lock(mu);
+            if (!failed) {
+                failed = std::current_exception();
+            }
+            next.store(n, std::memory_order_relaxed);
+        }
+    };
+    {
+        std::vector<std::jthread> pool;
+        for (std::size_t t = 1; t < threads; t++) {
+            try {
+                pool.emplace_back(work);
+            } catch (const std::system_error&) {
+                break;
+            }
+        }
+        work();
+    }
+    if (failed) {
+        std::rethrow_exception(failed);
+    }
+}
+
 std::optional<toml::table> parse_toml(const Source& s, std::vector<Diagnostic>& errors) {
     try {
         return toml::parse(s.text, std::string_view(s.file));
@@ -880,8 +929,16 @@ LoadResult run(std::optional<Source> daemon, std::string daemon_file, std::vecto
         names.insert(std::filesystem::path(s.file).stem().string());
     }
     std::map<std::string, std::string, std::less<>> declared;
-    for (const Source& s : tenants) {
-        auto root = parse_toml(s, errors);
+    // Parsed on every CPU, read in order: what a tenant declares depends on the files before it.
+    std::vector<std::optional<toml::table>> roots(tenants.size());
+    std::vector<std::vector<Diagnostic>> parse_errors(tenants.size());
+    for_each_index(tenants.size(),
+                   [&](std::size_t i) { roots[i] = parse_toml(tenants[i], parse_errors[i]); });
+    for (std::size_t i = 0; i < tenants.size(); i++) {
+        const Source& s = tenants[i];
+        auto& root = roots[i];
+        errors.insert(errors.end(), std::make_move_iterator(parse_errors[i].begin()),
+                      std::make_move_iterator(parse_errors[i].end()));
         if (!root) {
             continue;
         }
@@ -932,7 +989,7 @@ LoadResult run(std::optional<Source> daemon, std::string daemon_file, std::vecto
 std::optional<std::string> read_text(const std::string& path, std::string& why) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        why = std::strerror(errno);
+        why = std::generic_category().message(errno);  // strerror is not for threads
         return std::nullopt;
     }
     std::ostringstream ss;
@@ -1177,22 +1234,28 @@ LoadResult load(const std::string& daemon_file, const std::string& tenants_dir) 
     std::error_code ec;
     auto st = std::filesystem::status(tenants_dir, ec);
     if (std::filesystem::is_directory(st)) {
-        std::vector<std::filesystem::path> files;
+        // As strings: one directory's paths sort as their names do, and a path's comparison
+        // splits both into components each time.
+        std::vector<std::string> files;
         for (const auto& e : std::filesystem::directory_iterator(tenants_dir, ec)) {
             std::error_code ec2;
             if (e.path().extension() == ".toml" && e.is_regular_file(ec2)) {
-                files.push_back(e.path());
+                files.push_back(e.path().string());
             }
         }
         if (ec) {
             errors.push_back(Diagnostic{tenants_dir, 0, 0, "cannot list: " + ec.message()});
         }
         std::sort(files.begin(), files.end());
-        for (const auto& p : files) {
-            if (auto text = read_text(p.string(), why)) {
-                tenants.push_back(Source{p.string(), std::move(*text)});
+        std::vector<std::optional<std::string>> texts(files.size());
+        std::vector<std::string> whys(files.size());
+        for_each_index(files.size(),
+                       [&](std::size_t i) { texts[i] = read_text(files[i], whys[i]); });
+        for (std::size_t i = 0; i < files.size(); i++) {
+            if (texts[i]) {
+                tenants.push_back(Source{std::move(files[i]), std::move(*texts[i])});
             } else {
-                errors.push_back(Diagnostic{p.string(), 0, 0, "cannot read: " + why});
+                errors.push_back(Diagnostic{files[i], 0, 0, "cannot read: " + whys[i]});
             }
         }
     } else if (std::filesystem::exists(st)) {

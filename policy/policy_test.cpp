@@ -339,6 +339,45 @@ TEST(PolicyLoad, DiagnosticsNameThePath) {
               (bad_dir / "rofd-admin-uid-of-tenant.toml").string() + ": missing key \"name\"");
 }
 
+// Enough files that they are read and parsed on several threads: the tenants and the
+// diagnostics come out in file order all the same.
+TEST(PolicyLoad, ManyFilesReadInOrder) {
+    const fs::path dir = fs::path(::testing::TempDir()) / "rof-policy-many";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    auto name_of = [](int i) {
+        std::string n = std::to_string(i);
+        return "t" + std::string(4 - n.size(), '0') + n;
+    };
+    constexpr int kTenants = 1000;
+    for (int i = 0; i < kTenants; i++) {
+        std::ofstream(dir / (name_of(i) + ".toml"))
+            << "name = \"" << name_of(i) << "\"\n[quota]\nsessions = " << (i % 7 + 1) << "\n";
+    }
+    std::string daemon = (src_dir / "rofd.toml").string();
+    LoadResult ok = load(daemon, dir.string());
+    ASSERT_TRUE(ok.policy) << ok.error_text();
+    ASSERT_EQ(ok.policy->tenants.size(), static_cast<std::size_t>(kTenants));
+    for (int i = 0; i < kTenants; i++) {
+        EXPECT_EQ(ok.policy->tenants[i].name, name_of(i));
+        EXPECT_EQ(ok.policy->tenants[i].quota.sessions, static_cast<std::uint32_t>(i % 7 + 1));
+    }
+
+    std::ofstream(dir / "t0500.toml") << "name = \"t0500\"\n[quota\n";
+    std::ofstream(dir / "t0900.toml") << "name = \"t0100\"\n";
+    std::ofstream(dir / "t0950.toml") << "name = 1\n";
+    LoadResult bad = load(daemon, dir.string());
+    EXPECT_FALSE(bad.policy);
+    ASSERT_EQ(bad.errors.size(), 3U) << bad.error_text();
+    EXPECT_EQ(bad.errors[0].file, (dir / "t0500.toml").string());
+    EXPECT_EQ(bad.errors[1].str(),
+              (dir / "t0900.toml").string() +
+                  ":1:8: name: \"t0100\" does not match the file name \"t0900.toml\" (tenant "
+                  "\"t0100\" belongs in t0100.toml)");
+    EXPECT_EQ(bad.errors[2].file, (dir / "t0950.toml").string());
+    fs::remove_all(dir);
+}
+
 TEST(PolicyParse, DuplicateTenantNames) {
     std::string kv = slurp(src_dir / "tenants.d" / "kv.toml");
     auto tenants = example_tenants();
