@@ -931,15 +931,26 @@ void rof_cq_comp(struct ib_cq *cq, void *ctx)
 	struct rof_session *s = ctx;
 
 	struct rof_poller *pt = READ_ONCE(s->poller);
+	u64 now = local_clock();
 
 	/* When the event came, for the scheduling delay (rof_dp_stats). */
-	cmpxchg64(&s->kick_ns, 0, local_clock());
-	if (pt)
-		rof_poll_wake(pt);	/* its polling thread serves it */
-	else if (READ_ONCE(poll_softirq) && !test_bit(ROF_SF_CLOSING, &s->flags))
+	cmpxchg64(&s->kick_ns, 0, now);
+	if (pt) {
+		/*
+		 * Its polling thread serves it, and the softirq meanwhile if
+		 * the thread is not polling now (rof_poll_handoff).
+		 */
+		if (READ_ONCE(poll_softirq) &&
+		    !test_bit(ROF_SF_CLOSING, &s->flags) &&
+		    rof_poll_handoff(pt, now))
+			irq_poll_sched(&s->iop);
+		rof_poll_wake(pt);
+	} else if (READ_ONCE(poll_softirq) &&
+		   !test_bit(ROF_SF_CLOSING, &s->flags)) {
 		irq_poll_sched(&s->iop);
-	else
+	} else {
 		rof_kick(s);
+	}
 }
 
 void rof_cq_event(struct ib_event *ev, void *ctx)

@@ -13,12 +13,17 @@
  * sessions.  A session is assigned at connect, to the thread with the
  * fewest sessions, and stays with it.
  *
- * After poll_idle_us with no work on any of its sessions, a thread
- * re-arms their CQs, looks once more (a completion may have come before
- * the arm), and sleeps; a completion event (rof_cq_comp) or a kick
+ * After poll_idle_us with no work on any of its sessions, or sooner when
+ * another task wants its CPU (need_resched) and it has nothing to do, a
+ * thread re-arms their CQs, looks once more (a completion may have come
+ * before the arm), and sleeps; a completion event (rof_cq_comp) or a kick
  * (rof_kick: the throttle work, the welcome work) wakes it.  An idle host
- * burns nothing.  Without poll_cpus there are no threads: sessions are
- * served from their completion's softirq and the poll work.
+ * burns nothing.  Whenever a thread is not polling (after such a yield,
+ * asleep, or preempted: no pass for ROF_POLL_STALE_NS), its sessions'
+ * completions are also served in their softirq, as on the event path (a
+ * handoff: the same claim of the data path arbitrates).  Without
+ * poll_cpus there are no threads: sessions are served from their
+ * completion's softirq and the poll work.
  *
  * Lifetimes: a session is on its thread's list from its connection's
  * build until its teardown (rof_conn_release) or close work, which take it
@@ -63,8 +68,20 @@ struct rof_poller {
 	u64 polls;
 	u64 requests;
 	u64 sleeps;
+	u64 yields;			/* idle before poll_idle_us, CPU wanted */
 	atomic64_t wakes;		/* wake-ups sent to it */
+	atomic64_t handoffs;		/* completions its softirq served */
+	bool yielded;			/* asleep since a yield, or about to be */
+	u64 pass_ns;			/* local_clock() at its last pass */
 };
+
+/*
+ * A thread with no pass for this long is not polling now (asleep, or
+ * preempted: it waits for its turn of the CPU): its sessions' completions
+ * are served in their softirq meanwhile (rof_poll_handoff).  Many times a
+ * pass over one session, even under emulation.
+ */
+#define ROF_POLL_STALE_NS	(100 * NSEC_PER_USEC)
 
 static struct rof_poller *rof_pollers;
 static unsigned int rof_npollers;
@@ -77,6 +94,23 @@ void rof_poll_wake(struct rof_poller *pt)
 		atomic64_inc(&pt->wakes);
 		wake_up_process(pt->task);
 	}
+}
+
+/*
+ * A completion event of a session of @pt's at @now (local_clock()), about
+ * to be served in its softirq if this returns true: the thread is not
+ * polling now, so the request would wait for its next turn of the CPU.
+ * It gave the CPU up to another task (rof_poll_fn), or made no pass for
+ * ROF_POLL_STALE_NS: asleep, or preempted.  Counted.  Another CPU's clock
+ * may be a little behind the thread's: a pass "after" @now is recent.
+ */
+bool rof_poll_handoff(struct rof_poller *pt, u64 now)
+{
+	if (!READ_ONCE(pt->yielded) &&
+	    (s64)(now - READ_ONCE(pt->pass_ns)) < (s64)ROF_POLL_STALE_NS)
+		return false;
+	atomic64_inc(&pt->handoffs);
+	return true;
 }
 
 /*
@@ -190,6 +224,7 @@ static int rof_poll_fn(void *arg)
 	u64 idle_since = local_clock();
 
 	while (!kthread_should_stop()) {
+		WRITE_ONCE(pt->pass_ns, local_clock());
 		if (rof_poll_pass(pt)) {
 			idle_since = local_clock();
 			cond_resched();
@@ -197,9 +232,20 @@ static int rof_poll_fn(void *arg)
 		}
 		if (local_clock() - idle_since <
 		    (u64)READ_ONCE(poll_idle_us) * NSEC_PER_USEC) {
-			cond_resched();
-			cpu_relax();
-			continue;
+			if (!need_resched()) {
+				cpu_relax();
+				continue;
+			}
+			/*
+			 * Another task wants the CPU while we have nothing
+			 * to do: give it up now, not spin out our share as
+			 * a CPU hog and have the next request wait for our
+			 * next turn of the scheduler.  Until we run again,
+			 * the completions' softirq serves our sessions, as
+			 * on the event path (rof_cq_comp).
+			 */
+			WRITE_ONCE(pt->yields, pt->yields + 1);
+			WRITE_ONCE(pt->yielded, true);
 		}
 		/*
 		 * Idle: forget the wake-ups so far, arm, and look once more,
@@ -209,6 +255,7 @@ static int rof_poll_fn(void *arg)
 		clear_bit(ROF_PT_WOKEN, &pt->woken);
 		smp_mb__after_atomic();	/* WOKEN clear before the CQs are read */
 		if (rof_poll_arm(pt) || rof_poll_pass(pt)) {
+			WRITE_ONCE(pt->yielded, false);
 			idle_since = local_clock();
 			continue;
 		}
@@ -219,6 +266,7 @@ static int rof_poll_fn(void *arg)
 			schedule();
 		}
 		__set_current_state(TASK_RUNNING);
+		WRITE_ONCE(pt->yielded, false);
 		idle_since = local_clock();
 	}
 	return 0;
@@ -308,11 +356,13 @@ static int rof_poll_show(struct seq_file *m, void *v)
 	for (i = 0; i < rof_npollers; i++) {
 		struct rof_poller *pt = &rof_pollers[i];
 
-		seq_printf(m, "cpu %u sessions %u passes %llu busy_passes %llu polls %llu requests %llu sleeps %llu wakes %lld\n",
+		seq_printf(m, "cpu %u sessions %u passes %llu busy_passes %llu polls %llu requests %llu sleeps %llu yields %llu wakes %lld handoffs %lld\n",
 			   pt->cpu, READ_ONCE(pt->nsess), READ_ONCE(pt->passes),
 			   READ_ONCE(pt->busy_passes), READ_ONCE(pt->polls),
 			   READ_ONCE(pt->requests), READ_ONCE(pt->sleeps),
-			   (long long)atomic64_read(&pt->wakes));
+			   READ_ONCE(pt->yields),
+			   (long long)atomic64_read(&pt->wakes),
+			   (long long)atomic64_read(&pt->handoffs));
 	}
 	return 0;
 }

@@ -189,5 +189,6 @@ void rof_poll_exit(void);
 void rof_poll_attach(struct rof_session *s);
 void rof_poll_detach(struct rof_session *s);
 void rof_poll_wake(struct rof_poller *pt);
+bool rof_poll_handoff(struct rof_poller *pt, u64 now);
 
 #endif /* ROF_SESSION_H */
