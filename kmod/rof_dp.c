@@ -932,6 +932,8 @@ void rof_cq_comp(struct ib_cq *cq, void *ctx)
 
 	struct rof_poller *pt = READ_ONCE(s->poller);
 	u64 now = local_clock();
+	bool sirq = READ_ONCE(poll_softirq) &&
+		    !test_bit(ROF_SF_CLOSING, &s->flags);
 
 	/* When the event came, for the scheduling delay (rof_dp_stats). */
 	cmpxchg64(&s->kick_ns, 0, now);
@@ -940,13 +942,10 @@ void rof_cq_comp(struct ib_cq *cq, void *ctx)
 		 * Its polling thread serves it, and the softirq meanwhile if
 		 * the thread is not polling now (rof_poll_handoff).
 		 */
-		if (READ_ONCE(poll_softirq) &&
-		    !test_bit(ROF_SF_CLOSING, &s->flags) &&
-		    rof_poll_handoff(pt, now))
+		if (sirq && rof_poll_handoff(pt, now))
 			irq_poll_sched(&s->iop);
 		rof_poll_wake(pt);
-	} else if (READ_ONCE(poll_softirq) &&
-		   !test_bit(ROF_SF_CLOSING, &s->flags)) {
+	} else if (sirq) {
 		irq_poll_sched(&s->iop);
 	} else {
 		rof_kick(s);

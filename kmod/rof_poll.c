@@ -71,15 +71,15 @@ struct rof_poller {
 	u64 yields;			/* idle before poll_idle_us, CPU wanted */
 	atomic64_t wakes;		/* wake-ups sent to it */
 	atomic64_t handoffs;		/* completions its softirq served */
-	bool yielded;			/* asleep since a yield, or about to be */
-	u64 pass_ns;			/* local_clock() at its last pass */
+	u64 pass_ns;			/* local_clock() at its last pass; 0 yielded */
 };
 
 /*
  * A thread with no pass for this long is not polling now (asleep, or
- * preempted: it waits for its turn of the CPU): its sessions' completions
- * are served in their softirq meanwhile (rof_poll_handoff).  Many times a
- * pass over one session, even under emulation.
+ * preempted: it waits for its turn of the CPU), nor one that yielded its
+ * CPU (pass_ns 0): its sessions' completions are served in their softirq
+ * meanwhile (rof_poll_handoff).  Many times a pass over one session, even
+ * under emulation.
  */
 #define ROF_POLL_STALE_NS	(100 * NSEC_PER_USEC)
 
@@ -106,8 +106,7 @@ void rof_poll_wake(struct rof_poller *pt)
  */
 bool rof_poll_handoff(struct rof_poller *pt, u64 now)
 {
-	if (!READ_ONCE(pt->yielded) &&
-	    (s64)(now - READ_ONCE(pt->pass_ns)) < (s64)ROF_POLL_STALE_NS)
+	if ((s64)(now - READ_ONCE(pt->pass_ns)) < (s64)ROF_POLL_STALE_NS)
 		return false;
 	atomic64_inc(&pt->handoffs);
 	return true;
@@ -224,13 +223,15 @@ static int rof_poll_fn(void *arg)
 	u64 idle_since = local_clock();
 
 	while (!kthread_should_stop()) {
-		WRITE_ONCE(pt->pass_ns, local_clock());
+		u64 now = local_clock();
+
+		WRITE_ONCE(pt->pass_ns, now);
 		if (rof_poll_pass(pt)) {
 			idle_since = local_clock();
 			cond_resched();
 			continue;
 		}
-		if (local_clock() - idle_since <
+		if (now - idle_since <
 		    (u64)READ_ONCE(poll_idle_us) * NSEC_PER_USEC) {
 			if (!need_resched()) {
 				cpu_relax();
@@ -245,7 +246,7 @@ static int rof_poll_fn(void *arg)
 			 * on the event path (rof_cq_comp).
 			 */
 			WRITE_ONCE(pt->yields, pt->yields + 1);
-			WRITE_ONCE(pt->yielded, true);
+			WRITE_ONCE(pt->pass_ns, 0);	/* until the next pass */
 		}
 		/*
 		 * Idle: forget the wake-ups so far, arm, and look once more,
@@ -255,7 +256,6 @@ static int rof_poll_fn(void *arg)
 		clear_bit(ROF_PT_WOKEN, &pt->woken);
 		smp_mb__after_atomic();	/* WOKEN clear before the CQs are read */
 		if (rof_poll_arm(pt) || rof_poll_pass(pt)) {
-			WRITE_ONCE(pt->yielded, false);
 			idle_since = local_clock();
 			continue;
 		}
@@ -266,7 +266,6 @@ static int rof_poll_fn(void *arg)
 			schedule();
 		}
 		__set_current_state(TASK_RUNNING);
-		WRITE_ONCE(pt->yielded, false);
 		idle_since = local_clock();
 	}
 	return 0;

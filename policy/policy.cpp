@@ -840,9 +840,8 @@ struct Source {
 // Runs @fn(i) for every i < @n, on as many threads as the machine has CPUs (at most 16, one per
 // 64 items): a policy's files are read and parsed apart from each other, and with 10,000 tenants
 // that was most of the policy's load (natively 128 of 205 ms against the fake module), the other
-// CPUs idle.  The first exception @fn throws is
-// thrown again here once every thread has stopped; a thread that cannot be made leaves its share
-// to the others.
+// CPUs idle.  The first exception @fn throws is thrown again here once every thread has stopped;
+// a thread that cannot be made leaves its share to the others.
 template <typename Fn>
 void for_each_index(std::size_t n, Fn fn) {
     constexpr std::size_t kPerThread = 64;
