@@ -341,6 +341,37 @@ TEST(PolicyLoad, DiagnosticsNameThePath) {
 
 // Enough files that they are read and parsed on several threads: the tenants and the
 // diagnostics come out in file order all the same.
+// A file is read whole whatever its size (an empty one, one of many pages), and the tenants come
+// out sorted by name when their files' order is not theirs ("a-b.toml" before "a.toml").
+TEST(PolicyLoad, FilesAreReadWholeAndTenantsSortedByName) {
+    const fs::path dir = fs::path(::testing::TempDir()) / "rof-policy-whole";
+    fs::remove_all(dir);
+    fs::create_directories(dir / "tenants.d");
+    std::ofstream(dir / "rofd.toml").flush();  // empty: every default
+    {
+        std::ofstream big(dir / "tenants.d" / "a.toml");
+        for (int i = 0; i < 5000; i++) {
+            big << "# a comment line of the padding that makes this file span many pages\n";
+        }
+        big << "name = \"a\"\ncontrol_rate = 7\n";
+    }
+    std::ofstream(dir / "tenants.d" / "a-b.toml") << "name = \"a-b\"\n";
+    std::ofstream(dir / "tenants.d" / "c.toml").flush();  // empty: no name
+    LoadResult r = load((dir / "rofd.toml").string(), (dir / "tenants.d").string());
+    ASSERT_FALSE(r.policy);
+    ASSERT_EQ(r.errors.size(), 1U) << r.error_text();
+    EXPECT_EQ(r.errors[0].file, (dir / "tenants.d" / "c.toml").string());
+    fs::remove(dir / "tenants.d" / "c.toml");
+    r = load((dir / "rofd.toml").string(), (dir / "tenants.d").string());
+    ASSERT_TRUE(r.policy) << r.error_text();
+    ASSERT_EQ(r.policy->tenants.size(), 2U);
+    EXPECT_EQ(r.policy->tenants[0].name, "a");
+    EXPECT_EQ(r.policy->tenants[0].control_rate, 7U);
+    EXPECT_EQ(r.policy->tenants[1].name, "a-b");
+    EXPECT_NE(r.policy->find("a-b"), nullptr);
+    EXPECT_EQ(r.policy->daemon.socket, "/run/rof/rofd.sock");
+}
+
 TEST(PolicyLoad, ManyFilesReadInOrder) {
     const fs::path dir = fs::path(::testing::TempDir()) / "rof-policy-many";
     fs::remove_all(dir);
