@@ -200,6 +200,11 @@ class Manager {
     static std::uint64_t refusals_audited_on_this_thread() noexcept;
     // Refusals not journalled since the start (refusals_journalled_per_s).
     std::uint64_t refusals_left_out() const noexcept { return refusals_left_out_; }
+    // A reconciliation journals its first lines_journalled_per_pass differences and errors,
+    // a reload its first notes, one line each; the rest are counted here and said in one
+    // line.  The caller's answer (ReloadPolicy's notes) and GetStatus.drift keep them all.
+    static constexpr std::size_t lines_journalled_per_pass = 100;
+    std::uint64_t lines_left_out() const noexcept { return lines_left_out_; }
     // A unix connection closed unserved: its uid held @limit
     // (limits.connections_per_uid).  Counted, and journalled as a refused
     // call is (at refusals_journalled_per_s per uid).
@@ -340,6 +345,10 @@ class Manager {
     // refusals_journalled_per_s, per caller); when it is, @left_out gets
     // how many of the caller's refusals were not since its last one.
     bool journal_refusal(const Principal& p, std::uint64_t* left_out);
+    // @lines through @each, at most lines_journalled_per_pass of them, then one line through
+    // @each that says how many more @where has.
+    void journal_lines(const std::vector<std::string>& lines,
+                       const std::function<void(const std::string&)>& each, std::string_view where);
 
     std::mutex rate_mu_;
     std::map<std::string, Bucket, std::less<>> control_buckets_;
@@ -349,6 +358,7 @@ class Manager {
     };
     std::map<std::string, RefusalBucket, std::less<>> refusal_buckets_;
     std::atomic<std::uint64_t> refusals_left_out_{0};
+    std::atomic<std::uint64_t> lines_left_out_{0};
     std::atomic<std::uint64_t> connections_refused_{0};
 };
 

@@ -673,10 +673,6 @@ TEST_F(ManagerTest, TenantRemovedFromPolicyIsRemovingWhileASessionIsOpen) {
     EXPECT_EQ(prepare(kv), 0);
 }
 
-// A reload that removes many tenants destroys them in one sweep: each in
-// the module, then all of them in one store transaction and one view.  One
-// the module cannot destroy stays removing, in the store and the view, and
-// does not hold the others back; the next sweep destroys it.
 // A restart finds the quotas the module kept and does not set them again
 // (one ioctl per tenant, B8's restart); a quota the policy changed is set.
 TEST_F(ManagerTest, ARestartSetsOnlyTheQuotasThatChanged) {
@@ -750,6 +746,10 @@ TEST_F(ManagerTest, AnOlderModuleGetsNoInvokeRecords) {
     EXPECT_EQ(fake_tenant("kv")->quota.invoke_records, std::uint32_t{ROF_INVOKE_RECORDS_ALL});
 }
 
+// A reload that removes many tenants destroys them in one sweep: each in
+// the module, then all of them in one store transaction and one view.  One
+// the module cannot destroy stays removing, in the store and the view, and
+// does not hold the others back; the next sweep destroys it.
 TEST_F(ManagerTest, ManyRemovedTenantsGoInOneSweepAndAFailureHoldsOnlyItself) {
     constexpr int n = 50;
     for (int i = 0; i < n; i++) {
@@ -789,6 +789,37 @@ TEST_F(ManagerTest, ManyRemovedTenantsGoInOneSweepAndAFailureHoldsOnlyItself) {
     }
     EXPECT_TRUE(fake_tenant("kv"));
     EXPECT_TRUE(fake_tenant("analytics"));
+}
+
+// A reload journals its first lines_journalled_per_pass differences and notes one line each
+// and the rest in one line, counted (rof_lines_not_journalled_total); its answer and
+// GetStatus.drift keep them all.  Adding 150 tenants: 150 differences.  Removing them: 150
+// notes of the reload's own and 150 differences of its reconciliation.
+TEST_F(ManagerTest, AReloadJournalsItsFirstLinesAndCountsTheRest) {
+    auto m = started_manager();
+    EXPECT_EQ(m->lines_left_out(), 0u);
+    constexpr int n = 150;
+    static_assert(n > Manager::lines_journalled_per_pass);
+    for (int i = 0; i < n; i++) {
+        write_tenant("j" + std::to_string(i), "name = \"j" + std::to_string(i) + "\"\n");
+    }
+    auto notes = m->reload_policy();
+    std::size_t created = 0;
+    for (const auto& note : notes) {
+        created += Contains(note, ": new in policy: created") ? 1 : 0;
+    }
+    EXPECT_EQ(created, std::size_t{n});
+    EXPECT_EQ(m->view()->drift.size(), std::size_t{n});
+    EXPECT_EQ(m->lines_left_out(), n - Manager::lines_journalled_per_pass);
+    EXPECT_TRUE(Contains(m->metrics_text(""), "\nrof_lines_not_journalled_total 50\n"));
+
+    for (int i = 0; i < n; i++) {
+        remove_tenant("j" + std::to_string(i));
+    }
+    notes = m->reload_policy();
+    EXPECT_EQ(m->lines_left_out(), 3 * (n - Manager::lines_journalled_per_pass));
+    EXPECT_TRUE(Contains(joined(notes), "tenant \"j149\": destroyed (no session left)"));
+    EXPECT_FALSE(fake_tenant("j149"));
 }
 
 // With no session left, the removal does not wait for the grace: the

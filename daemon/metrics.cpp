@@ -322,6 +322,12 @@ std::vector<MetricFamily> collect_metrics(const MetricsInput& in) {
                   "limits.refusals_journalled_per_s.")
             .add({}, *in.refusals_not_journalled);
     }
+    if (in.lines_not_journalled) {
+        x.counter("rof_lines_not_journalled_total",
+                  "Differences, errors and notes of a reconciliation or a policy reload past "
+                  "its first 100, counted in one line of the journal, not one each.")
+            .add({}, *in.lines_not_journalled);
+    }
     if (in.reconcile_errors) {
         x.gauge("rof_reconcile_errors",
                 "Objects and lists the last reconciliation with the module could not "

@@ -53,6 +53,8 @@ struct MetricsInput {
     bool audit_totals = true;
     // rof_refusals_not_journalled_total: rofd's own; an admin's only.
     std::optional<std::uint64_t> refusals_not_journalled;
+    // rof_lines_not_journalled_total: Manager::lines_left_out(); an admin's only.
+    std::optional<std::uint64_t> lines_not_journalled;
     // rof_reconcile_errors: what the last reconciliation could not do
     // (View::reconcile_errors); an admin's only.
     std::optional<std::uint64_t> reconcile_errors;

@@ -455,6 +455,7 @@ std::string read_source(const std::string& rel) {
 TEST(MetricsNames, EveryDocumentedAndQueriedMetricIsServed) {
     MetricsInput in = sample_input();
     in.refusals_not_journalled = 0;
+    in.lines_not_journalled = 0;
     in.reconcile_errors = 0;
     in.connections_refused = 0;
     CallMetrics calls({"rof.v1.Tenants"});
