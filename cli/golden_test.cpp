@@ -401,6 +401,7 @@ TEST(Golden, Prog) {
     revoked.set_tenant("analytics");
     revoked.set_name("scan-all-the-things");
     revoked.set_revoked(true);
+    revoked.set_deferred(true);  // a scan: over one softirq turn
     revoked.set_origin(rof::v1::ORIGIN_POLICY);
     *programs.add_programs() = revoked;
 

@@ -174,13 +174,14 @@ rof::prog::Program local_program(const std::string& file) {
 }
 
 // rof.ko answers an INVOKE in the softirq or a polling thread's turn only when the program's
-// worst case fits in one such run, below the executor's reschedule point (docs/kmod.md 8.3);
-// a program over it is run in the session's poll work every time, a workqueue wake-up each.
-// Said on stderr, beside the result, when a program verifies or loads so.
-void note_worst_case(Context& ctx, std::uint64_t insns) {
-    if (insns >= ROF_EXEC_YIELD_EVERY) {
-        ctx.err << "rofctl: note: a worst case of " << insns << " instructions, over "
-                << ROF_EXEC_YIELD_EVERY - 1
+// worst case fits in one such turn (ROF_EXEC_ATOMIC_INSNS instructions, ROF_EXEC_ATOMIC_BYTES
+// bytes moved; docs/kmod.md 8.3); a program over either is run in its session's poll work
+// every time, a workqueue wake-up each (Program.deferred, as rof.ko says it).  Said on stderr,
+// beside the result, when a program verifies, loads or is replaced so.
+void note_worst_case(Context& ctx, std::uint64_t insns, std::uint64_t bytes) {
+    if (insns > ROF_EXEC_ATOMIC_INSNS || bytes > ROF_EXEC_ATOMIC_BYTES) {
+        ctx.err << "rofctl: note: a worst case of " << insns << " instructions and " << bytes
+                << " bytes, over " << ROF_EXEC_ATOMIC_INSNS << " or " << ROF_EXEC_ATOMIC_BYTES
                 << ": rof.ko runs every INVOKE of this program in its session's poll work, not "
                    "in the softirq or a polling thread (docs/kmod.md 8.3)\n";
     }
@@ -222,7 +223,7 @@ int verify(Context& ctx, const ProgOpts& o) {
     }
     ctx.printer.print(resp);
     if (resp.ok()) {
-        note_worst_case(ctx, resp.worst_case());
+        note_worst_case(ctx, resp.worst_case(), 0);
     }
     return resp.ok() ? exit_ok : exit_check_failed;
 }
@@ -487,7 +488,7 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
             }
             const rof::v1::Program p = ctx.client().load_program(req);
             ctx.printer.print(p);
-            note_worst_case(ctx, p.budget());
+            note_worst_case(ctx, p.budget(), p.byte_budget());
             return exit_ok;
         };
     });
@@ -511,7 +512,7 @@ void add_prog_commands(CLI::App& app, Handler& selected) {
             }
             const rof::v1::Program p = ctx.client().replace_program(req);
             ctx.printer.print(p);
-            note_worst_case(ctx, p.budget());
+            note_worst_case(ctx, p.budget(), p.byte_budget());
             return exit_ok;
         };
     });

@@ -219,6 +219,7 @@ const std::vector<TableSpec>& table_specs() {
           {"FAULTS", "faults"},
           {"INSNS", "insns", {}, wide},
           {"REVOKED", "revoked"},
+          {"DEFERRED", "deferred"},
           {"REPLACED", "replaced", {}, wide},
           {"BINDS", "binds", {}, wide}}},
         {"rof.v1.Session",

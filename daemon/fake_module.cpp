@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "kmod.h"
+#include "rof_exec.h"
 
 namespace rofd {
 namespace {
@@ -768,6 +769,11 @@ rof_prog_info FakeModule::prog_checked_locked(rof_prog_load& req,
     p.args_max = hdr.args_max;
     p.scratch_size = hdr.scratch_size;
     p.resp_max = hdr.resp_max;
+    // As rof.ko says it (ABI 0.11): a worst case over one softirq or polling-thread turn.
+    if (abi_minor_ >= abi_minor_prog_deferred &&
+        (p.budget > ROF_EXEC_ATOMIC_INSNS || p.byte_budget > ROF_EXEC_ATOMIC_BYTES)) {
+        p.flags |= ROF_PROG_DEFERRED;
+    }
     std::copy(req.bind, req.bind + ROF_ISA_MAX_SLOTS, p.bind);
     p.loaded_ns = now_ns();
     return p;

@@ -26,6 +26,8 @@ inline constexpr std::uint32_t abi_minor_msg_size = 8;
 // 0.10: a tenant's INVOKE records (rof_tenant_quota.invoke_records); Manager
 // sets it only on a module that has it (Module::abi_minor).
 inline constexpr std::uint32_t abi_minor_invoke_records = 10;
+// 0.11: ROF_PROG_DEFERRED in rof_prog_info.flags (a program served in the poll work only).
+inline constexpr std::uint32_t abi_minor_prog_deferred = 11;
 
 // The open /dev/rof: rofd::Module with one ioctl per call.  Each call is one
 // ioctl on a shared fd (LIST commands: a few); the module serialises what

@@ -13,6 +13,7 @@
 
 #include "kmod.h"
 #include "rof/prog/asm.h"
+#include "rof_exec.h"
 
 namespace rofd::contract {
 namespace {
@@ -645,6 +646,32 @@ void program_load_checks(Module& m, Scope& s) {
     EXPECT_EQ(progs_of(m, kv), 0U);
 }
 
+// A program whose worst case is over one softirq or polling-thread turn (ROF_EXEC_ATOMIC_INSNS
+// instructions, ROF_EXEC_ATOMIC_BYTES bytes) says so, ROF_PROG_DEFERRED (ABI 0.11), in GET
+// and LIST alike; one at the limits does not.  An older module never sets it.
+void programs_say_when_they_are_deferred(Module& m, Scope& s) {
+    const auto kv = s.tenant("kv");
+    auto flags_of = [&](std::uint64_t budget, std::uint64_t bytes, unsigned code) {
+        rof_prog_load req = load_req(kv);
+        req.budget = budget;
+        req.byte_budget = bytes;
+        const auto tag = m.prog_load(req, exit_image(code).bytes);
+        const auto p = m.get_prog(kv, tag);
+        EXPECT_TRUE(p);
+        for (const auto& l : of_tenant(m.list_progs(), kv)) {
+            if (l.tag == tag) {
+                EXPECT_EQ(l.flags, p ? p->flags : ~0U);
+            }
+        }
+        m.prog_unload(kv, tag);
+        return p ? p->flags : ~0U;
+    };
+    const std::uint32_t deferred = m.abi_minor() >= abi_minor_prog_deferred ? ROF_PROG_DEFERRED : 0;
+    EXPECT_EQ(flags_of(ROF_EXEC_ATOMIC_INSNS, ROF_EXEC_ATOMIC_BYTES, 1), 0U);
+    EXPECT_EQ(flags_of(ROF_EXEC_ATOMIC_INSNS + 1, 100, 2), deferred);
+    EXPECT_EQ(flags_of(100, ROF_EXEC_ATOMIC_BYTES + 1, 3), deferred);
+}
+
 // REPLACE: the load's checks, then the old program (ENOENT) and the new
 // tag (EEXIST, the old one's included).  The new program takes the old
 // one's place in the quota, and serves its tags: a chain counts them, an
@@ -772,6 +799,7 @@ const std::vector<Case>& cases() {
         {"PrepareTakesAMessageSize", prepare_takes_a_message_size},
         {"ProgramsAreNamedByTenantAndTag", programs_are_named_by_tenant_and_tag},
         {"ProgramLoadChecks", program_load_checks},
+        {"ProgramsSayWhenTheyAreDeferred", programs_say_when_they_are_deferred},
         {"ProgramReplace", program_replace},
     };
     return all;

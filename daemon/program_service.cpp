@@ -208,6 +208,7 @@ void fill_program(const View& v, const StoredProgram* stored, const rof_prog_inf
     out->set_faults(info.faults);
     out->set_insns(info.insns);
     out->set_revoked((info.flags & ROF_PROG_REVOKED) != 0);
+    out->set_deferred((info.flags & ROF_PROG_DEFERRED) != 0);
     out->set_replaced(info.aliases);
     out->set_origin(v1::ORIGIN_MODULE);
     if (stored == nullptr || stored->tenant != tenant || stored->tag != info.tag) {

@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "rof_exec.h"
 #include "service_harness.h"
 #include "test_tenants.h"
 
@@ -2098,6 +2099,36 @@ grpc::Status destroy(Client& c, const std::string& name, std::int64_t grace_ms,
 // A tenant removed from policy with a session open: refused new objects,
 // its objects still listed, destroyed by DestroyTenant{grace_ms: 0} with
 // its rows; the name comes back empty; kv is not touched throughout.
+// A program whose worst case is over one softirq turn is served in the poll work every time,
+// and says so (Program.deferred, from the module's ROF_PROG_DEFERRED) in LoadProgram's answer
+// and in ListPrograms; a short one does not.
+TEST_F(Service, AProgramSaysWhenItIsAlwaysDeferred) {
+    auto c = h_.client(kv_user);
+    auto load = [&](const std::string& name, const std::string& text) {
+        v1::LoadProgramRequest req;
+        req.set_name(name);
+        *req.mutable_source() = source(text);
+        v1::Program p;
+        const auto st = rpc(*c->programs, &v1::Programs::Stub::LoadProgram, req, &p);
+        EXPECT_TRUE(st.ok()) << describe(st);
+        return p;
+    };
+    const auto quick = load("quick", "\tmov64 r1, 1\n\texit 0\n");
+    EXPECT_FALSE(quick.deferred()) << quick.budget();
+    // 40,000 trips of two instructions: a worst case of about 80,000 instructions.
+    const auto slow = load("slow",
+                           "\tmov64 r6, 0\n\tmov64 r2, 0\n"
+                           "top:\tadd64 r2, 1\n\tloop r6, top, 40000\n\texit 0\n");
+    EXPECT_GT(slow.budget(), std::uint64_t{ROF_EXEC_ATOMIC_INSNS});
+    EXPECT_TRUE(slow.deferred());
+    v1::ListProgramsRequest req;
+    v1::ListProgramsResponse list;
+    ASSERT_TRUE(rpc(*c->programs, &v1::Programs::Stub::ListPrograms, req, &list).ok());
+    for (const auto& p : list.programs()) {
+        EXPECT_EQ(p.deferred(), p.name() == "slow") << p.name();
+    }
+}
+
 TEST_F(Service, ARemovedTenantIsDrainedThenDestroyed) {
     auto root = h_.client(admin);
     auto kv = h_.client(kv_user);

@@ -50,28 +50,17 @@ module_param(poll_softirq, bool, 0644);
 MODULE_PARM_DESC(poll_softirq, "serve short requests in the completion's softirq");
 
 #define ROF_POLL_BATCH		16	/* work completions per ib_poll_cq */
-/* One softirq run: at most this many polls and program instructions. */
-#define ROF_SIRQ_ROUNDS		4
 /*
- * Below ROF_EXEC_YIELD_EVERY, so that no run reaches a reschedule point, and
- * as close to it as that allows: an INVOKE runs here only when its program's
- * worst case fits in what the run has left, and kv-get's is 36331 (8 tries of
- * 16 ways of a 33-word key compare) where it runs about 100.  At 32768 every
- * GET went to the poll work, a workqueue wake-up each.
+ * One softirq run: at most this many polls, ROF_EXEC_ATOMIC_INSNS program
+ * instructions and ROF_EXEC_ATOMIC_BYTES bytes moved by programs (rof_exec.h).
  */
-#define ROF_SIRQ_INSNS		(ROF_EXEC_YIELD_EVERY - 1)
+#define ROF_SIRQ_ROUNDS		4
 /*
  * irq_poll's weight of a session: one more than the work completions a
  * softirq run can take (ROF_SIRQ_ROUNDS polls of ROF_POLL_BATCH), so that
  * what a run returns is always below it (rof_iop_poll).
  */
 #define ROF_SIRQ_WEIGHT		(ROF_SIRQ_ROUNDS * ROF_POLL_BATCH + 1)
-/*
- * Bytes programs may move (COPY, CRC64, HASH) in one softirq run: a few
- * ms of CRC64 at worst.  A program whose byte budget exceeds what the
- * run has left goes to the poll work, as one with too many instructions.
- */
-#define ROF_SIRQ_BYTES		(2ULL << 20)
 #define ROF_POLL_ROUNDS		64	/* polls before yielding the worker */
 /* Program instructions and bytes one poll work run may spend before it yields. */
 #define ROF_POLL_INSNS		(2ULL * 1000 * 1000)
@@ -743,7 +732,7 @@ out:
  * in on, decides where each session runs.
  *
  * In the softirq (@atomic) a run is shorter (ROF_SIRQ_ROUNDS polls,
- * ROF_SIRQ_INSNS instructions), never spins, and stops at the first
+ * ROF_EXEC_ATOMIC_INSNS instructions), never spins, and stops at the first
  * request that needs process context (a long program, or a scratch to
  * grow).  Returns true when it stopped with work left: the caller hands
  * it to the poll work.
@@ -755,8 +744,8 @@ static bool rof_poll_run(struct rof_session *s, struct rof_dp_stats *st,
 	bool atomic = mode != ROF_RUN_WORK, thread = mode == ROF_RUN_THREAD;
 	struct ib_wc wcs[ROF_POLL_BATCH];
 	struct rof_run_budget budget = {
-		.insns = atomic ? ROF_SIRQ_INSNS : ROF_POLL_INSNS,
-		.bytes = atomic ? ROF_SIRQ_BYTES : ROF_POLL_BYTES,
+		.insns = atomic ? ROF_EXEC_ATOMIC_INSNS : ROF_POLL_INSNS,
+		.bytes = atomic ? ROF_EXEC_ATOMIC_BYTES : ROF_POLL_BYTES,
 	};
 	u64 spin_until = 0;
 	int rounds = 0, max_rounds = atomic ? ROF_SIRQ_ROUNDS : ROF_POLL_ROUNDS;

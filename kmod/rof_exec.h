@@ -117,6 +117,21 @@ static inline u64 rof_exec_cmpxchg64(u64 *p, u64 old, u64 new_val)
 #define ROF_EXEC_YIELD_EVERY	65536	/* instructions; a power of 2 */
 
 /*
+ * What one turn of a session in its completion's softirq or on a polling
+ * thread runs at most (docs/kmod.md 8.3): program instructions, below
+ * ROF_EXEC_YIELD_EVERY so that no turn reaches a reschedule point and as
+ * close to it as that allows (kv-get's worst case is 36331: 8 tries of 16
+ * ways of a 33-word key compare, where it runs about 100; at 32768 every GET
+ * went to the poll work, a workqueue wake-up each), and bytes moved by
+ * COPY, CRC64 and HASH (up to 1 MiB each: a few ms of CRC64 at worst).  An
+ * INVOKE runs there only when its program's worst case (budget, byte
+ * budget) fits in what the turn has left; a program over either limit runs
+ * in its session's poll work every time (ROF_PROG_DEFERRED).
+ */
+#define ROF_EXEC_ATOMIC_INSNS	(ROF_EXEC_YIELD_EVERY - 1)
+#define ROF_EXEC_ATOMIC_BYTES	(2ULL << 20)
+
+/*
  * struct rof_exec_region - one region slot as bound for this invocation.
  *
  * @base points at @len bytes mapped contiguously (vmap'd pages in the

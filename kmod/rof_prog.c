@@ -1150,6 +1150,9 @@ static void rof_prog_fill(const struct rof_prog *p, struct rof_prog_info *pi)
 	pi->tenant = p->tenant_id;
 	if (READ_ONCE(p->revoked))
 		pi->flags |= ROF_PROG_REVOKED;
+	if (p->budget > ROF_EXEC_ATOMIC_INSNS ||
+	    p->byte_budget > ROF_EXEC_ATOMIC_BYTES)
+		pi->flags |= ROF_PROG_DEFERRED;
 	pi->budget = p->budget;
 	pi->byte_budget = p->byte_budget;
 	pi->insn_cnt = p->hdr->insn_cnt;

@@ -25,7 +25,7 @@
 #include "rof_isa.h"	/* the offload program encoding (docs/isa.md) */
 
 #define ROF_ABI_MAJOR		0
-#define ROF_ABI_MINOR		10	/* 0.10: INVOKE records per tenant (docs/kmod.md) */
+#define ROF_ABI_MINOR		11	/* 0.11: ROF_PROG_DEFERRED (docs/kmod.md) */
 
 #define ROF_DEVICE_PATH		"/dev/rof"
 #define ROF_NAME_MAX		64	/* includes the NUL; == IB_DEVICE_NAME_MAX */
@@ -868,6 +868,12 @@ struct rof_prog_id {
 
 /* rof_prog_info.flags (out) */
 #define ROF_PROG_REVOKED	(1U << 0) /* a bound region was destroyed */
+/*
+ * ABI 0.11: its worst case (budget or byte_budget) is over what one softirq
+ * or polling-thread turn runs: every INVOKE of it runs in its session's poll
+ * work, a workqueue wake-up each (docs/kmod.md 8.3).
+ */
+#define ROF_PROG_DEFERRED	(1U << 1)
 
 /* Element of ROF_IOC_PROG_LIST; in/out of ROF_IOC_PROG_GET. */
 struct rof_prog_info {
