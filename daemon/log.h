@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <string_view>
 #include <utility>
 
@@ -26,6 +27,12 @@ bool stderr_is_journal(const char* env, int fd);
 
 // Routes gRPC's own log lines through write().
 void capture_grpc_logs();
+
+// Milliseconds since @t0 on the monotonic clock, for the lines that say how long something
+// took (a start, a reload, a reconciliation).
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // log::info("policy generation {} loaded", n): fmt's format string, checked
 // when compiled.

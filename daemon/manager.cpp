@@ -147,12 +147,6 @@ std::string utc(std::chrono::system_clock::time_point t) {
     return buf;
 }
 
-// Milliseconds since @t0, for the log lines that say how long a reload or a
-// reconciliation took (the real clock, not opt_.clock: a test's clock stands still).
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 std::string Principal::describe() const {
@@ -765,7 +759,7 @@ void Manager::apply_limits(const rof::policy::Tenant& t, std::uint32_t id,
 // one LIST) that fails leaves that object unreconciled and every other
 // tenant served (issue 28).  The store's own errors still throw.
 void Manager::reconcile() {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();  // the real clock, as reload_policy()
     const auto old = view();
     const auto& pol = *old->policy;
     std::vector<std::string> errors;  // also in drift, so GetStatus shows them
@@ -1004,7 +998,7 @@ void Manager::reconcile() {
                   {{"ROF_KIND", "reconcile"}});
         },
         "GetStatus.drift");
-    log::info("reconciled with the module in {:.0f} ms: {} tenants, {}{}{}", ms_since(t0),
+    log::info("reconciled with the module in {:.0f} ms: {} tenants, {}{}{}", log::ms_since(t0),
               v->tenant_id.size(), drift.size(), drift.size() == 1 ? " difference" : " differences",
               errors.empty() ? std::string()
                              : fmt::format(", {} not reconciled (degraded)", errors.size()));
@@ -1053,9 +1047,10 @@ std::uint64_t Manager::load_stored_program(const StoredProgram& p, std::uint32_t
 // --- policy reload ----------------------------------------------------
 
 std::vector<std::string> Manager::reload_policy() {
+    // The real clock, not opt_.clock (a test's clock stands still).
     const auto t0 = std::chrono::steady_clock::now();
     auto loaded = rof::policy::load(opt_.daemon_file, opt_.tenants_dir);
-    const double parse_ms = ms_since(t0);
+    const double parse_ms = log::ms_since(t0);
     if (!loaded.policy) {
         throw CallError(grpc::StatusCode::INVALID_ARGUMENT,
                         "policy not reloaded, the running one stays:\n" + loaded.error_text());
@@ -1136,7 +1131,7 @@ std::vector<std::string> Manager::reload_policy() {
     log::info(
         "policy generation {} loaded ({} tenants) in {:.0f} ms, its files read and parsed "
         "in {:.0f} ms",
-        v->generation, v->policy->tenants.size(), ms_since(t0), parse_ms);
+        v->generation, v->policy->tenants.size(), log::ms_since(t0), parse_ms);
     return notes;
 }
 
