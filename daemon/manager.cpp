@@ -1063,31 +1063,42 @@ std::vector<std::string> Manager::reload_policy() {
     std::vector<std::string> notes;
 
     // A shrunk quota keeps what is live: the module refuses new objects
-    // beyond the quota and never closes a session for it.
+    // beyond the quota and never closes a session for it.  Their usage from
+    // one LIST (a GET each was 10,000 ioctls for 10,000 tenants).
+    std::map<std::uint32_t, rof_tenant_usage> usage;
+    try {
+        for (const auto& t : module_->list_tenants()) {
+            usage.emplace(t.id, t.usage);
+        }
+    } catch (const KmodError& e) {
+        notes.push_back(std::string("quotas not compared with what tenants use: the module could "
+                                    "not list them (") +
+                        e.what() + ")");
+    }
     for (const auto& t : v->policy->tenants) {
         const auto it = old->tenant_id.find(t.name);
         if (it == old->tenant_id.end()) {
             continue;  // new tenants are created by the reconciliation below
         }
-        const auto info = module_->get_tenant(it->second);
-        if (info) {
-            if (info->usage.sessions > t.quota.sessions) {
+        if (const auto u = usage.find(it->second); u != usage.end()) {
+            const rof_tenant_usage& used = u->second;
+            if (used.sessions > t.quota.sessions) {
                 notes.push_back(
                     fmt::format("tenant {}: quota.sessions {} is below the {} open: they stay "
                                 "open, new ones are refused",
-                                quoted(t.name), t.quota.sessions, info->usage.sessions));
+                                quoted(t.name), t.quota.sessions, used.sessions));
             }
-            if (info->usage.region_bytes > t.quota.region_bytes) {
+            if (used.region_bytes > t.quota.region_bytes) {
                 notes.push_back(
                     fmt::format("tenant {}: quota.region_bytes {} is below the {} in use: regions "
                                 "stay, new ones are refused",
-                                quoted(t.name), t.quota.region_bytes, info->usage.region_bytes));
+                                quoted(t.name), t.quota.region_bytes, used.region_bytes));
             }
-            if (info->usage.programs > t.quota.programs) {
+            if (used.programs > t.quota.programs) {
                 notes.push_back(
                     fmt::format("tenant {}: quota.programs {} is below the {} loaded: they stay, "
                                 "new loads are refused",
-                                quoted(t.name), t.quota.programs, info->usage.programs));
+                                quoted(t.name), t.quota.programs, used.programs));
             }
         }
     }

@@ -822,6 +822,21 @@ TEST_F(ManagerTest, AReloadJournalsItsFirstLinesAndCountsTheRest) {
     EXPECT_FALSE(fake_tenant("j149"));
 }
 
+// A reload compares the tenants' usage with their new quotas from one LIST, not a GET of
+// each (10,000 ioctls for 10,000 tenants, B8).
+TEST_F(ManagerTest, AReloadListsTheTenantsOnceNotAGetEach) {
+    for (int i = 0; i < 50; i++) {
+        write_tenant("g" + std::to_string(i), "name = \"g" + std::to_string(i) + "\"\n");
+    }
+    auto m = started_manager();
+    const auto lists = shared_->calls("list_tenants");
+    write_tenant("kv", test::kv_toml({.quota = "sessions = 9\n"}));
+    m->reload_policy();
+    EXPECT_EQ(shared_->calls("get_tenant"), 0u);
+    EXPECT_EQ(shared_->calls("list_tenants") - lists, 2u);  // the reload's, the reconciliation's
+    EXPECT_EQ(fake_tenant("kv")->quota.sessions, 9u);
+}
+
 // With no session left, the removal does not wait for the grace: the
 // module tenant, its regions and its stored rows are gone at the reload,
 // and the name comes back empty.

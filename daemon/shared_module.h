@@ -87,6 +87,7 @@ class SharedModule final : public Module {
         return m_->list_tenants();
     }
     std::optional<rof_tenant_info> get_tenant(std::uint32_t id) override {
+        refuse("get_tenant");
         return m_->get_tenant(id);
     }
     std::uint32_t region_create(std::uint32_t tenant, const std::string& name, std::uint64_t size,
