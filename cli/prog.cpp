@@ -180,10 +180,14 @@ rof::prog::Program local_program(const std::string& file) {
 // beside the result, when a program verifies, loads or is replaced so.
 void note_worst_case(Context& ctx, std::uint64_t insns, std::uint64_t bytes) {
     if (insns > ROF_EXEC_ATOMIC_INSNS || bytes > ROF_EXEC_ATOMIC_BYTES) {
-        ctx.err << "rofctl: note: a worst case of " << insns << " instructions and " << bytes
-                << " bytes, over " << ROF_EXEC_ATOMIC_INSNS << " or " << ROF_EXEC_ATOMIC_BYTES
-                << ": rof.ko runs every INVOKE of this program in its session's poll work, not "
-                   "in the softirq or a polling thread (docs/kmod.md 8.3)\n";
+        ctx.err << "rofctl: note: a worst case of " << insns << " instructions";
+        if (bytes != 0) {
+            ctx.err << " and " << bytes << " bytes moved";
+        }
+        ctx.err << ", over " << ROF_EXEC_ATOMIC_INSNS << " instructions or "
+                << ROF_EXEC_ATOMIC_BYTES
+                << " bytes: rof.ko runs every INVOKE of this program in its session's poll work, "
+                   "not in the softirq or a polling thread (docs/kmod.md 8.3)\n";
     }
 }
 
@@ -223,7 +227,7 @@ int verify(Context& ctx, const ProgOpts& o) {
     }
     ctx.printer.print(resp);
     if (resp.ok()) {
-        note_worst_case(ctx, resp.worst_case(), 0);
+        note_worst_case(ctx, resp.worst_case(), 0);  // the byte budget is the load's
     }
     return resp.ok() ? exit_ok : exit_check_failed;
 }
