@@ -200,9 +200,10 @@ class Manager {
     static std::uint64_t refusals_audited_on_this_thread() noexcept;
     // Refusals not journalled since the start (refusals_journalled_per_s).
     std::uint64_t refusals_left_out() const noexcept { return refusals_left_out_; }
-    // A reconciliation journals its first lines_journalled_per_pass differences and errors,
-    // a reload its first notes, one line each; the rest are counted here and said in one
-    // line.  The caller's answer (ReloadPolicy's notes) and GetStatus.drift keep them all.
+    // A reconciliation journals the first lines_journalled_per_pass of its differences and of
+    // its errors, a reload the first of its notes, one line each; the rest of each are
+    // counted here and said in one line.  The caller's answer (ReloadPolicy's notes) and
+    // GetStatus.drift keep them all.
     static constexpr std::size_t lines_journalled_per_pass = 100;
     std::uint64_t lines_left_out() const noexcept { return lines_left_out_; }
     // A unix connection closed unserved: its uid held @limit

@@ -325,7 +325,7 @@ std::vector<MetricFamily> collect_metrics(const MetricsInput& in) {
     if (in.lines_not_journalled) {
         x.counter("rof_lines_not_journalled_total",
                   "Differences, errors and notes of a reconciliation or a policy reload past "
-                  "its first 100, counted in one line of the journal, not one each.")
+                  "the first 100 of each, counted in one line of the journal, not one each.")
             .add({}, *in.lines_not_journalled);
     }
     if (in.reconcile_errors) {
